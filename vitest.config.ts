@@ -1,0 +1,22 @@
+import { defineConfig } from "vitest/config";
+import { fileURLToPath } from "node:url";
+
+const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    // Unit tests run against the TypeScript sources; end-to-end tests spawn the
+    // built daemons from dist/ (npm test builds first).
+    alias: {
+      "@boxmaker/common": src("./services/common/src/index.ts"),
+      "@boxmaker/llama-sim": src("./test/llama-sim/src/index.ts"),
+    },
+  },
+  test: {
+    include: ["services/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    exclude: ["**/node_modules/**", "**/dist/**", "test/bench/**"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: "forks",
+  },
+});
