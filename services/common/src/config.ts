@@ -1,0 +1,74 @@
+import { readFileSync } from "node:fs";
+import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from "ajv";
+
+/** A config file that cannot be used; the message is one line naming the bad key. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+const ajv = new Ajv({ useDefaults: true, allErrors: false, strict: true, allowUnionTypes: true });
+const compiled = new WeakMap<object, ValidateFunction>();
+
+function keyOf(err: ErrorObject): string {
+  const base = err.instancePath.replace(/^\//, "").replace(/\//g, ".");
+  if (err.keyword === "additionalProperties") {
+    const extra = (err.params as { additionalProperty: string }).additionalProperty;
+    return base ? `${base}.${extra}` : extra;
+  }
+  if (err.keyword === "required") {
+    const missing = (err.params as { missingProperty: string }).missingProperty;
+    return base ? `${base}.${missing}` : missing;
+  }
+  return base || "(root)";
+}
+
+function describe(err: ErrorObject): string {
+  if (err.keyword === "additionalProperties") return "is not a known setting";
+  if (err.keyword === "required") return "is required";
+  return err.message ?? "is invalid";
+}
+
+/**
+ * Validates plain data against a daemon's config schema, filling defaults.
+ * The schema is the one source of truth for keys, types and defaults.
+ */
+export function parseConfig<T>(schema: JSONSchemaType<T>, data: unknown, source = "config"): T {
+  let validate = compiled.get(schema) as ValidateFunction<T> | undefined;
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  const copy = structuredClone(data ?? {});
+  if (!validate(copy)) {
+    const err = validate.errors![0]!;
+    throw new ConfigError(`${source}: key "${keyOf(err)}" ${describe(err)}`);
+  }
+  return copy as T;
+}
+
+/** Reads a JSON config file; no path means all defaults. */
+export function loadConfig<T>(schema: JSONSchemaType<T>, path: string | undefined): T {
+  if (!path) return parseConfig(schema, {}, "defaults");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(`${path}: cannot read: ${(err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${path}: not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(schema, data, path);
+}
+
+/** `--config PATH` from argv, else the daemon's environment variable. */
+export function configPathFromArgs(argv: readonly string[], envVar: string): string | undefined {
+  const i = argv.indexOf("--config");
+  if (i >= 0) return argv[i + 1];
+  const eq = argv.find((a) => a.startsWith("--config="));
+  if (eq) return eq.slice("--config=".length);
+  return process.env[envVar] || undefined;
+}

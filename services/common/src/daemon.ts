@@ -1,0 +1,104 @@
+import * as grpc from "@grpc/grpc-js";
+import { CallRegistry } from "./grpc-adapter.js";
+import type { Logger } from "./logger.js";
+import { Notifier } from "./notify.js";
+import { prepareSocketPath, removeSocket, restrictSocket } from "./unix-socket.js";
+import { ConfigError } from "./config.js";
+
+export interface DaemonOptions {
+  name: string;
+  socketPath: string;
+  log: Logger;
+  /** Adds the daemon's services; `calls` lets shutdown cancel streams that outlive the grace period. */
+  register(server: grpc.Server, calls: CallRegistry): void;
+  /** Releases what the daemon holds (upstream connections, files) after the server has stopped. */
+  onStop?: () => Promise<void> | void;
+  /** How long in-flight calls may run on after SIGTERM before they are cancelled. */
+  shutdownGraceMs?: number;
+  notifier?: Notifier;
+}
+
+export interface Daemon {
+  readonly server: grpc.Server;
+  readonly notifier: Notifier;
+  /** Tells systemd the daemon is ready. Call once the daemon can do its job, not merely listen. */
+  ready(status: string): Promise<void>;
+  status(status: string): Promise<void>;
+  stop(reason: string): Promise<void>;
+}
+
+/** Binds the gRPC server on its Unix socket and installs SIGTERM/SIGINT handling. */
+export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const { log, socketPath } = opts;
+  const notifier = opts.notifier ?? new Notifier();
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
+  const calls = new CallRegistry();
+  opts.register(server, calls);
+
+  await prepareSocketPath(socketPath);
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
+  restrictSocket(socketPath);
+  log.info({ socket: socketPath }, "listening");
+
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: string): Promise<void> => {
+    stopping ??= (async () => {
+      log.info({ reason, inFlight: calls.size }, "shutting down");
+      await notifier.stopping().catch(() => undefined);
+      const grace = opts.shutdownGraceMs ?? 5_000;
+      const timer = setTimeout(() => {
+        log.warn({ inFlight: calls.size }, "grace period over; cancelling in-flight calls");
+        calls.abortAll(`${opts.name} is shutting down`);
+        server.forceShutdown();
+      }, grace);
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      clearTimeout(timer);
+      await opts.onStop?.();
+      removeSocket(socketPath);
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+
+  const onSignal = (sig: NodeJS.Signals) => {
+    void stop(sig).then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, "unclean shutdown");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+
+  return {
+    server,
+    notifier,
+    ready: async (status) => {
+      await notifier.ready(status);
+      log.info({ status }, "ready");
+    },
+    status: (status) => notifier.status(status),
+    stop,
+  };
+}
+
+/**
+ * Runs a daemon's main. A bad config is one line on stderr and exit 2, so the
+ * operator sees the bad key in `systemctl status` without reading a stack trace.
+ */
+export function runMain(main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}

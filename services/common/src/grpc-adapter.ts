@@ -1,0 +1,230 @@
+import * as grpc from "@grpc/grpc-js";
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { RpcError, Status, toRpcError } from "./errors.js";
+
+/** What a handler learns about its call besides the request. */
+export interface CallContext {
+  /** Aborted when the client cancels, the deadline passes or the server is forced down. */
+  readonly signal: AbortSignal;
+  readonly metadata: grpc.Metadata;
+}
+
+type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
+  req: MessageShape<I>,
+  ctx: CallContext,
+) => Promise<MessageInitShape<O>> | MessageInitShape<O>;
+
+type StreamHandler<I extends DescMessage, O extends DescMessage> = (
+  req: MessageShape<I>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
+
+type Handler<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  ? UnaryHandler<I, O>
+  : M extends { methodKind: "server_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    ? StreamHandler<I, O>
+    : never;
+
+/** The implementation of a protobuf-es service: one function per method, keyed by its local name. */
+export type ServiceImpl<T extends GenServiceMethods> = { [K in keyof T]: Handler<T[K]> };
+
+/** The implementation type for a generated service constant, e.g. `ImplOf<typeof InferService>`. */
+export type ImplOf<S> = S extends GenService<infer T> ? ServiceImpl<T> : never;
+/** The client type for a generated service constant. */
+export type ClientOf<S> = S extends GenService<infer T> ? ServiceClient<T> : never;
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Milliseconds from now. */
+  timeoutMs?: number;
+}
+
+type ClientMethod<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  ? (req: MessageInitShape<I>, opts?: CallOptions) => Promise<MessageShape<O>>
+  : M extends { methodKind: "server_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    ? (req: MessageInitShape<I>, opts?: CallOptions) => AsyncIterable<MessageShape<O>>
+    : never;
+
+export type ServiceClient<T extends GenServiceMethods> = { [K in keyof T]: ClientMethod<T[K]> } & {
+  close(): void;
+  /** Resolves once the channel is connected (or rejects after timeoutMs). */
+  waitForReady(timeoutMs: number): Promise<void>;
+};
+
+/** One grpc-js definition from a protobuf-es descriptor: the only per-service glue there is. */
+export function serviceDefinition(svc: GenService<GenServiceMethods>): grpc.ServiceDefinition {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const m of svc.methods) {
+    if (m.methodKind !== "unary" && m.methodKind !== "server_streaming") {
+      throw new Error(`${svc.typeName}.${m.name}: ${m.methodKind} methods are not supported`);
+    }
+    def[m.localName] = {
+      path: `/${svc.typeName}/${m.name}`,
+      requestStream: false,
+      responseStream: m.methodKind === "server_streaming",
+      requestSerialize: (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v)),
+      requestDeserialize: (b: Buffer) => fromBinary(m.input, b),
+      responseSerialize: (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.output, v)),
+      responseDeserialize: (b: Buffer) => fromBinary(m.output, b),
+    } as grpc.MethodDefinition<unknown, unknown>;
+  }
+  return def;
+}
+
+function serviceError(err: unknown): Partial<grpc.StatusObject> {
+  const e = toRpcError(err);
+  return { code: e.code, details: e.message, metadata: e.toMetadata() };
+}
+
+/** Tracks in-flight calls so shutdown can cancel what does not finish in time. */
+export class CallRegistry {
+  private readonly live = new Set<AbortController>();
+  track(): AbortController {
+    const ac = new AbortController();
+    this.live.add(ac);
+    return ac;
+  }
+  done(ac: AbortController): void {
+    this.live.delete(ac);
+  }
+  get size(): number {
+    return this.live.size;
+  }
+  abortAll(reason: string): void {
+    for (const ac of this.live) ac.abort(new RpcError(Status.UNAVAILABLE, reason));
+  }
+}
+
+export function addService<T extends GenServiceMethods>(
+  server: grpc.Server,
+  svc: GenService<T>,
+  impl: ServiceImpl<T>,
+  calls: CallRegistry = new CallRegistry(),
+): void {
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const m of svc.methods as DescMethod[]) {
+    const fn = (impl as Record<string, unknown>)[m.localName];
+    if (typeof fn !== "function") throw new Error(`${svc.typeName}.${m.name} has no implementation`);
+    handlers[m.localName] =
+      m.methodKind === "unary"
+        ? unaryHandler(m, fn as UnaryHandler<DescMessage, DescMessage>, calls)
+        : streamHandler(m, fn as StreamHandler<DescMessage, DescMessage>, calls);
+  }
+  server.addService(serviceDefinition(svc as GenService<GenServiceMethods>), handlers);
+}
+
+function unaryHandler(m: DescMethod, fn: UnaryHandler<DescMessage, DescMessage>, calls: CallRegistry) {
+  return (call: grpc.ServerUnaryCall<MessageShape<DescMessage>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    const ac = calls.track();
+    call.on("cancelled", () => ac.abort(new RpcError(Status.CANCELLED, "cancelled by client")));
+    Promise.resolve()
+      .then(() => fn(call.request, { signal: ac.signal, metadata: call.metadata }))
+      .then(
+        (res) => cb(null, create(m.output, res as MessageInitShape<DescMessage>)),
+        (err) => cb(serviceError(err)),
+      )
+      .finally(() => calls.done(ac));
+  };
+}
+
+function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage>, calls: CallRegistry) {
+  return (call: grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
+    const ac = calls.track();
+    call.on("cancelled", () => ac.abort(new RpcError(Status.CANCELLED, "cancelled by client")));
+    void (async () => {
+      try {
+        for await (const ev of fn(call.request, { signal: ac.signal, metadata: call.metadata })) {
+          if (ac.signal.aborted) break;
+          // Honour backpressure: a slow client must not make us buffer a whole completion.
+          if (!call.write(create(m.output, ev as MessageInitShape<DescMessage>))) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                call.off("drain", done);
+                ac.signal.removeEventListener("abort", done);
+                resolve();
+              };
+              call.once("drain", done);
+              ac.signal.addEventListener("abort", done, { once: true });
+            });
+          }
+        }
+        if (ac.signal.aborted && !call.cancelled) {
+          call.emit("error", serviceError(ac.signal.reason));
+        } else if (!call.cancelled) {
+          call.end();
+        }
+      } catch (err) {
+        if (!call.cancelled) call.emit("error", serviceError(err));
+      } finally {
+        calls.done(ac);
+      }
+    })();
+  };
+}
+
+function toClientError(err: unknown): RpcError {
+  const e = err as Partial<grpc.ServiceError>;
+  if (typeof e?.code === "number") return RpcError.fromMetadata(e.code, e.details ?? e.message ?? "", e.metadata);
+  return toRpcError(err);
+}
+
+function callOptions(opts?: CallOptions): grpc.CallOptions {
+  return opts?.timeoutMs ? { deadline: Date.now() + opts.timeoutMs } : {};
+}
+
+/** A typed client for a protobuf-es service over a Unix socket. */
+export function createClient<T extends GenServiceMethods>(svc: GenService<T>, socketPath: string): ServiceClient<T> {
+  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(svc as GenService<GenServiceMethods>), svc.typeName);
+  const raw = new Ctor(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
+    // One channel per peer daemon; keep it alive so the first call after idle is not a reconnect.
+    "grpc.keepalive_time_ms": 60_000,
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    "grpc.max_send_message_length": 64 * 1024 * 1024,
+  }) as unknown as grpc.Client & Record<string, Function>;
+  const client: Record<string, unknown> = {
+    close: () => raw.close(),
+    waitForReady: (timeoutMs: number) =>
+      new Promise<void>((resolve, reject) =>
+        raw.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(err) : resolve())),
+      ),
+  };
+  for (const m of svc.methods as DescMethod[]) {
+    const method = raw[m.localName]!.bind(raw);
+    if (m.methodKind === "unary") {
+      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
+        new Promise((resolve, reject) => {
+          const call = method(create(m.input, req), callOptions(opts), (err: unknown, res: unknown) =>
+            err ? reject(toClientError(err)) : resolve(res),
+          ) as grpc.ClientUnaryCall;
+          opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        });
+    } else {
+      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
+        async *[Symbol.asyncIterator]() {
+          const call = method(create(m.input, req), callOptions(opts)) as grpc.ClientReadableStream<unknown>;
+          const onAbort = () => call.cancel();
+          opts?.signal?.addEventListener("abort", onAbort, { once: true });
+          try {
+            for await (const ev of call) yield ev;
+          } catch (err) {
+            throw toClientError(err);
+          } finally {
+            opts?.signal?.removeEventListener("abort", onAbort);
+            // Leaving the loop early (break/return) must cancel the server side too.
+            call.cancel();
+          }
+        },
+      });
+    }
+  }
+  return client as ServiceClient<T>;
+}

@@ -1,0 +1,131 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import * as grpc from "@grpc/grpc-js";
+import { existsSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import {
+  InferService,
+  RpcError,
+  Status,
+  addService,
+  createClient,
+  failedPrecondition,
+  prepareSocketPath,
+  SocketInUseError,
+  restrictSocket,
+  type ImplOf,
+} from "@boxmaker/common";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let server: grpc.Server;
+let sock: string;
+
+async function serve(impl: ImplOf<typeof InferService>) {
+  server = new grpc.Server();
+  addService(server, InferService, impl);
+  await prepareSocketPath(sock);
+  await new Promise<void>((res, rej) =>
+    server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
+  restrictSocket(sock);
+}
+
+beforeEach(() => {
+  tmp = tempDir();
+  sock = join(tmp.dir, "t.sock");
+});
+afterEach(async () => {
+  await new Promise<void>((r) => (server ? server.tryShutdown(() => r()) : r()));
+  tmp.cleanup();
+});
+
+describe("grpc adapter over a Unix socket", () => {
+  it("serves unary and streaming calls with typed messages", async () => {
+    await serve({
+      status: async () => ({ serverState: "ok", buildInfo: "b1" }),
+      slotAction: async (req) => ({ slot: req.slot, tokens: 7 }),
+      complete: async function* (req) {
+        for (const t of ["a", "b", "c"]) yield { event: { case: "content", value: { text: t + req.requestId } } };
+      },
+    });
+    expect(statSync(sock).mode & 0o777).toBe(0o660);
+    const c = createClient(InferService, sock);
+    const st = await c.status({});
+    expect(st.serverState).toBe("ok");
+    expect((await c.slotAction({ slot: 2 })).tokens).toBe(7);
+    const texts: string[] = [];
+    for await (const ev of c.complete({ requestId: "!" })) {
+      if (ev.event.case === "content") texts.push(ev.event.value.text);
+    }
+    expect(texts).toEqual(["a!", "b!", "c!"]);
+    c.close();
+  });
+
+  it("carries typed errors with structured details to the client", async () => {
+    await serve({
+      status: async () => {
+        throw failedPrecondition("prompt too long", { n_prompt_tokens: "13922", n_ctx: "1024" });
+      },
+      slotAction: async () => {
+        throw new Error("boom");
+      },
+      complete: async function* () {
+        yield { event: { case: "content", value: { text: "x" } } };
+        throw new RpcError(Status.DEADLINE_EXCEEDED, "silent for 5000 ms");
+      },
+    });
+    const c = createClient(InferService, sock);
+    const err = await c.status({}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RpcError);
+    expect((err as RpcError).code).toBe(Status.FAILED_PRECONDITION);
+    expect((err as RpcError).details).toEqual({ n_prompt_tokens: "13922", n_ctx: "1024" });
+    const internal = await c.slotAction({}).catch((e: unknown) => e as RpcError);
+    expect(internal.code).toBe(Status.INTERNAL);
+    expect(internal.message).toContain("boom");
+    const got: string[] = [];
+    const streamErr = await (async () => {
+      for await (const ev of c.complete({})) got.push(ev.event.case ?? "");
+    })().catch((e: unknown) => e as RpcError);
+    expect(got).toEqual(["content"]);
+    expect(streamErr!.code).toBe(Status.DEADLINE_EXCEEDED);
+    c.close();
+  });
+
+  it("tells the handler when the client cancels a stream", async () => {
+    let aborted!: () => void;
+    const sawAbort = new Promise<void>((r) => (aborted = r));
+    await serve({
+      status: async () => ({}),
+      slotAction: async () => ({}),
+      complete: async function* (_req, ctx) {
+        ctx.signal.addEventListener("abort", () => aborted());
+        for (let i = 0; ; i++) {
+          yield { event: { case: "content", value: { text: String(i) } } };
+          await new Promise((r) => setTimeout(r, 5));
+          if (ctx.signal.aborted) return;
+        }
+      },
+    });
+    const c = createClient(InferService, sock);
+    let n = 0;
+    for await (const _ of c.complete({})) if (++n === 3) break;
+    await sawAbort;
+    c.close();
+  });
+});
+
+describe("socket lifecycle", () => {
+  it("removes a stale socket but refuses a live one", async () => {
+    const live = createServer();
+    await new Promise<void>((r) => live.listen(sock, r));
+    await expect(prepareSocketPath(sock)).rejects.toBeInstanceOf(SocketInUseError);
+    await new Promise<void>((r) => live.close(() => r()));
+    // A crashed process leaves the file behind with no listener (python does not unlink on exit).
+    execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", sock]);
+    expect(statSync(sock).isSocket()).toBe(true);
+    await prepareSocketPath(sock);
+    expect(existsSync(sock)).toBe(false);
+  });
+});
