@@ -1,5 +1,12 @@
 import { readFileSync } from "node:fs";
-import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from "ajv";
+import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type ValidateFunction } from "ajv";
+
+/**
+ * A daemon's config schema. `JSONSchemaType<T>` where it fits; a plain schema
+ * object where ajv's type cannot express it (e.g. `default: {}` on an object
+ * whose keys all have defaults), with T given explicitly.
+ */
+export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
 
 /** A config file that cannot be used; the message is one line naming the bad key. */
 export class ConfigError extends Error {
@@ -32,7 +39,7 @@ function describe(err: ErrorObject): string {
  * Validates plain data against a daemon's config schema, filling defaults.
  * The schema is the one source of truth for keys, types and defaults.
  */
-export function parseConfig<T>(schema: JSONSchemaType<T>, data: unknown, source = "config"): T {
+export function parseConfig<T>(schema: ConfigSchema<T>, data: unknown, source = "config"): T {
   let validate = compiled.get(schema) as ValidateFunction<T> | undefined;
   if (!validate) {
     validate = ajv.compile(schema);
@@ -47,7 +54,7 @@ export function parseConfig<T>(schema: JSONSchemaType<T>, data: unknown, source 
 }
 
 /** Reads a JSON config file; no path means all defaults. */
-export function loadConfig<T>(schema: JSONSchemaType<T>, path: string | undefined): T {
+export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined): T {
   if (!path) return parseConfig(schema, {}, "defaults");
   let text: string;
   try {

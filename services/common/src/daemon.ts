@@ -11,6 +11,8 @@ export interface DaemonOptions {
   log: Logger;
   /** Adds the daemon's services; `calls` lets shutdown cancel streams that outlive the grace period. */
   register(server: grpc.Server, calls: CallRegistry): void;
+  /** Runs first on shutdown, while the server still serves (e.g. closing running turns so their streams end). */
+  onStopping?: () => Promise<void> | void;
   /** Releases what the daemon holds (upstream connections, files) after the server has stopped. */
   onStop?: () => Promise<void> | void;
   /** How long in-flight calls may run on after SIGTERM before they are cancelled. */
@@ -49,6 +51,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     stopping ??= (async () => {
       log.info({ reason, inFlight: calls.size }, "shutting down");
       await notifier.stopping().catch(() => undefined);
+      await opts.onStopping?.();
       const grace = opts.shutdownGraceMs ?? 5_000;
       const timer = setTimeout(() => {
         log.warn({ inFlight: calls.size }, "grace period over; cancelling in-flight calls");

@@ -1,0 +1,267 @@
+import type { JSONSchemaType } from "ajv";
+import { loadConfig, parseConfig } from "@boxmaker/common";
+
+export type Effect = "allow" | "ask" | "deny";
+export type Risk = "read" | "write" | "exec" | "network";
+
+/** One operator rule; see policy/rules.ts for how rules combine. */
+export interface PolicyRule {
+  /** Shown in the audit trail and to the person; defaults to `rule[i]`. */
+  name?: string;
+  /** Tool name or glob over tool names (`*`, `github.*`). */
+  tool: string;
+  effect: Effect;
+  /** Globs over workspace-relative paths (`src/**`), or absolute when they start with `/`. */
+  paths?: string[];
+  /** Command prefixes for run_command, whole words (`git status`, `npm test`). */
+  command_prefixes?: string[];
+  /** URL hosts (`api.github.com`, `*.example.org`) for tools whose arguments carry a `url`. */
+  hosts?: string[];
+}
+
+/** `command` is required for stdio, `url` for http (the schema enforces it). */
+export interface McpServerConfig {
+  transport: "stdio" | "http";
+  command?: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers: Record<string, string>;
+  /** How policy treats every tool of this server; default write (each call asks a person). */
+  risk: Risk;
+  /** Per-call and connect timeout. */
+  timeout_ms: number;
+}
+
+/** A core tool another daemon runs (loopd's spawn_agent): declared here so the epoch's array includes it. */
+export interface ExtraCoreTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface BrokerConfig {
+  socket: string;
+  state_dir: string;
+  workspace_roots: string[];
+  protected_paths: string[];
+  secret_patterns: string[];
+  policy: {
+    defaults: Record<Risk, Effect>;
+    rules: PolicyRule[];
+  };
+  sandbox: {
+    mode: "bwrap" | "none";
+    allow_unsandboxed: boolean;
+    bwrap_path: string;
+    timeout_ms: number;
+    output_cap_bytes: number;
+    network: boolean;
+    ro_paths: string[];
+  };
+  result_cap_bytes: number;
+  limits: {
+    max_argument_bytes: number;
+    max_file_bytes: number;
+    list_max_entries: number;
+    search_max_matches: number;
+    search_max_files: number;
+    search_timeout_ms: number;
+  };
+  find_tool_results: number;
+  extra_core_tools: ExtraCoreTool[];
+  mcp_servers: Record<string, McpServerConfig>;
+  mcp_reconnect: { initial_ms: number; max_ms: number };
+  log_level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+const effect = { type: "string", enum: ["allow", "ask", "deny"] } as const;
+const risk = { type: "string", enum: ["read", "write", "exec", "network"], default: "write" } as const;
+const strings = { type: "array", items: { type: "string" } } as const;
+const positive = (def: number) => ({ type: "integer", minimum: 1, default: def }) as const;
+
+export const DEFAULT_SECRET_PATTERNS = [
+  ".env",
+  ".env.*",
+  "*.pem",
+  "*.key",
+  "*.p12",
+  "*.pfx",
+  "id_rsa*",
+  "id_dsa*",
+  "id_ecdsa*",
+  "id_ed25519*",
+  ".ssh",
+  ".gnupg",
+  ".aws/credentials",
+  ".aws/config",
+  ".netrc",
+  ".git-credentials",
+  ".npmrc",
+  ".pypirc",
+  ".docker/config.json",
+  ".kube/config",
+];
+
+export const DEFAULT_RO_PATHS = [
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib64",
+  "/nix/store",
+  "/run/current-system",
+  "/etc/alternatives",
+  "/etc/ld.so.cache",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+  "/etc/passwd",
+  "/etc/group",
+  "/etc/localtime",
+  "/etc/nsswitch.conf",
+];
+
+/** The one source of truth for brokerd's settings, their types and defaults. */
+export const brokerConfigSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    socket: { type: "string", minLength: 1, default: "/run/boxmaker/brokerd.sock" },
+    state_dir: { type: "string", minLength: 1, default: "/var/lib/boxmaker/broker" },
+    workspace_roots: { ...strings, default: [] },
+    protected_paths: { ...strings, default: ["/etc/boxmaker"] },
+    secret_patterns: { ...strings, default: DEFAULT_SECRET_PATTERNS },
+    policy: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        defaults: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            read: { ...effect, default: "allow" },
+            write: { ...effect, default: "ask" },
+            exec: { ...effect, default: "ask" },
+            network: { ...effect, default: "deny" },
+          },
+          required: ["read", "write", "exec", "network"],
+        },
+        rules: {
+          type: "array",
+          default: [],
+          items: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              name: { type: "string", nullable: true },
+              tool: { type: "string", minLength: 1 },
+              effect,
+              paths: { ...strings, nullable: true },
+              command_prefixes: { ...strings, nullable: true },
+              hosts: { ...strings, nullable: true },
+            },
+            required: ["tool", "effect"],
+          },
+        },
+      },
+      required: ["defaults", "rules"],
+    },
+    sandbox: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        mode: { type: "string", enum: ["bwrap", "none"], default: "bwrap" },
+        allow_unsandboxed: { type: "boolean", default: false },
+        bwrap_path: { type: "string", default: "/usr/bin/bwrap" },
+        timeout_ms: positive(120_000),
+        output_cap_bytes: positive(1024 * 1024),
+        network: { type: "boolean", default: false },
+        ro_paths: { ...strings, default: DEFAULT_RO_PATHS },
+      },
+      required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths"],
+    },
+    result_cap_bytes: positive(16 * 1024),
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_argument_bytes: positive(1024 * 1024),
+        max_file_bytes: positive(8 * 1024 * 1024),
+        list_max_entries: positive(1000),
+        search_max_matches: positive(200),
+        search_max_files: positive(20_000),
+        search_timeout_ms: positive(10_000),
+      },
+      required: [
+        "max_argument_bytes",
+        "max_file_bytes",
+        "list_max_entries",
+        "search_max_matches",
+        "search_max_files",
+        "search_timeout_ms",
+      ],
+    },
+    find_tool_results: { type: "integer", minimum: 1, maximum: 10, default: 3 },
+    extra_core_tools: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
+          description: { type: "string" },
+          parameters: { type: "object", required: [] },
+        },
+        required: ["name", "description", "parameters"],
+      },
+    },
+    mcp_servers: {
+      type: "object",
+      default: {},
+      propertyNames: { pattern: "^[a-zA-Z0-9_-]{1,32}$" },
+      required: [],
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          transport: { type: "string", enum: ["stdio", "http"] },
+          command: { type: "string", minLength: 1, nullable: true },
+          args: { ...strings, default: [] },
+          env: { type: "object", additionalProperties: { type: "string" }, required: [], default: {} },
+          cwd: { type: "string", nullable: true },
+          url: { type: "string", pattern: "^https?://", nullable: true },
+          headers: { type: "object", additionalProperties: { type: "string" }, required: [], default: {} },
+          risk,
+          timeout_ms: positive(30_000),
+        },
+        required: ["transport", "args", "env", "headers", "risk", "timeout_ms"],
+        // One object shape with a conditional requirement: ajv ignores defaults inside oneOf.
+        if: { type: "object", properties: { transport: { type: "string", const: "stdio" } } },
+        then: { type: "object", required: ["command"] },
+        else: { type: "object", required: ["url"] },
+      },
+    },
+    mcp_reconnect: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: { initial_ms: positive(1_000), max_ms: positive(60_000) },
+      required: ["initial_ms", "max_ms"],
+    },
+    log_level: {
+      type: "string",
+      enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+      default: "info",
+    },
+  },
+  required: [],
+} as unknown as JSONSchemaType<BrokerConfig>;
+
+export const loadBrokerConfig = (path: string | undefined): BrokerConfig => loadConfig(brokerConfigSchema, path);
+export const parseBrokerConfig = (data: unknown): BrokerConfig => parseConfig(brokerConfigSchema, data);

@@ -1,0 +1,98 @@
+import type { BrokerConfig, Risk } from "./config.js";
+import type { BlobStore } from "./blobs.js";
+import type { PathGuard, ResolvedPath } from "./policy/paths.js";
+import type { Sandbox } from "./sandbox.js";
+
+export type JsonSchema = Record<string, unknown>;
+
+/** What goes back to the model: always text. */
+export interface ToolText {
+  text: string;
+  isError: boolean;
+}
+
+/** A mistake the model can fix (bad arguments, no match for edit_file): its message is the tool result. */
+export class ToolError extends Error {
+  override readonly name = "ToolError";
+}
+
+export interface ToolContext {
+  readonly config: BrokerConfig;
+  readonly guard: PathGuard;
+  readonly blobs: BlobStore;
+  readonly sandbox: Sandbox;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A call that passed argument validation and path resolution but has not run.
+ * Policy reads `paths`/`command`/`hosts`; staging shows `preview` and keeps
+ * `checks`, the facts that must still hold when a person approves (the
+ * canonical path, the file's hash): re-planning at approval must reproduce them.
+ */
+export interface Plan {
+  paths: ResolvedPath[];
+  command?: string;
+  hosts?: string[];
+  preview?: string;
+  checks?: Record<string, string>;
+  execute(): Promise<ToolText>;
+}
+
+export type ToolKind = "builtin" | "meta" | "mcp" | "external";
+
+export interface ToolDef {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+  risk: Risk;
+  /** In the epoch's tools array; the rest are reached through find_tool/call_tool. */
+  core: boolean;
+  kind: ToolKind;
+  /** Who provides it: `builtin`, `mcp:<server>`, `config`. */
+  origin: string;
+  /** Results it bounds itself (read_blob) must not be turned into another blob. */
+  selfCapped?: boolean;
+  plan(args: any, ctx: ToolContext): Promise<Plan> | Plan;
+}
+
+/** THE table: every tool brokerd knows, core and extended, keyed by name. */
+export class ToolTable {
+  private readonly byName = new Map<string, ToolDef>();
+  private coreOrder: string[] = [];
+  /** Bumped on every change so the search index knows when to rebuild. */
+  version = 0;
+
+  add(def: ToolDef): void {
+    if (this.byName.has(def.name)) throw new Error(`tool ${def.name} is registered twice`);
+    this.byName.set(def.name, def);
+    if (def.core) this.coreOrder.push(def.name);
+    this.version++;
+  }
+
+  /** Replaces everything one origin provides (an MCP server's list after a reconnect). */
+  replaceOrigin(origin: string, defs: readonly ToolDef[]): void {
+    for (const [name, d] of this.byName) if (d.origin === origin && !d.core) this.byName.delete(name);
+    for (const d of defs) {
+      if (d.core) throw new Error(`${origin} cannot add core tool ${d.name}: the tools array is fixed`);
+      if (!this.byName.has(d.name)) this.byName.set(d.name, d);
+    }
+    this.version++;
+  }
+
+  get(name: string): ToolDef | undefined {
+    return this.byName.get(name);
+  }
+
+  core(): ToolDef[] {
+    return this.coreOrder.map((n) => this.byName.get(n)!);
+  }
+
+  extended(): ToolDef[] {
+    return [...this.byName.values()].filter((d) => !d.core);
+  }
+
+  get size(): number {
+    return this.byName.size;
+  }
+}

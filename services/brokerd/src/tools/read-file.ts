@@ -1,0 +1,52 @@
+import { statSync } from "node:fs";
+import { ToolError, type ToolDef } from "../tool-table.js";
+import { readCanonical, readLinesStreaming } from "./fs-io.js";
+
+export const readFile: ToolDef = {
+  name: "read_file",
+  description: "Read a text file in the workspace. Optional 1-based inclusive line range.",
+  parameters: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace" },
+      start_line: { type: "integer", minimum: 1 },
+      end_line: { type: "integer", minimum: 1 },
+    },
+    required: ["path"],
+    additionalProperties: false,
+  },
+  risk: "read",
+  core: true,
+  kind: "builtin",
+  origin: "builtin",
+  plan(args: { path: string; start_line?: number; end_line?: number }, ctx) {
+    const p = ctx.guard.resolve(args.path, { write: false });
+    const from = args.start_line ?? 1;
+    const to = args.end_line ?? Number.MAX_SAFE_INTEGER;
+    if (to < from) throw new ToolError(`end_line ${to} is before start_line ${from}`);
+    return {
+      paths: [p],
+      async execute() {
+        const max = ctx.config.limits.max_file_bytes;
+        const ranged = args.start_line !== undefined || args.end_line !== undefined;
+        let lines: string[];
+        let total: number | undefined;
+        if (ranged && statSync(p.abs).size > max) {
+          ({ lines, total } = await readLinesStreaming(p.abs, from, to));
+        } else {
+          const all = readCanonical(p.abs, max).text.split("\n");
+          if (all.length > 1 && all[all.length - 1] === "") all.pop();
+          total = all.length;
+          lines = all.slice(from - 1, to === Number.MAX_SAFE_INTEGER ? undefined : to);
+        }
+        if (total === 0) return { text: `[${p.rel} is empty]`, isError: false };
+        if (lines.length === 0) {
+          throw new ToolError(`${p.rel} has ${total} lines; start_line ${from} is past the end`);
+        }
+        const last = from + lines.length - 1;
+        const header = ranged ? `[${p.rel}: lines ${from}-${last} of ${total ?? "more"}]\n` : "";
+        return { text: header + lines.join("\n"), isError: false };
+      },
+    };
+  },
+};

@@ -1,0 +1,140 @@
+import { Pool } from "undici";
+import type { Dispatcher } from "undici";
+import type { UpstreamConfig } from "./config.js";
+import { upstreamLabel } from "./config.js";
+import { errnoOf, isConnectError } from "./error-mapping.js";
+
+/** The request never reached llama-server (socket missing, refused, permission). */
+export class UpstreamConnectError extends Error {
+  override readonly name = "UpstreamConnectError";
+  constructor(
+    readonly upstream: string,
+    override readonly cause: unknown,
+  ) {
+    super(`cannot connect to llama-server at ${upstream}: ${errnoOf(cause) ?? (cause as Error)?.message ?? cause}`);
+  }
+  get errno(): string | undefined {
+    return errnoOf(this.cause);
+  }
+}
+
+/** A request that did not finish within its time limit (non-streaming calls only). */
+export class UpstreamTimeoutError extends Error {
+  override readonly name = "UpstreamTimeoutError";
+}
+
+export interface StreamResponse {
+  status: number;
+  contentType: string;
+  body: AsyncIterable<Buffer> & { text(): Promise<string> };
+}
+
+export interface JsonResponse {
+  status: number;
+  /** The parsed body, or undefined when it is not JSON. */
+  json: unknown;
+  text: string;
+}
+
+export interface JsonRequest {
+  method: "GET" | "POST";
+  path: string;
+  body?: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Resets that mean "the server had already closed this idle keep-alive
+ * connection when we wrote to it". llama-server closes idle connections on its
+ * own timer; the request was then never read, so sending it again is safe
+ * even for a POST.
+ */
+const STALE_SOCKET_CODES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+
+/**
+ * HTTP/1.1 to llama-server over its Unix socket (or a URL in development),
+ * with keep-alive connection reuse: a reused connection saves the connect on
+ * every request, which is most of the added time to first token.
+ */
+export class LlamaClient {
+  readonly label: string;
+  private readonly pool: Pool;
+
+  constructor(upstream: UpstreamConfig) {
+    this.label = upstreamLabel(upstream);
+    const common = {
+      // The watchdog in the completion stream is the only timeout on streams; per-call limits elsewhere.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      keepAliveTimeout: 4_000,
+      pipelining: 1,
+    };
+    this.pool = upstream.url
+      ? new Pool(upstream.url, common)
+      : new Pool("http://llama-server", { ...common, socketPath: upstream.socket_path! });
+  }
+
+  /** Starts a streamed POST; resolves once the response headers are in. */
+  async stream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
+    const res = await this.send(
+      { path, method: "POST", body, headers: { "content-type": "application/json", accept: "text/event-stream" }, signal },
+      signal,
+    );
+    return {
+      status: res.statusCode,
+      contentType: String(res.headers["content-type"] ?? ""),
+      body: res.body as unknown as StreamResponse["body"],
+    };
+  }
+
+  /** A short JSON request: /props, /slots, /health, control, slot actions. */
+  async json(req: JsonRequest): Promise<JsonResponse> {
+    const timeout = AbortSignal.timeout(req.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    try {
+      const res = await this.send(
+        {
+          path: req.path,
+          method: req.method,
+          body: req.body,
+          headers: req.body !== undefined ? { "content-type": "application/json" } : {},
+          signal,
+        },
+        signal,
+      );
+      const text = await res.body.text();
+      let json: unknown;
+      try {
+        json = text ? JSON.parse(text) : undefined;
+      } catch {
+        json = undefined;
+      }
+      return { status: res.statusCode, json, text };
+    } catch (err) {
+      if (timeout.aborted && !req.signal?.aborted) {
+        throw new UpstreamTimeoutError(`${req.method} ${req.path} took longer than ${req.timeoutMs} ms`);
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private async send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.pool.request(opts);
+      } catch (err) {
+        if (signal.aborted) throw signal.reason ?? err;
+        if (isConnectError(err)) throw new UpstreamConnectError(this.label, err);
+        // Once only: a second reset in a row is a server in trouble, not a stale connection.
+        const code = errnoOf(err);
+        if (attempt === 0 && code !== undefined && STALE_SOCKET_CODES.has(code)) continue;
+        throw err;
+      }
+    }
+  }
+}

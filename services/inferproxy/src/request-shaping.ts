@@ -1,0 +1,70 @@
+import { invalidArgument } from "@boxmaker/common";
+import type { SamplingConfig } from "./config.js";
+
+/** The parts of a CompleteRequest that shape the body (plain data, so this stays pure). */
+export interface CompletionInput {
+  slot: number;
+  messagesJson: string;
+  toolsJson: string;
+  sampling?: Partial<Record<keyof SamplingConfig, number | undefined>>;
+  maxTokens: number;
+  thinkingCapTokens: number;
+}
+
+export interface ShapingDefaults {
+  sampling: SamplingConfig;
+  maxTokens: number;
+  totalSlots: number;
+}
+
+/**
+ * Builds the body of `POST /v1/chat/completions` as a string. messages_json
+ * and tools_json are spliced in byte for byte: the server's prompt cache only
+ * hits when every earlier byte of the rendered prompt is unchanged, and a
+ * parse/re-serialise round trip can change number formatting, escapes and
+ * key order. They are parsed once only to reject what is not a JSON array.
+ */
+export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults): string {
+  if (!Number.isInteger(input.slot) || input.slot < 0 || input.slot >= d.totalSlots) {
+    // The server would silently wrap id_slot around and let two sessions share a slot.
+    throw invalidArgument(`slot ${input.slot} does not exist: llama-server has slots 0..${d.totalSlots - 1}`, {
+      field: "slot",
+    });
+  }
+  requireJsonArray(input.messagesJson, "messages_json", false);
+  const hasTools = input.toolsJson.trim() !== "";
+  if (hasTools) requireJsonArray(input.toolsJson, "tools_json", true);
+
+  const s = input.sampling ?? {};
+  const pick = (k: keyof SamplingConfig): number => {
+    const v = s[k];
+    if (v === undefined || v === null) return d.sampling[k];
+    if (!Number.isFinite(v) || v < 0) throw invalidArgument(`sampling.${k} must be a finite number >= 0, got ${v}`, { field: `sampling.${k}` });
+    return v;
+  };
+  const maxTokens = input.maxTokens > 0 ? input.maxTokens : d.maxTokens;
+
+  let head =
+    `{"id_slot":${input.slot},"cache_prompt":true,"stream":true,"return_progress":true` +
+    `,"max_tokens":${maxTokens},"temperature":${num(pick("temperature"))},"top_p":${num(pick("top_p"))}` +
+    `,"top_k":${num(pick("top_k"))},"min_p":${num(pick("min_p"))}`;
+  if (input.thinkingCapTokens > 0) head += `,"reasoning_control":true`;
+  return `${head},"messages":${input.messagesJson}${hasTools ? `,"tools":${input.toolsJson}` : ""}}`;
+}
+
+function num(v: number): string {
+  return JSON.stringify(v);
+}
+
+function requireJsonArray(text: string, field: string, allowEmpty: boolean): void {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw invalidArgument(`${field} is not valid JSON: ${(err as Error).message}`, { field });
+  }
+  if (!Array.isArray(v)) {
+    throw invalidArgument(`${field} must be a JSON array, got ${v === null ? "null" : typeof v}`, { field });
+  }
+  if (!allowEmpty && v.length === 0) throw invalidArgument(`${field} is an empty array`, { field });
+}

@@ -1,0 +1,286 @@
+import {
+  RpcError,
+  Status,
+  ToolDecision,
+  toRpcError,
+  type BrokerService,
+  type ClientOf,
+  type FinalMessage,
+  type InferService,
+  type Logger,
+  type ToolCall,
+} from "@boxmaker/common";
+import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
+import { buildMessagesJson } from "./replay.js";
+import { toolMessageJson, userMessageJson } from "./messages.js";
+import { answerOpenToolCalls, type Session } from "./session-store.js";
+
+export interface ToolOutcome {
+  content: string;
+  isError: boolean;
+}
+
+/** The seams the loop talks through; tests pass fakes, the daemon passes gRPC clients. */
+export interface LoopDeps {
+  infer: Pick<ClientOf<typeof InferService>, "complete">;
+  broker: Pick<ClientOf<typeof BrokerService>, "callTool">;
+  log: Logger;
+  maxTokens: number;
+  /** Tools loopd runs itself (spawn_agent); anything else goes to brokerd. */
+  localTools?: Record<string, (args: Record<string, unknown>, s: Session, signal: AbortSignal) => Promise<ToolOutcome>>;
+  /** Waits for a person's decision on a staged proposal; resolves with the tool result text. */
+  awaitDecision?: (proposalId: string, signal: AbortSignal) => Promise<ToolOutcome>;
+  /** Runs before each model request (parking, compaction). */
+  beforeRequest?: (s: Session, signal: AbortSignal) => Promise<void>;
+  /** Sees each response's timings (parking verification, context tracking). */
+  afterResponse?: (s: Session, final: FinalMessage) => void;
+}
+
+export interface TurnOutcome {
+  finishReason: "stop" | "length" | "budget" | "cancelled" | "failed";
+  iterations: number;
+  cacheN: number;
+  promptN: number;
+  predictedN: number;
+  promptMs: number;
+  predictedMs: number;
+  wallMs: number;
+  finalText: string;
+  breach?: Breach;
+  error?: RpcError;
+}
+
+class WallBudgetExceeded extends Error {}
+
+/**
+ * One turn: the user's message, then model → tools → model until the model
+ * stops or a budget ends it. Every record is persisted before it is acted on
+ * or announced; every assistant message is stored exactly as the server
+ * produced it.
+ */
+export async function runTurn(
+  s: Session,
+  userText: string,
+  limits: BudgetLimits,
+  deps: LoopDeps,
+  signal: AbortSignal,
+): Promise<TurnOutcome> {
+  const budget = new TurnBudget(limits);
+  const turn = s.state.turn + 1;
+  const epoch = () => s.state.epoch.epoch;
+  const out: TurnOutcome = {
+    finishReason: "stop",
+    iterations: 0,
+    cacheN: 0,
+    promptN: 0,
+    predictedN: 0,
+    promptMs: 0,
+    predictedMs: 0,
+    wallMs: 0,
+    finalText: "",
+  };
+  const publish = s.events.publish.bind(s.events);
+
+  s.append({ t: "turn_start", turn, at: Date.now() });
+  s.append({ t: "message", epoch: epoch(), json: userMessageJson(userText), at: Date.now() });
+  publish({ case: "turnStarted", value: { turn, slot: s.state.slot } });
+
+  // The wall-clock budget must also stop a request that is still streaming.
+  const wall = new AbortController();
+  const onTurnAbort = () => wall.abort(signal.reason);
+  signal.addEventListener("abort", onTurnAbort);
+  const remaining = budget.wallRemainingMs();
+  const wallTimer = remaining === undefined ? undefined : setTimeout(() => wall.abort(new WallBudgetExceeded()), remaining);
+
+  try {
+    for (;;) {
+      const breach = budget.beforeRequest();
+      if (breach) {
+        out.breach = breach;
+        out.finishReason = "budget";
+        break;
+      }
+      await deps.beforeRequest?.(s, wall.signal);
+      const final = await streamCompletion(s, turn, budget, deps, wall.signal);
+      s.append({ t: "message", epoch: epoch(), json: final.messageJson, at: Date.now() });
+      const t = final.timings;
+      budget.recordRequest(t?.promptN ?? 0, t?.predictedN ?? 0, final.reasoningTokens);
+      out.iterations = budget.iterations;
+      out.cacheN += t?.cacheN ?? 0;
+      out.promptN += t?.promptN ?? 0;
+      out.predictedN += t?.predictedN ?? 0;
+      out.promptMs += t?.promptMs ?? 0;
+      out.predictedMs += t?.predictedMs ?? 0;
+      // What the slot now holds; the next request adds to it (compaction watches this).
+      s.state.contextTokens = (t?.cacheN ?? 0) + (t?.promptN ?? 0) + (t?.predictedN ?? 0);
+      deps.afterResponse?.(s, final);
+
+      if (final.toolCalls.length === 0) {
+        out.finalText = final.content;
+        out.finishReason = final.finishReason === "length" ? "length" : "stop";
+        break;
+      }
+      for (const call of final.toolCalls) {
+        wall.signal.throwIfAborted();
+        publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
+        const result = await dispatchTool(s, call, deps, wall.signal);
+        s.append({ t: "message", epoch: epoch(), json: toolMessageJson(call.id, result.content), at: Date.now() });
+        publish({
+          case: "toolResult",
+          value: { callId: call.id, name: call.name, content: result.content, isError: result.isError },
+        });
+      }
+    }
+  } catch (err) {
+    if (wall.signal.reason instanceof WallBudgetExceeded) {
+      out.finishReason = "budget";
+      out.breach = { budget: "wall_ms", limit: limits.max_wall_ms, used: budget.wallMs };
+    } else if (signal.aborted) {
+      out.finishReason = "cancelled";
+    } else {
+      out.finishReason = "failed";
+      out.error = toRpcError(err);
+      deps.log.warn({ session: s.id, err: out.error.message, code: out.error.codeName }, "turn failed");
+    }
+  } finally {
+    clearTimeout(wallTimer);
+    signal.removeEventListener("abort", onTurnAbort);
+  }
+
+  out.wallMs = budget.wallMs;
+  if (out.breach) {
+    const { budget: name, limit, used } = out.breach;
+    publish({ case: "budgetBreach", value: { budget: name, limit: BigInt(limit), used: BigInt(Math.round(used)) } });
+  }
+  // Close the turn in the log: no tool call may stay unanswered.
+  const closing =
+    out.finishReason === "cancelled"
+      ? "cancelled: the operator cancelled the turn before this tool call ran."
+      : `not run: the turn ended (${out.finishReason}) before this tool call ran.`;
+  answerOpenToolCalls(s, closing);
+  {
+    s.append({
+      t: "turn_end",
+      turn,
+      reason: out.finishReason,
+      at: Date.now(),
+      cache_n: out.cacheN,
+      prompt_n: out.promptN,
+      predicted_n: out.predictedN,
+      context_tokens: s.state.contextTokens,
+    });
+  }
+  if (out.error) {
+    publish({ case: "turnFailed", value: { code: out.error.codeName, message: out.error.message } });
+  } else {
+    const seen = out.cacheN + out.promptN;
+    publish({
+      case: "turnDone",
+      value: {
+        finishReason: out.finishReason,
+        iterations: out.iterations,
+        timings: {
+          cacheN: out.cacheN,
+          promptN: out.promptN,
+          promptMs: out.promptMs,
+          predictedN: out.predictedN,
+          predictedMs: out.predictedMs,
+        },
+        cacheHitRatio: seen ? out.cacheN / seen : 0,
+        wallMs: out.wallMs,
+        finalText: out.finalText,
+      },
+    });
+  }
+  return out;
+}
+
+async function streamCompletion(
+  s: Session,
+  turn: number,
+  budget: TurnBudget,
+  deps: LoopDeps,
+  signal: AbortSignal,
+): Promise<FinalMessage> {
+  const publish = s.events.publish.bind(s.events);
+  const stream = deps.infer.complete(
+    {
+      slot: s.state.slot,
+      messagesJson: buildMessagesJson(s.state),
+      toolsJson: s.state.epoch.toolsJson,
+      maxTokens: deps.maxTokens,
+      thinkingCapTokens: budget.thinkingCapForNextRequest(),
+      requestId: `${s.id}/${turn}/${budget.iterations + 1}`,
+    },
+    { signal },
+  );
+  for await (const ev of stream) {
+    const e = ev.event;
+    switch (e.case) {
+      case "progress":
+        publish({ case: "progress", value: e.value });
+        break;
+      case "reasoning":
+        publish({ case: "reasoning", value: e.value });
+        break;
+      case "content":
+        publish({ case: "content", value: e.value });
+        break;
+      case "thinkingCap":
+        publish({ case: "thinkingCap", value: e.value });
+        publish({
+          case: "budgetBreach",
+          value: {
+            budget: "thinking_tokens",
+            limit: BigInt(budget.limits.max_thinking_tokens),
+            used: BigInt(budget.thinkingTokens + e.value.reasoningTokens),
+          },
+        });
+        break;
+      case "final":
+        return e.value;
+      default:
+        break;
+    }
+  }
+  signal.throwIfAborted();
+  throw new RpcError(Status.INTERNAL, "inferproxy ended the stream without a final message");
+}
+
+async function dispatchTool(s: Session, call: ToolCall, deps: LoopDeps, signal: AbortSignal): Promise<ToolOutcome> {
+  const publish = s.events.publish.bind(s.events);
+  if (call.parseError) {
+    publish({
+      case: "toolDecision",
+      value: { callId: call.id, decision: ToolDecision.DENIED, rule: "arguments-not-json" },
+    });
+    return {
+      isError: true,
+      content: `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`,
+    };
+  }
+  const local = deps.localTools?.[call.name];
+  if (local) {
+    publish({ case: "toolDecision", value: { callId: call.id, decision: ToolDecision.ALLOWED, rule: "loopd" } });
+    return local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal);
+  }
+  let res;
+  try {
+    res = await deps.broker.callTool(
+      { sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments },
+      { signal },
+    );
+  } catch (err) {
+    signal.throwIfAborted();
+    const e = toRpcError(err);
+    return { isError: true, content: `error: the tool broker could not run ${call.name}: ${e.message}` };
+  }
+  publish({
+    case: "toolDecision",
+    value: { callId: call.id, decision: res.decision, rule: res.rule, proposalId: res.proposalId },
+  });
+  if (res.decision === ToolDecision.STAGED && res.proposalId && deps.awaitDecision) {
+    return deps.awaitDecision(res.proposalId, signal);
+  }
+  return { content: res.content, isError: res.isError };
+}

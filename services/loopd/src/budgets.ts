@@ -1,0 +1,78 @@
+/** Per-turn limits; 0 means unlimited. */
+export interface BudgetLimits {
+  max_iterations: number;
+  max_total_tokens: number;
+  max_wall_ms: number;
+  max_thinking_tokens: number;
+}
+
+export type BudgetName = "iterations" | "total_tokens" | "wall_ms" | "thinking_tokens";
+
+export interface Breach {
+  budget: BudgetName;
+  limit: number;
+  used: number;
+}
+
+/**
+ * Counts what a turn has spent. Pure: the loop feeds it figures and asks
+ * before each request whether another one is allowed.
+ */
+export class TurnBudget {
+  iterations = 0;
+  totalTokens = 0;
+  thinkingTokens = 0;
+  private readonly startedAt: number;
+
+  constructor(
+    readonly limits: BudgetLimits,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.startedAt = now();
+  }
+
+  get wallMs(): number {
+    return this.now() - this.startedAt;
+  }
+
+  /** Milliseconds left on the wall clock, or undefined when unlimited. */
+  wallRemainingMs(): number | undefined {
+    return this.limits.max_wall_ms ? Math.max(0, this.limits.max_wall_ms - this.wallMs) : undefined;
+  }
+
+  /** Records one model request's cost: every token the server had to process or produce. */
+  recordRequest(promptN: number, predictedN: number, reasoningTokens: number): void {
+    this.iterations++;
+    this.totalTokens += promptN + predictedN;
+    this.thinkingTokens += reasoningTokens;
+  }
+
+  /** The first limit that forbids another request, if any. */
+  beforeRequest(): Breach | undefined {
+    const { max_iterations, max_total_tokens, max_wall_ms } = this.limits;
+    if (max_iterations && this.iterations >= max_iterations)
+      return { budget: "iterations", limit: max_iterations, used: this.iterations };
+    if (max_total_tokens && this.totalTokens >= max_total_tokens)
+      return { budget: "total_tokens", limit: max_total_tokens, used: this.totalTokens };
+    if (max_wall_ms && this.wallMs >= max_wall_ms) return { budget: "wall_ms", limit: max_wall_ms, used: this.wallMs };
+    return undefined;
+  }
+
+  /** What the thinking cap for the next request should be (remaining thinking budget), 0 = none. */
+  thinkingCapForNextRequest(): number {
+    const cap = this.limits.max_thinking_tokens;
+    if (!cap) return 0;
+    return Math.max(1, cap - this.thinkingTokens);
+  }
+}
+
+export function mergeLimits(base: BudgetLimits, override: Partial<BudgetLimits> | undefined): BudgetLimits {
+  const out = { ...base };
+  if (override) {
+    for (const k of Object.keys(base) as (keyof BudgetLimits)[]) {
+      const v = override[k];
+      if (typeof v === "number" && v > 0) out[k] = v;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,110 @@
+import type { ConfigSchema } from "@boxmaker/common";
+import type { BudgetLimits } from "./budgets.js";
+import type { SlotMap } from "./slot-pinning.js";
+
+export interface ScheduleConfig {
+  id: string;
+  cron: string;
+  prompt: string;
+}
+
+export interface LoopdConfig {
+  socket: string;
+  state_dir: string;
+  inferproxy_socket: string;
+  brokerd_socket: string;
+  slots: SlotMap;
+  system_prompt: string;
+  /** max_tokens of each model request. */
+  max_tokens: number;
+  budgets: BudgetLimits;
+  /** Save and restore a slot's KV cache when sessions take turns on it (needs llama-server --slot-save-path). */
+  parking: { enabled: boolean };
+  /** How long a turn waits for a person to approve a staged write before telling the model it is still pending. */
+  approval_wait_ms: number;
+  compaction: { threshold: number; keep_recent_messages: number };
+  schedules: ScheduleConfig[];
+  log_level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+const budgetSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    max_iterations: { type: "integer", minimum: 0, default: 25 },
+    max_total_tokens: { type: "integer", minimum: 0, default: 200_000 },
+    max_wall_ms: { type: "integer", minimum: 0, default: 600_000 },
+    max_thinking_tokens: { type: "integer", minimum: 0, default: 8_192 },
+  },
+  required: [],
+  default: {},
+} as const;
+
+/** The one schema for loopd's config: keys, types and defaults live here and nowhere else. */
+export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    socket: { type: "string", minLength: 1, default: "/run/boxmaker/loopd.sock" },
+    state_dir: { type: "string", minLength: 1, default: "/var/lib/boxmaker/loopd" },
+    inferproxy_socket: { type: "string", minLength: 1, default: "/run/boxmaker/inferproxy.sock" },
+    brokerd_socket: { type: "string", minLength: 1, default: "/run/boxmaker/brokerd.sock" },
+    slots: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        main: { type: "integer", minimum: 0, default: 0 },
+        subagent: { type: "integer", minimum: 0, default: 1 },
+        scheduled: { type: "integer", minimum: 0, default: 2 },
+      },
+      required: [],
+      default: {},
+    },
+    system_prompt: {
+      type: "string",
+      default:
+        "You are Boxmaker, an agent on the operator's workstation. Use tools when they help. " +
+        "Tools beyond your core set are found with find_tool and called with call_tool.",
+    },
+    max_tokens: { type: "integer", minimum: 1, default: 8_192 },
+    budgets: budgetSchema,
+    parking: {
+      type: "object",
+      additionalProperties: false,
+      properties: { enabled: { type: "boolean", default: false } },
+      required: [],
+      default: {},
+    },
+    approval_wait_ms: { type: "integer", minimum: 0, default: 600_000 },
+    compaction: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        threshold: { type: "number", exclusiveMinimum: 0, maximum: 1, default: 0.85 },
+        keep_recent_messages: { type: "integer", minimum: 0, default: 8 },
+      },
+      required: [],
+      default: {},
+    },
+    schedules: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          id: { type: "string", minLength: 1 },
+          cron: { type: "string", minLength: 1 },
+          prompt: { type: "string", minLength: 1 },
+        },
+        required: ["id", "cron", "prompt"],
+      },
+    },
+    log_level: {
+      type: "string",
+      enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+      default: "info",
+    },
+  },
+  required: [],
+};

@@ -1,0 +1,67 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SessionEventSchema } from "@boxmaker/common";
+
+export type SessionEventInit = MessageInitShape<typeof SessionEventSchema>;
+/** An event as the loop produces it; the hub stamps session id and sequence number. */
+export type EventBody = SessionEventInit["event"];
+
+const TURN_END_CASES = new Set(["turnDone", "turnFailed"]);
+
+/**
+ * Fans one session's events out to every client following it. A bounded
+ * backlog lets a client that attaches mid-turn (or reconnects) catch up from
+ * the sequence number it last saw.
+ */
+export class EventHub {
+  private seq = 0;
+  private readonly backlog: SessionEventInit[] = [];
+  private readonly listeners = new Set<(ev: SessionEventInit) => void>();
+
+  constructor(
+    readonly sessionId: string,
+    private readonly backlogSize = 10_000,
+  ) {}
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  publish(body: EventBody): SessionEventInit {
+    const ev: SessionEventInit = { sessionId: this.sessionId, seq: BigInt(++this.seq), event: body };
+    this.backlog.push(ev);
+    if (this.backlog.length > this.backlogSize) this.backlog.splice(0, this.backlog.length - this.backlogSize);
+    for (const l of this.listeners) l(ev);
+    return ev;
+  }
+
+  /**
+   * Events after `afterSeq`, then live ones. With `untilTurnEnd` the stream
+   * ends after the first turn_done or turn_failed it yields.
+   */
+  async *subscribe(afterSeq: number, signal: AbortSignal, untilTurnEnd = false): AsyncGenerator<SessionEventInit> {
+    const queue: SessionEventInit[] = this.backlog.filter((e) => Number(e.seq) > afterSeq);
+    let wake: (() => void) | undefined;
+    const listener = (ev: SessionEventInit) => {
+      queue.push(ev);
+      wake?.();
+    };
+    this.listeners.add(listener);
+    const onAbort = () => wake?.();
+    signal.addEventListener("abort", onAbort);
+    try {
+      for (;;) {
+        while (queue.length) {
+          const ev = queue.shift()!;
+          yield ev;
+          if (untilTurnEnd && ev.event?.case && TURN_END_CASES.has(ev.event.case)) return;
+        }
+        if (signal.aborted) return;
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+      }
+    } finally {
+      this.listeners.delete(listener);
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+}

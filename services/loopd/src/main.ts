@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+import {
+  BrokerService,
+  InferService,
+  LoopService,
+  addService,
+  configPathFromArgs,
+  createClient,
+  createLogger,
+  loadConfig,
+  runMain,
+  startDaemon,
+} from "@boxmaker/common";
+import { loopdConfigSchema, type LoopdConfig } from "./config.js";
+import { SessionStore } from "./session-store.js";
+import { SessionRunner } from "./session-runner.js";
+import { Schedules } from "./schedules.js";
+import { loopService } from "./service.js";
+
+runMain(async () => {
+  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));
+  const log = createLogger("loopd", config.log_level);
+  const store = new SessionStore(config.state_dir, log);
+  const { loaded, interrupted } = store.loadAll();
+  log.info({ loaded, interrupted }, "sessions restored");
+
+  const infer = createClient(InferService, config.inferproxy_socket);
+  const broker = createClient(BrokerService, config.brokerd_socket);
+  const runner = new SessionRunner({ store, infer, broker, log, config });
+  const schedules = new Schedules(
+    config.state_dir,
+    config.schedules,
+    async (sch) => {
+      const s = await runner.create("scheduled", `schedule ${sch.id}`);
+      await runner.start(s.id, sch.prompt);
+    },
+    log,
+  );
+
+  const daemon = await startDaemon({
+    name: "loopd",
+    socketPath: config.socket,
+    log,
+    register: (server, calls) =>
+      addService(
+        server,
+        LoopService,
+        loopService({
+          runner,
+          store,
+          infer,
+          broker,
+          schedules,
+          sockets: { loopd: config.socket, inferproxy: config.inferproxy_socket, brokerd: config.brokerd_socket },
+        }),
+        calls,
+      ),
+    onStopping: async () => {
+      schedules.stop();
+      await runner.drain("loopd is shutting down");
+    },
+    onStop: () => {
+      infer.close();
+      broker.close();
+      store.closeAll();
+    },
+  });
+  const missed = schedules.begin();
+  await daemon.ready(`${loaded} sessions, ${interrupted.length} interrupted, ${missed.length} schedules missed runs`);
+});

@@ -1,0 +1,8 @@
+/**
+ * The JSON text of the messages loopd writes itself. Key order is fixed here
+ * so the same message always has the same bytes, in the log and on the wire.
+ */
+export const systemMessageJson = (content: string) => JSON.stringify({ role: "system", content });
+export const userMessageJson = (content: string) => JSON.stringify({ role: "user", content });
+export const toolMessageJson = (toolCallId: string, content: string) =>
+  JSON.stringify({ role: "tool", tool_call_id: toolCallId, content });

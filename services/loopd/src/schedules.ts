@@ -1,0 +1,153 @@
+import { existsSync, readFileSync, renameSync, writeFileSync, fsyncSync, openSync, closeSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { CronExpressionParser } from "cron-parser";
+import { invalidArgument, type Logger } from "@boxmaker/common";
+import type { ScheduleConfig } from "./config.js";
+
+export interface ScheduleState extends ScheduleConfig {
+  /** Where it came from: config entries cannot be removed through the API. */
+  source: "config" | "api";
+  lastRunMs: number;
+  missedRuns: number;
+}
+
+/** Runs of `cron` strictly after `fromMs` and at or before `toMs` (capped, it is a report not a replay). */
+export function runsBetween(cron: string, fromMs: number, toMs: number, cap = 1000): number[] {
+  const it = CronExpressionParser.parse(cron, { currentDate: new Date(fromMs) });
+  const out: number[] = [];
+  for (;;) {
+    const t = it.next().getTime();
+    if (t > toMs || out.length >= cap) return out;
+    out.push(t);
+  }
+}
+
+export function nextRun(cron: string, afterMs: number): number {
+  return CronExpressionParser.parse(cron, { currentDate: new Date(afterMs) }).next().getTime();
+}
+
+export function validateCron(cron: string): void {
+  try {
+    CronExpressionParser.parse(cron);
+  } catch (err) {
+    throw invalidArgument(`not a cron expression: "${cron}" (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Cron schedules that start sessions on the scheduled slot. State (last run)
+ * is kept on disk so runs missed while loopd was down are counted and
+ * reported at start, never silently skipped; they are not replayed in a burst.
+ */
+export class Schedules {
+  private readonly items = new Map<string, ScheduleState>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly file: string;
+
+  constructor(
+    stateDir: string,
+    configured: ScheduleConfig[],
+    private readonly start: (s: ScheduleState) => Promise<void>,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.file = join(stateDir, "schedules.json");
+    const saved = existsSync(this.file)
+      ? (JSON.parse(readFileSync(this.file, "utf8")) as ScheduleState[])
+      : [];
+    const byId = new Map(saved.map((s) => [s.id, s]));
+    for (const c of configured) {
+      validateCron(c.cron);
+      const prev = byId.get(c.id);
+      this.items.set(c.id, { ...c, source: "config", lastRunMs: prev?.lastRunMs ?? this.now(), missedRuns: prev?.missedRuns ?? 0 });
+    }
+    for (const s of saved) if (s.source === "api" && !this.items.has(s.id)) this.items.set(s.id, s);
+  }
+
+  /** Counts runs missed while loopd was down, then starts the clock. */
+  begin(): { id: string; missed: number }[] {
+    const now = this.now();
+    const report: { id: string; missed: number }[] = [];
+    for (const s of this.items.values()) {
+      const missed = runsBetween(s.cron, s.lastRunMs, now).length;
+      if (missed) {
+        s.missedRuns += missed;
+        s.lastRunMs = now;
+        report.push({ id: s.id, missed });
+        this.log.warn({ schedule: s.id, missed, cron: s.cron }, "scheduled runs were missed while loopd was down");
+      }
+    }
+    this.persist();
+    this.arm();
+    return report;
+  }
+
+  list(): ScheduleState[] {
+    return [...this.items.values()];
+  }
+
+  add(cron: string, prompt: string): ScheduleState {
+    validateCron(cron);
+    if (!prompt.trim()) throw invalidArgument("a schedule needs a prompt");
+    const s: ScheduleState = {
+      id: `sch-${randomBytes(3).toString("hex")}`,
+      cron,
+      prompt,
+      source: "api",
+      lastRunMs: this.now(),
+      missedRuns: 0,
+    };
+    this.items.set(s.id, s);
+    this.persist();
+    this.arm();
+    return s;
+  }
+
+  remove(id: string): boolean {
+    const s = this.items.get(id);
+    if (!s) return false;
+    if (s.source === "config") throw invalidArgument(`schedule ${id} comes from the config file; remove it there`);
+    this.items.delete(id);
+    this.persist();
+    this.arm();
+    return true;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    const now = this.now();
+    let soonest = Infinity;
+    for (const s of this.items.values()) soonest = Math.min(soonest, nextRun(s.cron, Math.max(s.lastRunMs, now - 1)));
+    if (!Number.isFinite(soonest)) return;
+    // Re-armed after every fire; capped so a clock change is noticed within a minute.
+    this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, soonest - now), 60_000));
+    this.timer.unref();
+  }
+
+  private fire(): void {
+    const now = this.now();
+    for (const s of this.items.values()) {
+      if (runsBetween(s.cron, s.lastRunMs, now, 2).length === 0) continue;
+      s.lastRunMs = now;
+      this.start(s).catch((err: unknown) =>
+        this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed to start"),
+      );
+    }
+    this.persist();
+    this.arm();
+  }
+
+  private persist(): void {
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, JSON.stringify([...this.items.values()], null, 2));
+    const fd = openSync(tmp, "r");
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, this.file);
+  }
+}

@@ -1,0 +1,188 @@
+import {
+  SessionRole,
+  invalidArgument,
+  toRpcError,
+  type BrokerService,
+  type ClientOf,
+  type ImplOf,
+  type InferService,
+  type LoopService,
+  type SessionInfo,
+} from "@boxmaker/common";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SessionInfoSchema } from "@boxmaker/common";
+import type { SessionRunner } from "./session-runner.js";
+import type { Session, SessionStore } from "./session-store.js";
+import type { SessionRoleName } from "./session-log.js";
+import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
+
+const ROLE_TO_NAME: Record<number, SessionRoleName> = {
+  [SessionRole.UNSPECIFIED]: "main",
+  [SessionRole.MAIN]: "main",
+  [SessionRole.SUBAGENT]: "subagent",
+  [SessionRole.SCHEDULED]: "scheduled",
+};
+const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
+  main: SessionRole.MAIN,
+  subagent: SessionRole.SUBAGENT,
+  scheduled: SessionRole.SCHEDULED,
+};
+
+export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
+  const st = s.state;
+  const state = st.archived
+    ? "archived"
+    : s.running
+      ? "running"
+      : st.lastTurnEnd === "interrupted"
+        ? "interrupted"
+        : "idle";
+  return {
+    id: st.id,
+    role: NAME_TO_ROLE[st.role],
+    title: st.title,
+    epoch: st.epoch.epoch,
+    slot: st.slot,
+    state,
+    messages: st.history.length,
+    createdUnixMs: BigInt(st.createdAt),
+    updatedUnixMs: BigInt(st.updatedAt),
+    parentId: st.parentId,
+    contextTokens: st.contextTokens,
+  };
+}
+
+export interface LoopServiceDeps {
+  runner: SessionRunner;
+  store: SessionStore;
+  infer: ClientOf<typeof InferService>;
+  broker: ClientOf<typeof BrokerService>;
+  schedules: Schedules;
+  sockets: { loopd: string; inferproxy: string; brokerd: string };
+}
+
+/** Maps LoopService calls onto the runner and store. */
+export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
+  const { runner, store } = d;
+  return {
+    async createSession(req) {
+      const s = await runner.create(ROLE_TO_NAME[req.role] ?? "main", req.title, req.parentId);
+      return sessionInfo(s);
+    },
+
+    async *send(req, ctx) {
+      const s = runner.get(req.sessionId);
+      // Subscribe before starting so not even the first event can be missed.
+      const events = s.events.subscribe(s.events.lastSeq, ctx.signal, true);
+      const b = req.budgets;
+      runner
+        .start(s.id, req.text, b && {
+          max_iterations: b.maxIterations,
+          max_total_tokens: b.maxTotalTokens,
+          max_wall_ms: b.maxWallMs,
+          max_thinking_tokens: b.maxThinkingTokens,
+        })
+        .catch(() => undefined); // reported as a turn_failed event
+      yield* events;
+    },
+
+    async *follow(req, ctx) {
+      const s = runner.get(req.sessionId);
+      yield* s.events.subscribe(Number(req.afterSeq), ctx.signal, false);
+    },
+
+    async listSessions(req) {
+      return {
+        sessions: store
+          .list()
+          .filter((s) => req.includeArchived || !s.state.archived)
+          .map(sessionInfo),
+      };
+    },
+
+    async getSession(req) {
+      const s = runner.get(req.id);
+      return {
+        session: sessionInfo(s),
+        messages: s.state.history.map((m) => ({
+          messageJson: m.json,
+          epoch: m.epoch,
+          atUnixMs: BigInt(m.at),
+        })),
+      };
+    },
+
+    async cancelTurn(req) {
+      return { cancelled: runner.cancel(req.sessionId) };
+    },
+
+    async archiveSession(req) {
+      const s = runner.get(req.id);
+      if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
+      if (!s.state.archived) s.append({ t: "archived", at: Date.now() });
+      return sessionInfo(s);
+    },
+
+    listProposals: (req, ctx) => d.broker.listProposals(req, { signal: ctx.signal }),
+
+    async decideProposal(req, ctx) {
+      const res = await d.broker.decideProposal(req, { signal: ctx.signal });
+      if (res.proposal) runner.approvals.decided(res.proposal);
+      return res;
+    },
+
+    searchTools: (req, ctx) => d.broker.searchTools(req, { signal: ctx.signal }),
+
+    async status(_req, ctx) {
+      const probe = async <T>(name: string, socket: string, call: () => Promise<T>) => {
+        try {
+          return { value: await call(), health: { name, socket, reachable: true, message: "ok" } };
+        } catch (err) {
+          return { value: undefined, health: { name, socket, reachable: false, message: toRpcError(err).message } };
+        }
+      };
+      const opts = { signal: ctx.signal, timeoutMs: 3_000 };
+      const [infer, broker] = await Promise.all([
+        probe("inferproxy", d.sockets.inferproxy, () => d.infer.status({}, opts)),
+        probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),
+      ]);
+      const cfgSlots = Object.entries(runner.slotsConfig) as [SessionRoleName, number][];
+      return {
+        daemons: [{ name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" }, infer.health, broker.health],
+        infer: infer.value,
+        broker: broker.value,
+        slots: cfgSlots.map(([role, slot]) => ({
+          slot,
+          role,
+          runningSession: runner.slots.holder(slot) ?? "",
+          queuedSessions: runner.slots.queued(slot),
+          parkedSession: runner.parking.parkedOn(slot) ?? "",
+        })),
+        sessions: store.list().length,
+      };
+    },
+
+    async addSchedule(req) {
+      return toSchedule(d.schedules.add(req.cron, req.prompt));
+    },
+    async listSchedules() {
+      return { schedules: d.schedules.list().map(toSchedule) };
+    },
+    async removeSchedule(req) {
+      return { removed: d.schedules.remove(req.id) };
+    },
+  };
+}
+
+function toSchedule(s: ScheduleState) {
+  return {
+    id: s.id,
+    cron: s.cron,
+    prompt: s.prompt,
+    lastRunUnixMs: BigInt(s.lastRunMs),
+    nextRunUnixMs: BigInt(nextRun(s.cron, Date.now())),
+    missedRuns: s.missedRuns,
+  };
+}
+
+export type { SessionInfo };

@@ -1,0 +1,171 @@
+import {
+  failedPrecondition,
+  notFound,
+  type BrokerService,
+  type ClientOf,
+  type InferService,
+  type Logger,
+} from "@boxmaker/common";
+import { runTurn, type LoopDeps, type ToolOutcome, type TurnOutcome } from "./agent-loop.js";
+import { mergeLimits, type BudgetLimits } from "./budgets.js";
+import type { LoopdConfig } from "./config.js";
+import { systemMessageJson } from "./messages.js";
+import { Parking } from "./parking.js";
+import type { SessionRoleName } from "./session-log.js";
+import type { Session, SessionStore } from "./session-store.js";
+import { SlotScheduler } from "./slot-pinning.js";
+import { ApprovalWaits } from "./approvals.js";
+import { SPAWN_AGENT_TOOL, withLoopdTools } from "./loopd-tools.js";
+
+export interface RunnerDeps {
+  store: SessionStore;
+  infer: ClientOf<typeof InferService>;
+  broker: ClientOf<typeof BrokerService>;
+  log: Logger;
+  config: LoopdConfig;
+}
+
+/**
+ * Sessions in motion: creates them with a frozen epoch, runs their turns on
+ * their pinned slot (waiting in line when the slot is busy), and wires in
+ * parking, approvals and subagents.
+ */
+export class SessionRunner {
+  readonly slots = new SlotScheduler();
+  readonly parking: Parking;
+  readonly approvals: ApprovalWaits;
+  private readonly loopDeps: LoopDeps;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly d: RunnerDeps) {
+    this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
+    this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
+    this.loopDeps = {
+      infer: d.infer,
+      broker: d.broker,
+      log: d.log,
+      maxTokens: d.config.max_tokens,
+      localTools: { [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal) },
+      awaitDecision: (id, signal) => this.approvals.wait(id, signal),
+      afterResponse: (s, final) => this.parking.verify(s.id, final),
+    };
+  }
+
+  get slotsConfig(): LoopdConfig["slots"] {
+    return this.d.config.slots;
+  }
+
+  slotFor(role: SessionRoleName): number {
+    return this.d.config.slots[role];
+  }
+
+  /** The epoch's tools array is fetched once, here, and frozen in the log. */
+  async create(role: SessionRoleName, title: string, parentId = ""): Promise<Session> {
+    const tools = await this.d.broker.getTools({});
+    return this.d.store.create({
+      role,
+      title,
+      parentId,
+      slot: this.slotFor(role),
+      systemJson: systemMessageJson(this.d.config.system_prompt),
+      toolsJson: withLoopdTools(tools.toolsJson),
+    });
+  }
+
+  get(id: string): Session {
+    const s = this.d.store.get(id);
+    if (!s) throw notFound(`no session ${id}; \`boxmaker ls\` lists sessions`);
+    return s;
+  }
+
+  /**
+   * Starts a turn and returns at once; the turn's events go to the session's
+   * hub. One turn per session at a time.
+   */
+  start(id: string, text: string, budgets?: Partial<BudgetLimits>): Promise<TurnOutcome> {
+    const s = this.get(id);
+    if (s.state.archived) throw failedPrecondition(`session ${id} is archived`);
+    if (s.running) throw failedPrecondition(`session ${id} is already running a turn; wait for it or cancel it`);
+    if (!text.trim()) throw failedPrecondition("the message is empty");
+    const ac = new AbortController();
+    s.running = ac;
+    const turn = this.runOnSlot(s, text, mergeLimits(this.d.config.budgets, budgets), ac.signal).finally(() => {
+      s.running = undefined;
+      this.inFlight.delete(turn);
+    });
+    this.inFlight.add(turn);
+    return turn;
+  }
+
+  /** Cancels every running turn and waits until each has closed its records. */
+  async drain(reason: string): Promise<void> {
+    for (const s of this.d.store.list()) s.running?.abort(new Error(reason));
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  cancel(id: string): boolean {
+    const s = this.get(id);
+    if (!s.running) return false;
+    s.running.abort(new Error("cancelled by the operator"));
+    return true;
+  }
+
+  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnOutcome> {
+    const slot = s.state.slot;
+    let release: (() => void) | undefined;
+    try {
+      release = await this.slots.acquire(slot, s.id, signal, (w) =>
+        s.events.publish({
+          case: "waiting",
+          value: { slot: w.slot, position: w.position, heldBySession: w.heldBy },
+        }),
+      );
+      await this.parking.arrive(slot, s.id, signal);
+      return await runTurn(s, text, limits, this.loopDeps, signal);
+    } catch (err) {
+      // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
+      const message = err instanceof Error ? err.message : String(err);
+      const cancelled = signal.aborted;
+      this.d.log.warn({ session: s.id, err: message }, cancelled ? "turn cancelled before it ran" : "turn failed");
+      if (cancelled) {
+        s.events.publish({
+          case: "turnDone",
+          value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "" },
+        });
+      } else {
+        s.events.publish({ case: "turnFailed", value: { code: "INTERNAL", message } });
+      }
+      throw err;
+    } finally {
+      release?.();
+    }
+  }
+
+  private async spawnAgent(args: Record<string, unknown>, parent: Session, signal: AbortSignal): Promise<ToolOutcome> {
+    const task = typeof args.task === "string" ? args.task.trim() : "";
+    if (!task) return { isError: true, content: "error: spawn_agent needs a non-empty `task` string" };
+    if (parent.state.role === "subagent") {
+      // A subagent's child would wait forever for the slot its parent holds.
+      return { isError: true, content: "error: a subagent cannot spawn another subagent; do the task yourself" };
+    }
+    const child = await this.create("subagent", task.slice(0, 80), parent.id);
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.running = ac;
+    try {
+      const out = await this.runOnSlot(child, task, this.d.config.budgets, ac.signal);
+      if (out.error) return { isError: true, content: `error: subagent ${child.id} failed: ${out.error.message}` };
+      if (out.finishReason === "budget" && out.breach) {
+        return {
+          isError: true,
+          content: `subagent ${child.id} stopped at its ${out.breach.budget} budget (${out.breach.used}/${out.breach.limit}). Partial answer: ${out.finalText}`,
+        };
+      }
+      return { isError: false, content: out.finalText || `(subagent ${child.id} gave no answer)` };
+    } finally {
+      child.running = undefined;
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import type { LogRecord, SessionRoleName } from "./session-log.js";
+
+export interface StoredMessage {
+  epoch: number;
+  /** The exact JSON text of the message, as sent to or received from the server. */
+  json: string;
+  at: number;
+}
+
+export interface Epoch {
+  epoch: number;
+  systemJson: string;
+  toolsJson: string;
+}
+
+/** A session as its log describes it. Derived, never stored: the log is the truth. */
+export interface SessionState {
+  id: string;
+  role: SessionRoleName;
+  title: string;
+  parentId: string;
+  slot: number;
+  createdAt: number;
+  updatedAt: number;
+  epoch: Epoch;
+  /** Every message of every epoch, for history. */
+  history: StoredMessage[];
+  turn: number;
+  /** A turn_start without its turn_end: the daemon died mid-turn. */
+  turnOpen: boolean;
+  lastTurnEnd: string;
+  archived: boolean;
+  contextTokens: number;
+}
+
+export function foldRecords(records: readonly LogRecord[]): SessionState {
+  const head = records[0];
+  if (!head || head.t !== "session") throw new Error("session log does not start with a session record");
+  const s: SessionState = {
+    id: head.id,
+    role: head.role,
+    title: head.title,
+    parentId: head.parent_id,
+    slot: head.slot,
+    createdAt: head.at,
+    updatedAt: head.at,
+    epoch: { epoch: 0, systemJson: "", toolsJson: "[]" },
+    history: [],
+    turn: 0,
+    turnOpen: false,
+    lastTurnEnd: "",
+    archived: false,
+    contextTokens: 0,
+  };
+  for (const r of records) applyRecord(s, r);
+  return s;
+}
+
+export function applyRecord(s: SessionState, r: LogRecord): void {
+  s.updatedAt = r.at;
+  switch (r.t) {
+    case "session":
+      break;
+    case "epoch":
+      s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
+      break;
+    case "message":
+      s.history.push({ epoch: r.epoch, json: r.json, at: r.at });
+      break;
+    case "turn_start":
+      s.turn = r.turn;
+      s.turnOpen = true;
+      break;
+    case "turn_end":
+      s.turnOpen = false;
+      s.lastTurnEnd = r.reason;
+      if (r.context_tokens !== undefined) s.contextTokens = r.context_tokens;
+      break;
+    case "usage":
+      s.contextTokens = r.context_tokens;
+      break;
+    case "archived":
+      s.archived = true;
+      break;
+  }
+}
+
+/** Messages of the current epoch, in order. */
+export function epochMessages(s: SessionState): StoredMessage[] {
+  return s.history.filter((m) => m.epoch === s.epoch.epoch);
+}
+
+/**
+ * Tool calls of the epoch's assistant messages that have no tool result yet.
+ * After a crash these get an explicit "interrupted" result so the
+ * conversation stays well-formed for the template and the model.
+ */
+export function unansweredToolCalls(s: SessionState): { id: string; name: string }[] {
+  const open = new Map<string, string>();
+  for (const m of epochMessages(s)) {
+    const msg = JSON.parse(m.json) as {
+      role: string;
+      tool_calls?: { id: string; function: { name: string } }[];
+      tool_call_id?: string;
+    };
+    if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) open.set(tc.id, tc.function.name);
+    if (msg.role === "tool" && msg.tool_call_id) open.delete(msg.tool_call_id);
+  }
+  return [...open].map(([id, name]) => ({ id, name }));
+}

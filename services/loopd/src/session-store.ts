@@ -1,0 +1,123 @@
+import { mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import type { Logger } from "@boxmaker/common";
+import { SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
+import { applyRecord, foldRecords, unansweredToolCalls, type SessionState } from "./session-state.js";
+import { EventHub } from "./event-hub.js";
+import { toolMessageJson } from "./messages.js";
+
+export const INTERRUPTED_RESULT =
+  "interrupted: loopd stopped before this tool call finished; its effect is unknown. Check before repeating it.";
+
+/** One session: its log on disk, the state folded from it, and its live events. */
+export class Session {
+  /** Set while a turn runs, so CancelTurn can reach it. */
+  running: AbortController | undefined;
+
+  constructor(
+    readonly log: SessionLog,
+    readonly state: SessionState,
+    readonly events: EventHub,
+  ) {}
+
+  get id(): string {
+    return this.state.id;
+  }
+
+  /** Persists first, then updates memory: nothing acts on a record that is not on disk. */
+  append(rec: LogRecord): void {
+    this.log.append(rec);
+    applyRecord(this.state, rec);
+  }
+}
+
+function newSessionId(): string {
+  // Time first so `ls` of the state directory lists sessions in creation order.
+  return `s-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
+}
+
+export interface NewSession {
+  role: SessionRoleName;
+  title: string;
+  parentId: string;
+  slot: number;
+  systemJson: string;
+  toolsJson: string;
+}
+
+/** All sessions, one log file each under `<state_dir>/sessions/`. */
+export class SessionStore {
+  private readonly sessions = new Map<string, Session>();
+  private readonly dir: string;
+
+  constructor(
+    stateDir: string,
+    private readonly log: Logger,
+  ) {
+    this.dir = join(stateDir, "sessions");
+    mkdirSync(this.dir, { recursive: true });
+  }
+
+  /**
+   * Loads every session. A turn that a crash interrupted is closed here: each
+   * unanswered tool call gets an explicit result, then the turn is marked
+   * interrupted, so the session accepts the next message.
+   */
+  loadAll(): { loaded: number; interrupted: string[] } {
+    const interrupted: string[] = [];
+    for (const f of readdirSync(this.dir).filter((n) => n.endsWith(".jsonl")).sort()) {
+      const path = join(this.dir, f);
+      const { log, records, droppedTailBytes } = SessionLog.open(path);
+      if (records.length === 0) {
+        log.close();
+        continue;
+      }
+      if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
+      const state = foldRecords(records);
+      const s = new Session(log, state, new EventHub(state.id));
+      this.sessions.set(state.id, s);
+      if (state.turnOpen || unansweredToolCalls(state).length) {
+        closeInterruptedTurn(s);
+        interrupted.push(state.id);
+      }
+    }
+    return { loaded: this.sessions.size, interrupted };
+  }
+
+  create(n: NewSession): Session {
+    const id = newSessionId();
+    const { log } = SessionLog.open(join(this.dir, `${id}.jsonl`));
+    const at = Date.now();
+    const first: LogRecord = { t: "session", id, role: n.role, title: n.title, parent_id: n.parentId, slot: n.slot, at };
+    log.append(first);
+    const s = new Session(log, foldRecords([first]), new EventHub(id));
+    s.append({ t: "epoch", epoch: 0, system_json: n.systemJson, tools_json: n.toolsJson, at });
+    this.sessions.set(id, s);
+    return s;
+  }
+
+  get(id: string): Session | undefined {
+    return this.sessions.get(id);
+  }
+
+  list(): Session[] {
+    return [...this.sessions.values()].sort((a, b) => a.state.createdAt - b.state.createdAt);
+  }
+
+  closeAll(): void {
+    for (const s of this.sessions.values()) s.log.close();
+  }
+}
+
+/** Gives every tool call still without a result an explicit one, so no call is left dangling. */
+export function answerOpenToolCalls(s: Session, result: string): void {
+  for (const call of unansweredToolCalls(s.state)) {
+    s.append({ t: "message", epoch: s.state.epoch.epoch, json: toolMessageJson(call.id, result), at: Date.now() });
+  }
+}
+
+export function closeInterruptedTurn(s: Session): void {
+  answerOpenToolCalls(s, INTERRUPTED_RESULT);
+  if (s.state.turnOpen) s.append({ t: "turn_end", turn: s.state.turn, reason: "interrupted", at: Date.now() });
+}
