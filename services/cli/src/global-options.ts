@@ -1,0 +1,3 @@
+export interface GlobalOptions {
+  socket: string;
+}

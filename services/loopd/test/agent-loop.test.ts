@@ -1,0 +1,181 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ToolDecision } from "@boxmaker/common";
+import { runTurn, type LoopDeps } from "../src/agent-loop.js";
+import { SessionStore, type Session } from "../src/session-store.js";
+import { SessionLog } from "../src/session-log.js";
+import { foldRecords, unansweredToolCalls } from "../src/session-state.js";
+import { buildMessagesJson } from "../src/replay.js";
+import type { BudgetLimits } from "../src/budgets.js";
+import { fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: SessionStore;
+let s: Session;
+const unlimited: BudgetLimits = { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 };
+
+beforeEach(() => {
+  tmp = tempDir();
+  store = new SessionStore(tmp.dir, silentLog);
+  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: '{"role":"system","content":"sys"}', toolsJson: "[]" });
+});
+afterEach(() => {
+  store.closeAll();
+  tmp.cleanup();
+});
+
+function deps(replies: ScriptedReply[], broker = fakeBroker(), extra: Partial<LoopDeps> = {}) {
+  const infer = fakeInfer(replies);
+  return { infer, broker, d: { infer, broker, log: silentLog, maxTokens: 100, ...extra } as LoopDeps };
+}
+
+function eventsOf(sess: Session) {
+  const out: string[] = [];
+  const ac = new AbortController();
+  void (async () => {
+    for await (const ev of sess.events.subscribe(0, ac.signal)) out.push(ev.event?.case ?? "");
+  })();
+  return { out, stop: () => ac.abort() };
+}
+
+describe("agent loop", () => {
+  it("runs model → tools in order → model, storing assistant messages exactly as returned", async () => {
+    const { infer, broker, d } = deps([
+      {
+        content: "",
+        toolCalls: [
+          { id: "c1", name: "read_file", arguments: '{"path": "a.txt"}' },
+          { id: "c2", name: "list_dir", arguments: '{ "path" : "." }' },
+        ],
+      },
+      { content: "All done." },
+    ]);
+    const ev = eventsOf(s);
+    const out = await runTurn(s, "read a.txt", unlimited, d, new AbortController().signal);
+    expect(out.finishReason).toBe("stop");
+    expect(out.finalText).toBe("All done.");
+    expect(broker.calls.map((c) => [c.name, c.argumentsJson])).toEqual([
+      ["read_file", '{"path": "a.txt"}'],
+      ["list_dir", '{ "path" : "." }'],
+    ]);
+    // The second request is the first one plus exactly what was appended, byte for byte.
+    const [r1, r2] = infer.requests;
+    expect(r2!.messagesJson.startsWith(r1!.messagesJson.slice(0, -1))).toBe(true);
+    expect(r2!.messagesJson).toContain('"arguments":"{ \\"path\\" : \\".\\" }"');
+    // The log, reloaded from disk, replays to the same bytes.
+    const reloaded = foldRecords(SessionLog.read(s.log.path).records);
+    expect(buildMessagesJson(reloaded)).toBe(buildMessagesJson(s.state));
+    await new Promise((r) => setTimeout(r, 10));
+    ev.stop();
+    expect(ev.out).toEqual([
+      "turnStarted",
+      "toolCall",
+      "toolDecision",
+      "toolResult",
+      "toolCall",
+      "toolDecision",
+      "toolResult",
+      "content",
+      "turnDone",
+    ]);
+  });
+
+  it("sends invalid tool arguments back to the model as a tool error", async () => {
+    const { broker, d } = deps([
+      { toolCalls: [{ id: "c1", name: "read_file", arguments: '{"path": "a', parseError: "Unexpected end of JSON input" }], finishReason: "length" },
+      { content: "sorry" },
+    ]);
+    const out = await runTurn(s, "go", unlimited, d, new AbortController().signal);
+    expect(out.finishReason).toBe("stop");
+    expect(broker.calls).toHaveLength(0);
+    const toolMsg = s.state.history.find((m) => m.json.includes('"role":"tool"'))!;
+    expect(JSON.parse(toolMsg.json).content).toMatch(/not valid JSON/);
+  });
+
+  const loopForever: ScriptedReply = { toolCalls: [{ id: "x", name: "list_dir", arguments: "{}" }], promptN: 100, predictedN: 50 };
+
+  it.each([
+    ["iterations", { max_iterations: 3 }, 3],
+    ["total_tokens", { max_total_tokens: 400 }, 450],
+  ] as const)("the %s budget ends the turn with its own event and the session stays usable", async (name, limit, used) => {
+    const { d } = deps(Array.from({ length: 10 }, () => ({ ...loopForever, toolCalls: [{ ...loopForever.toolCalls![0]!, id: `x${Math.random()}` }] })));
+    const seen: unknown[] = [];
+    const ac = new AbortController();
+    void (async () => {
+      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") seen.push(ev.event.value);
+    })();
+    const out = await runTurn(s, "loop", { ...unlimited, ...limit }, d, new AbortController().signal);
+    await new Promise((r) => setTimeout(r, 5));
+    ac.abort();
+    expect(out.finishReason).toBe("budget");
+    expect(seen).toEqual([expect.objectContaining({ budget: name, used: BigInt(used) })]);
+    expect(unansweredToolCalls(s.state)).toEqual([]);
+    const next = await runTurn(s, "again", unlimited, deps([{ content: "fine" }]).d, new AbortController().signal);
+    expect(next.finishReason).toBe("stop");
+  });
+
+  it("the wall-clock budget stops a request that is still streaming", async () => {
+    const { d } = deps([{ content: "late", delayMs: 5_000 }]);
+    const out = await runTurn(s, "slow", { ...unlimited, max_wall_ms: 50 }, d, new AbortController().signal);
+    expect(out.finishReason).toBe("budget");
+    expect(out.breach?.budget).toBe("wall_ms");
+    expect(s.state.turnOpen).toBe(false);
+  });
+
+  it("passes the thinking budget as a cap and reports when it fires", async () => {
+    const { infer, d } = deps([{ reasoning: ["a", "b"], thinkingCapAt: 2, content: "answer" }]);
+    const breaches: string[] = [];
+    const ac = new AbortController();
+    void (async () => {
+      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget);
+    })();
+    const out = await runTurn(s, "think", { ...unlimited, max_thinking_tokens: 2 }, d, new AbortController().signal);
+    await new Promise((r) => setTimeout(r, 5));
+    ac.abort();
+    expect(infer.requests[0]!.thinkingCapTokens).toBe(2);
+    expect(breaches).toEqual(["thinking_tokens"]);
+    expect(out.finishReason).toBe("stop");
+  });
+
+  it("cancelling mid-turn answers open tool calls and closes the turn", async () => {
+    const ac = new AbortController();
+    const broker = fakeBroker(() => {
+      ac.abort(new Error("operator"));
+      return {};
+    });
+    const { d } = deps([{ toolCalls: [{ id: "a", name: "list_dir", arguments: "{}" }, { id: "b", name: "list_dir", arguments: "{}" }] }], broker);
+    const out = await runTurn(s, "go", unlimited, d, ac.signal);
+    expect(out.finishReason).toBe("cancelled");
+    expect(unansweredToolCalls(s.state)).toEqual([]);
+    expect(s.state.turnOpen).toBe(false);
+  });
+
+  it("waits for a person's decision on a staged call and returns it to the model", async () => {
+    const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p1", content: "staged" }));
+    const { d } = deps([{ toolCalls: [{ id: "w", name: "write_file", arguments: '{"path":"x","content":"y"}' }] }, { content: "written" }], broker, {
+      awaitDecision: async (id) => ({ isError: false, content: `applied ${id}` }),
+    });
+    await runTurn(s, "write", unlimited, d, new AbortController().signal);
+    const tool = s.state.history.find((m) => m.json.includes('"tool_call_id":"w"'))!;
+    expect(JSON.parse(tool.json).content).toBe("applied p1");
+  });
+});
+
+describe("crash recovery", () => {
+  it("marks an interrupted turn and answers its dangling tool call", () => {
+    s.append({ t: "turn_start", turn: 1, at: 1 });
+    s.append({ t: "message", epoch: 0, json: '{"role":"user","content":"x"}', at: 1 });
+    s.append({ t: "message", epoch: 0, json: '{"role":"assistant","content":null,"tool_calls":[{"id":"k","type":"function","function":{"name":"run_command","arguments":"{}"}}]}', at: 1 });
+    store.closeAll();
+    const again = new SessionStore(tmp.dir, silentLog);
+    const { interrupted } = again.loadAll();
+    expect(interrupted).toEqual([s.id]);
+    const st = again.get(s.id)!.state;
+    expect(st.turnOpen).toBe(false);
+    expect(st.lastTurnEnd).toBe("interrupted");
+    expect(unansweredToolCalls(st)).toEqual([]);
+    expect(st.history.at(-1)!.json).toContain("interrupted");
+    again.closeAll();
+    store = new SessionStore(tmp.dir, silentLog);
+  });
+});

@@ -1,0 +1,93 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  CallToolResponseSchema,
+  CompletionEventSchema,
+  ToolDecision,
+  createLogger,
+  type CompleteRequest,
+  type CallToolRequest,
+  type CompletionEvent,
+} from "@boxmaker/common";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+
+export const silentLog = createLogger("test", "silent");
+
+export interface ScriptedReply {
+  content?: string;
+  reasoning?: string[];
+  toolCalls?: { id: string; name: string; arguments: string; parseError?: string }[];
+  finishReason?: string;
+  promptN?: number;
+  cacheN?: number;
+  predictedN?: number;
+  thinkingCapAt?: number;
+  delayMs?: number;
+}
+
+/** A fake inferproxy: replies from a script, records each request. */
+export function fakeInfer(replies: ScriptedReply[]) {
+  const requests: CompleteRequest[] = [];
+  return {
+    requests,
+    complete(req: MessageInitShape<typeof import("@boxmaker/common").CompleteRequestSchema>, opts?: { signal?: AbortSignal }) {
+      const r = replies.shift() ?? { content: "ok" };
+      requests.push(req as CompleteRequest);
+      return (async function* (): AsyncGenerator<CompletionEvent> {
+        const ev = (e: MessageInitShape<typeof CompletionEventSchema>) => create(CompletionEventSchema, e);
+        if (r.delayMs) {
+          await new Promise<void>((res, rej) => {
+            const t = setTimeout(res, r.delayMs);
+            opts?.signal?.addEventListener("abort", () => {
+              clearTimeout(t);
+              rej(opts.signal!.reason);
+            });
+          });
+        }
+        for (const t of r.reasoning ?? []) yield ev({ event: { case: "reasoning", value: { text: t } } });
+        if (r.thinkingCapAt)
+          yield ev({ event: { case: "thinkingCap", value: { reasoningTokens: r.thinkingCapAt, accepted: true } } });
+        if (r.content) yield ev({ event: { case: "content", value: { text: r.content } } });
+        const toolCalls = (r.toolCalls ?? []).map((t, index) => ({ index, type: "function", ...t }));
+        const message = {
+          role: "assistant",
+          content: r.content ?? null,
+          ...(toolCalls.length
+            ? { tool_calls: toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } })) }
+            : {}),
+        };
+        yield ev({
+          event: {
+            case: "final",
+            value: {
+              messageJson: JSON.stringify(message),
+              content: r.content ?? "",
+              toolCalls,
+              finishReason: r.finishReason ?? (toolCalls.length ? "tool_calls" : "stop"),
+              reasoningTokens: r.reasoning?.length ?? 0,
+              timings: { promptN: r.promptN ?? 10, cacheN: r.cacheN ?? 0, predictedN: r.predictedN ?? 5 },
+            },
+          },
+        });
+      })();
+    },
+  };
+}
+
+/** A fake brokerd that answers every call with the tool name and arguments. */
+export function fakeBroker(decide: (req: CallToolRequest) => Partial<{ decision: ToolDecision; content: string; isError: boolean; proposalId: string }> = () => ({})) {
+  const calls: CallToolRequest[] = [];
+  return {
+    calls,
+    async callTool(req: MessageInitShape<typeof import("@boxmaker/common").CallToolRequestSchema>) {
+      calls.push(req as CallToolRequest);
+      const d = decide(req as CallToolRequest);
+      return create(CallToolResponseSchema, {
+        decision: d.decision ?? ToolDecision.ALLOWED,
+        content: d.content ?? `result of ${req.name}(${req.argumentsJson})`,
+        isError: d.isError ?? false,
+        rule: "test",
+        proposalId: d.proposalId ?? "",
+      });
+    },
+  };
+}
