@@ -1,0 +1,152 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { mkdirSync, writeFileSync, existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startLlamaSim, DEFAULT_CHAT_TEMPLATE, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
+
+export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") => join(repoRoot, "services", name, "dist", "main.js");
+export const cliMain = join(repoRoot, "services", "cli", "dist", "main.js");
+
+export interface DaemonProc {
+  name: string;
+  proc: ChildProcess;
+  socket: string;
+  configPath: string;
+  stderr: string[];
+}
+
+export interface StackOptions {
+  sim?: LlamaSimOptions;
+  inferproxy?: Record<string, unknown>;
+  brokerd?: Record<string, unknown>;
+  loopd?: Record<string, unknown>;
+}
+
+/**
+ * The whole system for a test: the simulator in-process as llama-server,
+ * and the three daemons as real child processes on Unix sockets in `dir`.
+ */
+export class Stack {
+  sim!: LlamaSim;
+  readonly daemons = new Map<string, DaemonProc>();
+  readonly workspace: string;
+  readonly sockets: { llama: string; inferproxy: string; brokerd: string; loopd: string };
+  readonly configs: Record<string, Record<string, unknown>> = {};
+
+  constructor(
+    readonly dir: string,
+    private readonly opts: StackOptions = {},
+  ) {
+    this.workspace = join(dir, "ws");
+    mkdirSync(this.workspace, { recursive: true });
+    const run = join(dir, "run");
+    mkdirSync(run, { recursive: true });
+    this.sockets = {
+      llama: join(run, "llama.sock"),
+      inferproxy: join(run, "inferproxy.sock"),
+      brokerd: join(run, "brokerd.sock"),
+      loopd: join(run, "loopd.sock"),
+    };
+  }
+
+  async start(): Promise<this> {
+    this.sim = await startLlamaSim({ socketPath: this.sockets.llama, slotSavePath: join(this.dir, "slots"), ...this.opts.sim });
+    mkdirSync(join(this.dir, "slots"), { recursive: true });
+    const template = this.opts.sim?.chatTemplate ?? DEFAULT_CHAT_TEMPLATE;
+    this.configs.inferproxy = {
+      socket: this.sockets.inferproxy,
+      upstream: { socket_path: this.sockets.llama },
+      contract: {
+        template_sha256: createHash("sha256").update(template).digest("hex"),
+        n_ctx_per_slot: this.opts.sim?.nCtx ?? 32768,
+        total_slots: this.opts.sim?.totalSlots ?? 3,
+      },
+      health_poll_ms: 200,
+      log_level: "warn",
+      ...this.opts.inferproxy,
+    };
+    this.configs.brokerd = {
+      socket: this.sockets.brokerd,
+      state_dir: join(this.dir, "state", "broker"),
+      workspace_roots: [this.workspace],
+      sandbox: { mode: "none", allow_unsandboxed: true },
+      log_level: "warn",
+      ...this.opts.brokerd,
+    };
+    this.configs.loopd = {
+      socket: this.sockets.loopd,
+      state_dir: join(this.dir, "state", "loopd"),
+      inferproxy_socket: this.sockets.inferproxy,
+      brokerd_socket: this.sockets.brokerd,
+      log_level: "warn",
+      ...this.opts.loopd,
+    };
+    await Promise.all([this.startDaemon("inferproxy"), this.startDaemon("brokerd")]);
+    await this.startDaemon("loopd");
+    return this;
+  }
+
+  /** Starts (or restarts) one daemon and waits until its socket exists. */
+  async startDaemon(name: "inferproxy" | "brokerd" | "loopd"): Promise<DaemonProc> {
+    const configPath = join(this.dir, `${name}.json`);
+    writeFileSync(configPath, JSON.stringify(this.configs[name], null, 2));
+    const proc = spawn(process.execPath, [daemonMain(name), "--config", configPath], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, NOTIFY_SOCKET: "" },
+    });
+    const d: DaemonProc = { name, proc, socket: this.sockets[name], configPath, stderr: [] };
+    proc.stderr!.on("data", (b: Buffer) => d.stderr.push(b.toString()));
+    this.daemons.set(name, d);
+    await waitFor(() => existsSync(d.socket) || proc.exitCode !== null, 15_000, `${name} socket`);
+    if (proc.exitCode !== null) throw new Error(`${name} exited ${proc.exitCode}: ${d.stderr.join("")}`);
+    return d;
+  }
+
+  async kill(name: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    const d = this.daemons.get(name);
+    if (!d || d.proc.exitCode !== null || d.proc.signalCode) return;
+    const exited = once(d.proc, "exit");
+    d.proc.kill(signal);
+    await exited;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.daemons.keys()].map((n) => this.kill(n, "SIGTERM")));
+    await this.sim?.close();
+  }
+
+  /** Runs the CLI binary against this stack's loopd; resolves with its output and exit code. */
+  cli(args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
+    return runCli(args, { ...opts, env: { ...opts.env, BOXMAKER_SOCKET: this.sockets.loopd } });
+  }
+}
+
+export async function runCli(
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [cliMain, ...args], {
+    env: { ...process.env, NO_COLOR: "1", ...opts.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+  proc.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+  proc.stdin.end(opts.input ?? "");
+  const timer = setTimeout(() => proc.kill("SIGKILL"), opts.timeoutMs ?? 20_000);
+  const [code] = (await once(proc, "exit")) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
