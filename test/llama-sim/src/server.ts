@@ -77,7 +77,8 @@ async function handle(state: SimState, req: IncomingMessage, res: ServerResponse
   };
 
   // While the model loads, llama-server answers every endpoint with this 503 (health-loading).
-  if (state.loading) return reply(503, errorBody(503, "Loading model", "unavailable_error"));
+  // Its fields come in this order, unlike other errors'.
+  if (state.loading) return reply(503, { error: { message: "Loading model", type: "unavailable_error", code: 503 } });
 
   if (method === "GET" && (p === "/health" || p === "/v1/health")) return reply(200, { status: "ok" });
   if (method === "GET" && (p === "/props" || p === "/v1/props")) {

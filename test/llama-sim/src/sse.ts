@@ -112,24 +112,26 @@ export function makeTimings(
   predictedN: number,
   predictedMs: number,
 ): Timings {
-  const pMs = Math.max(promptMs, 0.001);
-  const gMs = Math.max(predictedMs, 0.001);
+  // Rates are derived from the reported (rounded) times so they agree with them.
+  const pMs = round3(promptMs);
+  const gMs = round3(predictedMs);
   // llama.cpp does not count the first generated token (sampled from the
   // prompt pass) in its generation rates; the recordings show n-1.
   const gN = Math.max(predictedN - 1, 1);
   return {
     cache_n: cacheN,
     prompt_n: promptN,
-    prompt_ms: round3(pMs),
+    prompt_ms: pMs,
     prompt_per_token_ms: pMs / Math.max(promptN, 1),
     prompt_per_second: (1000 * promptN) / pMs,
     predicted_n: predictedN,
-    predicted_ms: round3(gMs),
+    predicted_ms: gMs,
     predicted_per_token_ms: gMs / gN,
     predicted_per_second: (1000 * gN) / gMs,
   };
 }
 
+/** Milliseconds to the microsecond, never 0 (the rates divide by it). */
 function round3(x: number): number {
-  return Math.round(x * 1000) / 1000 || 0.001;
+  return Math.max(Math.round(x * 1000) / 1000, 0.001);
 }
