@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs every benchmark in test/bench/*.bench.mjs against the built code.
+// Runs every benchmark in test/bench/*.bench.{mjs,ts} against the built code
+// (TypeScript benches load through tsx so they can share test/support).
 // `npm run bench` prints a table; `npm run bench -- --json` prints one JSON
 // object per line: {"bench","metric","value","unit"}. `-- NAME` runs one bench.
 import { readdirSync } from "node:fs";
@@ -11,16 +12,23 @@ const args = process.argv.slice(2);
 const json = args.includes("--json");
 const only = args.filter((a) => !a.startsWith("--"));
 
+const benchName = (f) => f.replace(/\.bench\.(mjs|ts)$/, "");
 const files = readdirSync(here)
-  .filter((f) => f.endsWith(".bench.mjs"))
+  .filter((f) => /\.bench\.(mjs|ts)$/.test(f))
   .sort()
-  .filter((f) => only.length === 0 || only.includes(f.replace(/\.bench\.mjs$/, "")));
+  .filter((f) => only.length === 0 || only.includes(benchName(f)));
+const load = async (f) => {
+  const url = pathToFileURL(join(here, f)).href;
+  if (!f.endsWith(".ts")) return import(url);
+  const { tsImport } = await import("tsx/esm/api");
+  return tsImport(url, import.meta.url);
+};
 
 const rows = [];
 let failed = 0;
 for (const f of files) {
-  const bench = f.replace(/\.bench\.mjs$/, "");
-  const mod = await import(pathToFileURL(join(here, f)).href);
+  const bench = benchName(f);
+  const mod = await load(f);
   const emit = (metric, value, unit) => {
     const row = { bench, metric, value: Number(value.toFixed ? value.toFixed(4) : value), unit };
     rows.push(row);

@@ -1,0 +1,129 @@
+// inferproxy's added latency: the same streamed completion straight to the
+// simulator and through inferproxy (a child process, real Unix sockets), in
+// one run. Needs the built code (npm run build).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
+import { Pool } from "undici";
+import { InferService, createClient } from "../../services/common/dist/index.js";
+import { startLlamaSim, DEFAULT_CHAT_TEMPLATE } from "../../test/llama-sim/dist/index.js";
+import { nowMs, p50, p99 } from "./stats.mjs";
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const TTFT_RUNS = 300;
+const LONG_TOKENS = 2000;
+const LONG_RUNS = 5;
+
+const messages = JSON.stringify([
+  { role: "system", content: "You are Boxmaker." },
+  { role: "user", content: "benchmark" },
+]);
+
+/** utime+stime of a process in ms (Linux /proc). */
+function cpuMsOf(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+export default async function (emit) {
+  const dir = mkdtempSync(join(tmpdir(), "bxb-"));
+  const llamaSock = join(dir, "llama.sock");
+  const proxySock = join(dir, "ip.sock");
+  const sim = await startLlamaSim({ socketPath: llamaSock });
+  const cfg = join(dir, "ip.json");
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      socket: proxySock,
+      upstream: { socket_path: llamaSock },
+      contract: {
+        template_sha256: createHash("sha256").update(DEFAULT_CHAT_TEMPLATE).digest("hex"),
+        n_ctx_per_slot: 32768,
+        total_slots: 3,
+      },
+      log_level: "warn",
+    }),
+  );
+  const child = spawn(process.execPath, [join(repo, "services/inferproxy/dist/main.js"), "--config", cfg], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const client = createClient(InferService, proxySock);
+  const pool = new Pool("http://localhost", { socketPath: llamaSock });
+  try {
+    await client.waitForReady(10_000);
+    for (;;) {
+      const st = await client.status({});
+      if (st.selfTest?.passed) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const body = (slot) =>
+      `{"id_slot":${slot},"cache_prompt":true,"stream":true,"return_progress":true,"max_tokens":4096,"temperature":0.6,"top_p":0.95,"top_k":20,"min_p":0,"messages":${messages}}`;
+
+    // Direct: undici to the simulator, time to the first content delta and to the end.
+    async function direct(turn) {
+      sim.enqueue(turn, 0);
+      const t0 = nowMs();
+      let first = NaN;
+      const res = await pool.request({ path: "/v1/chat/completions", method: "POST", body: body(0), headers: { "content-type": "application/json" } });
+      for await (const chunk of res.body) {
+        if (Number.isNaN(first) && chunk.includes('"content":"')) first = nowMs() - t0;
+      }
+      return { ttft: first, total: nowMs() - t0 };
+    }
+    async function proxied(turn) {
+      sim.enqueue(turn, 0);
+      const t0 = nowMs();
+      let first = NaN;
+      for await (const ev of client.complete({ slot: 0, messagesJson: messages })) {
+        if (Number.isNaN(first) && ev.event.case === "content") first = nowMs() - t0;
+      }
+      return { ttft: first, total: nowMs() - t0 };
+    }
+
+    const short = { content: Array.from({ length: 8 }, (_, i) => `w${i} `) };
+    for (let i = 0; i < 30; i++) {
+      await direct(short);
+      await proxied(short);
+    }
+    const d = [];
+    const p = [];
+    for (let i = 0; i < TTFT_RUNS; i++) {
+      // Alternate so drift affects both paths alike.
+      d.push((await direct(short)).ttft);
+      p.push((await proxied(short)).ttft);
+    }
+    emit("ttft_direct_ms_p50", p50(d), "ms");
+    emit("ttft_proxied_ms_p50", p50(p), "ms");
+    emit("ttft_added_ms_p50", p50(p) - p50(d), "ms");
+    emit("ttft_added_ms_p99", p99(p) - p99(d), "ms");
+    emit("ttft_ratio_p50", p50(p) / p50(d), "x");
+
+    const long = { content: Array.from({ length: LONG_TOKENS }, (_, i) => `t${i} `) };
+    const dl = [];
+    const pl = [];
+    let cpu = 0;
+    for (let i = 0; i < LONG_RUNS; i++) {
+      dl.push((await direct(long)).total);
+      const c0 = cpuMsOf(child.pid);
+      pl.push((await proxied(long)).total);
+      cpu += cpuMsOf(child.pid) - c0;
+    }
+    emit("per_token_direct_us", (p50(dl) * 1000) / LONG_TOKENS, "us");
+    emit("per_token_added_us", ((p50(pl) - p50(dl)) * 1000) / LONG_TOKENS, "us");
+    emit("stream_ratio", p50(pl) / p50(dl), "x");
+    emit("cpu_ms_per_1k_tokens", (cpu / (LONG_RUNS * LONG_TOKENS)) * 1000, "ms");
+  } finally {
+    client.close();
+    await pool.destroy();
+    child.kill("SIGTERM");
+    await once(child, "exit");
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
