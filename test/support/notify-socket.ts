@@ -58,7 +58,7 @@ while True:
   }
 
   async stop(): Promise<void> {
-    if (!this.proc || this.proc.exitCode !== null) return;
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return;
     this.proc.kill();
     await once(this.proc, "exit");
   }

@@ -18,6 +18,69 @@ export class UpstreamConnectError extends Error {
   }
 }
 
+/**
+ * Response chunks in arrival order. An error is delivered only after every
+ * chunk that came before it, and a reader that falls behind pauses the
+ * socket instead of growing the queue without bound.
+ */
+class ChunkQueue implements AsyncIterable<Buffer> {
+  private readonly items: Buffer[] = [];
+  private ended = false;
+  private error: unknown;
+  private wake: (() => void) | undefined;
+  private paused = false;
+
+  constructor(private readonly ctl: Dispatcher.DispatchController) {}
+
+  push(b: Buffer): void {
+    this.items.push(b);
+    if (this.items.length >= 256 && !this.paused) {
+      this.paused = true;
+      this.ctl.pause();
+    }
+    this.notify();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.notify();
+  }
+
+  fail(err: unknown): void {
+    this.error = err;
+    this.notify();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    for (;;) {
+      const b = this.items.shift();
+      if (b) {
+        if (this.paused && this.items.length < 16) {
+          this.paused = false;
+          this.ctl.resume();
+        }
+        yield b;
+        continue;
+      }
+      if (this.error !== undefined) throw this.error;
+      if (this.ended) return;
+      await new Promise<void>((r) => (this.wake = r));
+    }
+  }
+
+  async text(): Promise<string> {
+    const parts: Buffer[] = [];
+    for await (const b of this) parts.push(b);
+    return Buffer.concat(parts).toString("utf8");
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+}
+
 /** A request that did not finish within its time limit (non-streaming calls only). */
 export class UpstreamTimeoutError extends Error {
   override readonly name = "UpstreamTimeoutError";
@@ -75,17 +138,69 @@ export class LlamaClient {
       : new Pool("http://llama-server", { ...common, socketPath: upstream.socket_path! });
   }
 
-  /** Starts a streamed POST; resolves once the response headers are in. */
+  /**
+   * Starts a streamed POST; resolves once the response headers are in. Uses
+   * undici's dispatch API rather than `request()`: a body stream destroyed by
+   * a dropped connection discards chunks it had buffered, and the tokens that
+   * arrived just before a crash are exactly what the partial event must keep.
+   */
   async stream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
-    const res = await this.send(
-      { path, method: "POST", body, headers: { "content-type": "application/json", accept: "text/event-stream" }, signal },
-      signal,
-    );
-    return {
-      status: res.statusCode,
-      contentType: String(res.headers["content-type"] ?? ""),
-      body: res.body as unknown as StreamResponse["body"],
-    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.dispatchStream(path, body, signal);
+      } catch (err) {
+        if (signal.aborted) throw signal.reason ?? err;
+        if (isConnectError(err)) throw new UpstreamConnectError(this.label, err);
+        const code = errnoOf(err);
+        if (attempt === 0 && code !== undefined && STALE_SOCKET_CODES.has(code)) continue;
+        throw err;
+      }
+    }
+  }
+
+  private dispatchStream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
+    return new Promise<StreamResponse>((resolve, reject) => {
+      let controller: Dispatcher.DispatchController | undefined;
+      let queue: ChunkQueue | undefined;
+      const onAbort = () => {
+        const reason = signal.reason instanceof Error ? signal.reason : new Error("aborted");
+        if (controller) controller.abort(reason);
+        else reject(reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal.removeEventListener("abort", onAbort);
+      this.pool.dispatch(
+        {
+          path,
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", accept: "text/event-stream" },
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        {
+          onRequestStart: (c) => {
+            controller = c;
+            if (signal.aborted) onAbort();
+          },
+          onResponseStart: (c, statusCode, headers) => {
+            queue = new ChunkQueue(c);
+            resolve({ status: statusCode, contentType: String(headers["content-type"] ?? ""), body: queue });
+          },
+          onResponseData: (_c, chunk) => queue?.push(chunk),
+          onResponseEnd: () => {
+            done();
+            queue?.end();
+          },
+          onResponseError: (_c, err) => {
+            done();
+            if (queue) queue.fail(err);
+            else reject(err);
+          },
+        },
+      );
+    });
   }
 
   /** A short JSON request: /props, /slots, /health, control, slot actions. */

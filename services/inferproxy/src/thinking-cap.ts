@@ -14,6 +14,11 @@ export class ThinkingCap {
     return this.count;
   }
 
+  /** The reasoning-token count at which the cap fired; 0 before. */
+  get firedAtTokens(): number {
+    return this.firedAt;
+  }
+
   get fired(): boolean {
     return this.firedAt > 0;
   }
