@@ -32,6 +32,8 @@ export interface LoopDeps {
   awaitDecision?: (proposalId: string, signal: AbortSignal) => Promise<ToolOutcome>;
   /** Runs before each model request (parking, compaction). */
   beforeRequest?: (s: Session, signal: AbortSignal) => Promise<void>;
+  /** Makes room after the server refused a prompt as too long (compaction); true when it did. */
+  recoverOverflow?: (s: Session, signal: AbortSignal) => Promise<boolean>;
   /** Sees each response's timings (parking verification, context tracking). */
   afterResponse?: (s: Session, final: FinalMessage) => void;
 }
@@ -101,7 +103,14 @@ export async function runTurn(
         break;
       }
       await deps.beforeRequest?.(s, wall.signal);
-      const final = await streamCompletion(s, turn, budget, deps, wall.signal);
+      let final: FinalMessage;
+      try {
+        final = await streamCompletion(s, turn, budget, deps, wall.signal);
+      } catch (err) {
+        // The estimate missed: the server says the prompt does not fit. Compact once and retry.
+        if (!isContextOverflow(err) || !(await deps.recoverOverflow?.(s, wall.signal))) throw err;
+        final = await streamCompletion(s, turn, budget, deps, wall.signal);
+      }
       s.append({ t: "message", epoch: epoch(), json: final.messageJson, at: Date.now() });
       const t = final.timings;
       budget.recordRequest(t?.promptN ?? 0, t?.predictedN ?? 0, final.reasoningTokens);
@@ -193,6 +202,10 @@ export async function runTurn(
     });
   }
   return out;
+}
+
+function isContextOverflow(err: unknown): boolean {
+  return err instanceof RpcError && err.code === Status.FAILED_PRECONDITION && "n_ctx" in err.details;
 }
 
 async function streamCompletion(

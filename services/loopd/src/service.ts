@@ -44,7 +44,7 @@ export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSche
     epoch: st.epoch.epoch,
     slot: st.slot,
     state,
-    messages: st.history.length,
+    messages: st.history.filter((m) => !m.carried).length,
     createdUnixMs: BigInt(st.createdAt),
     updatedUnixMs: BigInt(st.updatedAt),
     parentId: st.parentId,
@@ -104,7 +104,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       return {
         session: sessionInfo(s),
-        messages: s.state.history.map((m) => ({
+        messages: s.state.history.filter((m) => !m.carried).map((m) => ({
           messageJson: m.json,
           epoch: m.epoch,
           atUnixMs: BigInt(m.at),

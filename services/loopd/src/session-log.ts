@@ -10,7 +10,8 @@ import { createHash } from "node:crypto";
 export type LogRecord =
   | { t: "session"; id: string; role: SessionRoleName; title: string; parent_id: string; slot: number; at: number }
   | { t: "epoch"; epoch: number; system_json: string; tools_json: string; summary_of_seq?: number; at: number }
-  | { t: "message"; epoch: number; json: string; at: number }
+  /** `carried`: an earlier epoch's message repeated verbatim at the start of a new epoch by compaction. */
+  | { t: "message"; epoch: number; json: string; at: number; carried?: true }
   | { t: "turn_start"; turn: number; at: number }
   | {
       t: "turn_end";

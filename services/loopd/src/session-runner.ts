@@ -15,6 +15,7 @@ import type { SessionRoleName } from "./session-log.js";
 import type { Session, SessionStore } from "./session-store.js";
 import { SlotScheduler } from "./slot-pinning.js";
 import { ApprovalWaits } from "./approvals.js";
+import { Compactor } from "./compaction.js";
 import { SPAWN_AGENT_TOOL, withLoopdTools } from "./loopd-tools.js";
 
 export interface RunnerDeps {
@@ -34,12 +35,14 @@ export class SessionRunner {
   readonly slots = new SlotScheduler();
   readonly parking: Parking;
   readonly approvals: ApprovalWaits;
+  readonly compactor: Compactor;
   private readonly loopDeps: LoopDeps;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: RunnerDeps) {
     this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
+    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, d.config.system_prompt, d.config.max_tokens);
     this.loopDeps = {
       infer: d.infer,
       broker: d.broker,
@@ -47,6 +50,13 @@ export class SessionRunner {
       maxTokens: d.config.max_tokens,
       localTools: { [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal) },
       awaitDecision: (id, signal) => this.approvals.wait(id, signal),
+      beforeRequest: async (s, signal) => {
+        await this.compactor.maybeCompact(s, signal);
+      },
+      recoverOverflow: async (s, signal) => {
+        await this.compactor.compact(s, signal);
+        return true;
+      },
       afterResponse: (s, final) => this.parking.verify(s.id, final),
     };
   }

@@ -5,6 +5,8 @@ export interface StoredMessage {
   /** The exact JSON text of the message, as sent to or received from the server. */
   json: string;
   at: number;
+  /** Repeated from an earlier epoch by compaction; history shows it once. */
+  carried?: true;
 }
 
 export interface Epoch {
@@ -65,7 +67,7 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
       break;
     case "message":
-      s.history.push({ epoch: r.epoch, json: r.json, at: r.at });
+      s.history.push(r.carried ? { epoch: r.epoch, json: r.json, at: r.at, carried: true } : { epoch: r.epoch, json: r.json, at: r.at });
       break;
     case "turn_start":
       s.turn = r.turn;
