@@ -1,0 +1,47 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Schedules, runsBetween, type ScheduleState } from "../src/schedules.js";
+import { silentLog } from "./fakes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => {
+  vi.useRealTimers();
+  tmp.cleanup();
+});
+
+const T0 = Date.parse("2026-11-29T10:00:00Z");
+
+describe("schedules", () => {
+  it("counts every run between two instants", () => {
+    expect(runsBetween("*/15 * * * *", T0, T0 + 60 * 60_000)).toHaveLength(4);
+    expect(runsBetween("0 3 * * *", T0, T0 + 60 * 60_000)).toHaveLength(0);
+  });
+
+  it("reports runs missed while loopd was down instead of skipping them silently", () => {
+    let now = T0;
+    const cfg = [{ id: "hourly", cron: "0 * * * *", prompt: "check" }];
+    const first = new Schedules(tmp.dir, cfg, async () => undefined, silentLog, () => now);
+    expect(first.begin()).toEqual([]);
+    first.stop();
+    now = T0 + 5 * 60 * 60_000 + 1; // down for five hours
+    const second = new Schedules(tmp.dir, cfg, async () => undefined, silentLog, () => now);
+    expect(second.begin()).toEqual([{ id: "hourly", missed: 5 }]);
+    expect(second.list()[0]!.missedRuns).toBe(5);
+    second.stop();
+  });
+
+  it("starts a session when a run is due, and API schedules survive a restart", async () => {
+    vi.useFakeTimers({ now: T0 });
+    const started: ScheduleState[] = [];
+    const s = new Schedules(tmp.dir, [], async (x) => void started.push(x), silentLog);
+    s.begin();
+    const added = s.add("*/5 * * * *", "tick");
+    await vi.advanceTimersByTimeAsync(5 * 60_000 + 10);
+    expect(started.map((x) => x.prompt)).toEqual(["tick"]);
+    s.stop();
+    const again = new Schedules(tmp.dir, [], async () => undefined, silentLog);
+    expect(again.list().map((x) => x.id)).toEqual([added.id]);
+    expect(() => again.add("bogus", "x")).toThrow(/cron/);
+  });
+});
