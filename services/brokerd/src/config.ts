@@ -243,8 +243,8 @@ export const brokerConfigSchema = {
         required: ["transport", "args", "env", "headers", "risk", "timeout_ms"],
         // One object shape with a conditional requirement: ajv ignores defaults inside oneOf.
         if: { type: "object", properties: { transport: { type: "string", const: "stdio" } } },
-        then: { type: "object", required: ["command"] },
-        else: { type: "object", required: ["url"] },
+        then: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+        else: { type: "object", properties: { url: { type: "string" } }, required: ["url"] },
       },
     },
     mcp_reconnect: {

@@ -50,7 +50,14 @@ export function readCanonical(abs: string, maxBytes: number): FileContent {
 
 /** A line range of a file too large to load whole. */
 export async function readLinesStreaming(abs: string, from: number, to: number): Promise<{ lines: string[]; total: number | undefined }> {
-  const rl = createInterface({ input: createReadStream(abs, { flags: constants.O_RDONLY | constants.O_NOFOLLOW }), crlfDelay: Infinity });
+  let fd: number;
+  try {
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new Refused("path:symlink-swap", `${abs} became a symlink after it was checked`);
+    throw new ToolError(`cannot read ${abs}: ${(err as Error).message}`);
+  }
+  const rl = createInterface({ input: createReadStream("", { fd }), crlfDelay: Infinity });
   const lines: string[] = [];
   let n = 0;
   for await (const line of rl) {

@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+import { BrokerService, addService, configPathFromArgs, createLogger, runMain, startDaemon } from "@boxmaker/common";
+import { Broker } from "./broker.js";
+import { loadBrokerConfig } from "./config.js";
+import { brokerService } from "./service.js";
+
+runMain(async () => {
+  const configPath = configPathFromArgs(process.argv.slice(2), "BOXMAKER_BROKERD_CONFIG");
+  const config = loadBrokerConfig(configPath);
+  const log = createLogger("brokerd", config.log_level);
+  const broker = await Broker.open(config, { log, ...(configPath ? { configPath } : {}) });
+  const daemon = await startDaemon({
+    name: "brokerd",
+    socketPath: config.socket,
+    log,
+    register: (server, calls) => addService(server, BrokerService, brokerService(broker), calls),
+    onStop: () => broker.close(),
+  });
+  const s = broker.status();
+  await daemon.ready(`${s.coreTools} core tools, ${s.extendedTools} extended, sandbox ${broker.sandbox.state}`);
+});

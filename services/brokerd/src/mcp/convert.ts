@@ -1,0 +1,51 @@
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolText } from "../tool-table.js";
+
+type ContentItem = { type: string; [k: string]: unknown };
+
+/**
+ * An MCP tool result as text for the model. `isError` is advisory: servers
+ * have answered failures with isError false and an error text, so the content
+ * goes back verbatim either way and is_error only carries the flag through.
+ */
+export function resultToText(res: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown }): ToolText {
+  const parts: string[] = [];
+  const content = Array.isArray(res.content) ? (res.content as ContentItem[]) : [];
+  for (const c of content) {
+    if (c.type === "text" && typeof c.text === "string") parts.push(c.text);
+    else if (c.type === "image" || c.type === "audio") {
+      const size = typeof c.data === "string" ? Math.floor((c.data.length * 3) / 4) : 0;
+      parts.push(`[${c.type}: ${String(c.mimeType ?? "unknown type")}, ${size} bytes, not shown]`);
+    } else if (c.type === "resource" && c.resource && typeof c.resource === "object") {
+      const r = c.resource as { uri?: string; text?: string };
+      parts.push(typeof r.text === "string" ? r.text : `[resource ${r.uri ?? ""}, binary, not shown]`);
+    } else if (c.type === "resource_link") parts.push(`[resource link: ${String(c.uri ?? "")}]`);
+    else parts.push(JSON.stringify(c));
+  }
+  if (parts.length === 0 && res.structuredContent !== undefined) parts.push(JSON.stringify(res.structuredContent));
+  if (parts.length === 0 && res.toolResult !== undefined) parts.push(JSON.stringify(res.toolResult));
+  return { text: parts.length ? parts.join("\n") : "(the tool returned no content)", isError: res.isError === true };
+}
+
+const CODE_NAMES: Record<number, string> = {
+  [ErrorCode.MethodNotFound]: "method or tool not found",
+  [ErrorCode.InvalidParams]: "invalid arguments",
+  [ErrorCode.InvalidRequest]: "invalid request",
+  [ErrorCode.InternalError]: "the server failed internally",
+  [ErrorCode.ParseError]: "parse error",
+};
+
+/** A JSON-RPC error from a live server, as a tool error the model can act on. */
+export function rpcErrorToText(server: string, tool: string, err: McpError): ToolText {
+  const what = CODE_NAMES[err.code] ?? `error ${err.code}`;
+  const hint =
+    err.code === ErrorCode.MethodNotFound
+      ? " The server no longer offers this tool; call find_tool to see what is available."
+      : err.code === ErrorCode.InvalidParams
+        ? " Check the arguments against the schema find_tool returned."
+        : "";
+  return {
+    text: `MCP server "${server}" refused ${tool} with JSON-RPC error ${err.code} (${what}): ${err.message.replace(/^(MCP error -?\d+: )+/, "")}.${hint}`,
+    isError: true,
+  };
+}

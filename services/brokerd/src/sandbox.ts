@@ -1,0 +1,153 @@
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import type { BrokerConfig } from "./config.js";
+import { Refused } from "./policy/refused.js";
+
+export interface SandboxRequest {
+  command: string;
+  cwd: string;
+  timeoutMs: number;
+}
+
+export interface SandboxResult {
+  exitCode: number | null;
+  signal: string | null;
+  output: string;
+  droppedBytes: number;
+  timedOut: boolean;
+}
+
+export interface BwrapLayout {
+  /** System paths exposed read-only; a symlink on the host stays a symlink (usr-merged /bin). */
+  ro: Array<{ path: string; symlinkTo?: string }>;
+  /** Workspace roots, writable. */
+  rw: string[];
+  /** Protected paths inside a root, bound read-only over it. */
+  roInside: string[];
+  network: boolean;
+  cwd: string;
+  command: string;
+}
+
+/** The bwrap command line, pure so its shape is tested without running anything. */
+export function bwrapArgs(l: BwrapLayout): string[] {
+  const a = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"];
+  if (!l.network) a.push("--unshare-net");
+  for (const r of l.ro) {
+    if (r.symlinkTo !== undefined) a.push("--symlink", r.symlinkTo, r.path);
+    else a.push("--ro-bind", r.path, r.path);
+  }
+  if (l.network) a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
+  // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
+  a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  for (const r of l.rw) a.push("--bind", r, r);
+  for (const p of l.roInside) a.push("--ro-bind", p, p);
+  a.push("--chdir", l.cwd, "--", "/bin/sh", "-c", l.command);
+  return a;
+}
+
+/** Only what a build needs; nothing of brokerd's own environment (tokens, sockets) leaks in. */
+export const CLEAN_ENV: Readonly<Record<string, string>> = {
+  PATH: "/run/current-system/sw/bin:/usr/local/bin:/usr/bin:/bin",
+  HOME: "/tmp",
+  LANG: "C.UTF-8",
+  TERM: "dumb",
+};
+
+export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
+
+export class Sandbox {
+  private constructor(
+    readonly state: SandboxState,
+    /** Why, for BrokerStatus and the refusal message. */
+    readonly detail: string,
+    private readonly config: BrokerConfig["sandbox"],
+    private readonly rw: string[],
+    private readonly roInside: string[],
+  ) {}
+
+  /**
+   * Runs bwrap once with the namespaces brokerd will ask for, so "bwrap is
+   * installed but user namespaces are off" is found at start, not on first use.
+   */
+  static probe(config: BrokerConfig["sandbox"], rw: string[], roInside: string[]): Sandbox {
+    const fallback = (why: string) =>
+      config.allow_unsandboxed
+        ? new Sandbox("unsandboxed", `${why}; running commands unsandboxed (allow_unsandboxed)`, config, rw, roInside)
+        : new Sandbox("unavailable", `${why}; run_command is refused (set sandbox.allow_unsandboxed to override)`, config, rw, roInside);
+    if (config.mode === "none") return fallback("sandbox.mode is none");
+    if (!existsSync(config.bwrap_path)) return fallback(`${config.bwrap_path} does not exist`);
+    const r = spawnSync(
+      config.bwrap_path,
+      ["--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"],
+      { timeout: 10_000, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    if (r.status !== 0) return fallback(`bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`);
+    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside);
+  }
+
+  private layout(req: SandboxRequest): BwrapLayout {
+    const ro: BwrapLayout["ro"] = [];
+    for (const path of this.config.ro_paths) {
+      const st = lstatSync(path, { throwIfNoEntry: false });
+      if (!st) continue;
+      ro.push(st.isSymbolicLink() ? { path, symlinkTo: readlinkSync(path) } : { path });
+    }
+    return { ro, rw: this.rw, roInside: this.roInside, network: this.config.network, cwd: req.cwd, command: req.command };
+  }
+
+  run(req: SandboxRequest, signal?: AbortSignal): Promise<SandboxResult> {
+    if (this.state === "unavailable") throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
+    const [cmd, args] =
+      this.state === "bwrap"
+        ? [this.config.bwrap_path, bwrapArgs(this.layout(req))]
+        : ["/bin/sh", ["-c", req.command]];
+    const cap = this.config.output_cap_bytes;
+    return new Promise((resolve, reject) => {
+      const child = spawn(cmd, args, {
+        cwd: req.cwd,
+        env: CLEAN_ENV,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      let dropped = 0;
+      let timedOut = false;
+      const take = (b: Buffer) => {
+        const room = cap - kept;
+        if (room > 0) {
+          chunks.push(room >= b.length ? b : b.subarray(0, room));
+          kept += Math.min(room, b.length);
+        }
+        dropped += Math.max(0, b.length - Math.max(room, 0));
+      };
+      child.stdout!.on("data", take);
+      child.stderr!.on("data", take);
+      // The whole process group: a shell's children must not outlive the limit.
+      const kill = () => {
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        kill();
+      }, req.timeoutMs);
+      const onAbort = () => kill();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      child.once("error", (err) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        reject(err);
+      });
+      child.once("close", (code, sig) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve({ exitCode: code, signal: sig, output: Buffer.concat(chunks).toString("utf8"), droppedBytes: dropped, timedOut });
+      });
+    });
+  }
+}

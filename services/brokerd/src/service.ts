@@ -1,0 +1,58 @@
+import { BrokerService, ToolDecision, type ImplOf } from "@boxmaker/common";
+import type { Broker, CallDecision } from "./broker.js";
+import type { ProposalRecord } from "./staging.js";
+import type { ToolDef } from "./tool-table.js";
+import { stableStringify } from "./tools-array.js";
+
+const DECISION: Record<CallDecision, ToolDecision> = {
+  allowed: ToolDecision.ALLOWED,
+  denied: ToolDecision.DENIED,
+  staged: ToolDecision.STAGED,
+};
+
+const summary = (t: ToolDef, score = 0) => ({
+  name: t.name,
+  description: t.description,
+  parametersJson: stableStringify(t.parameters),
+  risk: t.risk,
+  core: t.core,
+  score,
+});
+
+const proposal = (p: ProposalRecord) => ({
+  id: p.id,
+  sessionId: p.session_id,
+  callId: p.call_id,
+  tool: p.tool,
+  argumentsJson: p.arguments_json,
+  preview: p.preview,
+  state: p.state,
+  rule: p.rule,
+  createdUnixMs: BigInt(p.created_unix_ms),
+  result: p.result,
+});
+
+/** The wire mapping only; every decision lives in Broker. */
+export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
+  return {
+    getTools: () => ({
+      toolsJson: broker.toolsArray.json,
+      toolsSha256: broker.toolsArray.sha256,
+      coreToolNames: broker.toolsArray.names,
+    }),
+    callTool: async (req, ctx) => {
+      const r = await broker.call(
+        { sessionId: req.sessionId, callId: req.callId, name: req.name, argumentsJson: req.argumentsJson },
+        ctx.signal,
+      );
+      return { ...r, decision: DECISION[r.decision] };
+    },
+    searchTools: (req) => ({
+      core: broker.table.core().map((t) => summary(t)),
+      matches: broker.search(req.query, req.limit || 10).map((r) => summary(r.tool, r.score)),
+    }),
+    listProposals: (req) => ({ proposals: broker.listProposals(req.sessionId, req.includeDecided).map(proposal) }),
+    decideProposal: async (req) => ({ proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)) }),
+    brokerStatus: () => broker.status(),
+  };
+}

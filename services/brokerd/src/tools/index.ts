@@ -1,0 +1,38 @@
+import type { ExtraCoreTool } from "../config.js";
+import { ToolError, ToolTable, type ToolDef } from "../tool-table.js";
+import { grepBlob, readBlob } from "./blob-tools.js";
+import { editFile } from "./edit-file.js";
+import { listDir } from "./list-dir.js";
+import { callTool, findTool } from "./meta.js";
+import { readFile } from "./read-file.js";
+import { runCommand } from "./run-command.js";
+import { searchFiles } from "./search-files.js";
+import { writeFile } from "./write-file.js";
+
+/** The core set in array order. The order is part of the prompt prefix: changing it costs every cache. */
+export const CORE_TOOLS: readonly ToolDef[] = [readFile, listDir, searchFiles, writeFile, editFile, runCommand, findTool, callTool];
+export const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob];
+
+/** A core tool another daemon runs (loopd's spawn_agent); brokerd only lists it. */
+function externalCore(t: ExtraCoreTool): ToolDef {
+  return {
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+    risk: "exec",
+    core: true,
+    kind: "external",
+    origin: "config",
+    plan: () => {
+      throw new ToolError(`${t.name} is run by the loop, not by the tool broker`);
+    },
+  };
+}
+
+export function builtinTable(extraCore: readonly ExtraCoreTool[]): ToolTable {
+  const table = new ToolTable();
+  for (const t of CORE_TOOLS) table.add(t);
+  for (const t of extraCore) table.add(externalCore(t));
+  for (const t of EXTENDED_BUILTINS) table.add(t);
+  return table;
+}

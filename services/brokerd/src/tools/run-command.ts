@@ -1,0 +1,45 @@
+import { Refused } from "../policy/refused.js";
+import type { ToolDef } from "../tool-table.js";
+
+export const runCommand: ToolDef = {
+  name: "run_command",
+  description: "Run a shell command in a sandbox (workspace writable, no network). May need a person's approval.",
+  parameters: {
+    type: "object",
+    properties: {
+      command: { type: "string" },
+      cwd: { type: "string", description: "Default the workspace root" },
+      timeout_ms: { type: "integer", minimum: 1 },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  },
+  risk: "exec",
+  core: true,
+  kind: "builtin",
+  origin: "builtin",
+  plan(args: { command: string; cwd?: string; timeout_ms?: number }, ctx) {
+    if (ctx.sandbox.state === "unavailable") {
+      throw new Refused("sandbox:unavailable", `run_command is unavailable: ${ctx.sandbox.detail}`);
+    }
+    const cwd = ctx.guard.resolve(args.cwd ?? ".", { write: false });
+    const limit = ctx.config.sandbox.timeout_ms;
+    const timeoutMs = Math.min(args.timeout_ms ?? limit, limit);
+    return {
+      paths: [cwd],
+      command: args.command,
+      preview: `$ ${args.command}\n(in ${cwd.abs}, time limit ${timeoutMs} ms, sandbox: ${ctx.sandbox.state})`,
+      checks: { cwd: cwd.abs, command: args.command },
+      async execute() {
+        const r = await ctx.sandbox.run({ command: args.command, cwd: cwd.abs, timeoutMs }, ctx.signal);
+        const notes: string[] = [];
+        if (r.timedOut) notes.push(`[killed: the time limit of ${timeoutMs} ms was reached]`);
+        else if (r.signal) notes.push(`[killed by ${r.signal}]`);
+        if (r.droppedBytes > 0) notes.push(`[output cap reached: ${r.droppedBytes} further bytes were dropped]`);
+        notes.push(`[exit code ${r.exitCode ?? "none"}]`);
+        const body = r.output.length ? (r.output.endsWith("\n") ? r.output : `${r.output}\n`) : "";
+        return { text: body + notes.join("\n"), isError: r.exitCode !== 0 };
+      },
+    };
+  },
+};
