@@ -1,5 +1,5 @@
 import type { JSONSchemaType } from "ajv";
-import { loadConfig, parseConfig } from "@boxmaker/common";
+import { loadConfig, logLevelSchema, parseConfig, type LogLevel } from "@boxmaker/common";
 
 export type Effect = "allow" | "ask" | "deny";
 export type Risk = "read" | "write" | "exec" | "network";
@@ -73,7 +73,7 @@ export interface BrokerConfig {
   extra_core_tools: ExtraCoreTool[];
   mcp_servers: Record<string, McpServerConfig>;
   mcp_reconnect: { initial_ms: number; max_ms: number };
-  log_level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  log_level: LogLevel;
 }
 
 const effect = { type: "string", enum: ["allow", "ask", "deny"] } as const;
@@ -254,11 +254,7 @@ export const brokerConfigSchema = {
       properties: { initial_ms: positive(1_000), max_ms: positive(60_000) },
       required: ["initial_ms", "max_ms"],
     },
-    log_level: {
-      type: "string",
-      enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
-      default: "info",
-    },
+    log_level: logLevelSchema,
   },
   required: [],
 } as unknown as JSONSchemaType<BrokerConfig>;

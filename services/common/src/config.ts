@@ -8,6 +8,14 @@ import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type Val
  */
 export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
 
+/** pino's levels; every daemon's config has `log_level` with this schema. */
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+export const logLevelSchema = {
+  type: "string",
+  enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+  default: "info",
+} as const;
+
 /** A config file that cannot be used; the message is one line naming the bad key. */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";

@@ -1,5 +1,5 @@
 import type { JSONSchemaType } from "ajv";
-import type { LevelWithSilent } from "pino";
+import { logLevelSchema, type LogLevel } from "@boxmaker/common";
 
 /** Where llama-server listens: its Unix socket in production, a TCP URL for development. */
 export interface UpstreamConfig {
@@ -33,7 +33,7 @@ export interface InferproxyConfig {
   slot_action_timeout_ms: number;
   contract: ContractConfig;
   health_poll_ms: number;
-  log_level: LevelWithSilent;
+  log_level: LogLevel;
 }
 
 /**
@@ -90,11 +90,7 @@ export const configSchema = {
       required: [],
     },
     health_poll_ms: { type: "integer", minimum: 10, default: 2000 },
-    log_level: {
-      type: "string",
-      enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
-      default: "info",
-    },
+    log_level: logLevelSchema,
   },
   required: [],
 } as unknown as JSONSchemaType<InferproxyConfig>;

@@ -1,4 +1,4 @@
-import type { ConfigSchema } from "@boxmaker/common";
+import { logLevelSchema, type ConfigSchema, type LogLevel } from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
 import type { SlotMap } from "./slot-pinning.js";
 
@@ -24,7 +24,7 @@ export interface LoopdConfig {
   approval_wait_ms: number;
   compaction: { threshold: number; keep_recent_messages: number };
   schedules: ScheduleConfig[];
-  log_level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  log_level: LogLevel;
 }
 
 const budgetSchema = {
@@ -100,11 +100,7 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
         required: ["id", "cron", "prompt"],
       },
     },
-    log_level: {
-      type: "string",
-      enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
-      default: "info",
-    },
+    log_level: logLevelSchema,
   },
   required: [],
 };
