@@ -8,6 +8,7 @@ export default defineConfig({
     // Unit tests run against the TypeScript sources; end-to-end tests spawn the
     // built daemons from dist/ (npm test builds first).
     alias: {
+      "@boxmaker/common/client": src("./services/common/src/client.ts"),
       "@boxmaker/common": src("./services/common/src/index.ts"),
       "@boxmaker/llama-sim": src("./test/llama-sim/src/index.ts"),
     },

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { createConnection } from "node:net";
 
 export const DEFAULT_SOCKET = "/run/boxmaker/loopd.sock";
 
@@ -9,17 +10,39 @@ export function resolveSocket(flag: string | undefined, env: NodeJS.ProcessEnv =
 
 export class DaemonUnreachable extends Error {
   override readonly name = "DaemonUnreachable";
-  constructor(readonly socket: string, detail: string) {
+  constructor(
+    readonly socket: string,
+    detail: string,
+  ) {
     super(
       `cannot reach loopd at ${socket} (${detail}); start the stack with \`boxmaker up\` or \`systemctl start boxmaker-loopd\`, or point --socket / BOXMAKER_SOCKET at it`,
     );
   }
 }
 
+/**
+ * Resolves once something accepts connections on the socket. A socket file
+ * left behind by a dead daemon would otherwise surface as a gRPC UNAVAILABLE
+ * that looks just like loopd reporting a dead brokerd.
+ */
+function probe(socket: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const c = createConnection(socket);
+    c.once("connect", () => {
+      c.destroy();
+      resolve();
+    });
+    c.once("error", (err: NodeJS.ErrnoException) => {
+      c.destroy();
+      reject(new DaemonUnreachable(socket, err.code === "ECONNREFUSED" ? "nothing is listening" : (err.code ?? err.message)));
+    });
+  });
+}
+
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
 export async function connect(socket: string) {
   if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
-  const { createClient, LoopService } = await import("@boxmaker/common");
+  const [{ createClient, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
   return createClient(LoopService, socket);
 }
 

@@ -1,21 +1,26 @@
 import { ExitCode } from "./exit-codes.js";
 
-/** First SIGINT runs `onFirst`; the second exits with the interrupted code. */
+/**
+ * First SIGINT runs `onFirst` (cancel the turn, stop following); the second
+ * exits at once, for when the daemon is slow to honour the first.
+ */
 export class CtrlC {
   private count = 0;
   private readonly handler = () => {
     this.count++;
     if (this.count === 1) this.onFirst();
-    else process.exit(128 + 2);
+    else process.exit(ExitCode.interrupted);
   };
 
   constructor(private readonly onFirst: () => void) {
     process.on("SIGINT", this.handler);
   }
 
+  get pressed(): boolean {
+    return this.count > 0;
+  }
+
   dispose(): void {
     process.off("SIGINT", this.handler);
   }
-
-  static readonly exitCode = ExitCode.interrupted;
 }

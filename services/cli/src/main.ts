@@ -5,6 +5,16 @@ import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
 import type { GlobalOptions } from "./global-options.js";
 import { register as registerRun } from "./commands/run.js";
+import { register as registerUp } from "./commands/up.js";
+import { register as registerChat } from "./commands/chat.js";
+import { register as registerLs } from "./commands/ls.js";
+import { register as registerShow } from "./commands/show.js";
+import { register as registerAttach } from "./commands/attach.js";
+import { register as registerCancel } from "./commands/cancel.js";
+import { register as registerApprove } from "./commands/approve.js";
+import { register as registerStatus } from "./commands/status.js";
+import { register as registerTools } from "./commands/tools.js";
+import { register as registerSchedule } from "./commands/schedule.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -15,7 +25,35 @@ const program = new Command("boxmaker")
 
 const globals = (): GlobalOptions => ({ socket: resolveSocket(program.opts<{ socket?: string }>().socket) });
 
-for (const register of [registerRun]) register(program, globals);
+for (const register of [
+  registerRun,
+  registerUp,
+  registerChat,
+  registerLs,
+  registerShow,
+  registerAttach,
+  registerCancel,
+  registerApprove,
+  registerStatus,
+  registerTools,
+  registerSchedule,
+]) {
+  register(program, globals);
+}
+
+// Subcommands inherit the exit override, so their usage errors exit 2 as well.
+for (const cmd of program.commands) {
+  cmd.exitOverride();
+  for (const sub of cmd.commands) sub.exitOverride();
+}
+
+// `boxmaker ls | head` closes the pipe early: that is the reader being done, not a crash.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? ExitCode.ok);
+    throw err;
+  });
+}
 
 async function main(): Promise<void> {
   try {
@@ -39,8 +77,11 @@ function exitCodeFor(err: unknown): number {
   }
   const e = err as { name?: string; codeName?: string; message?: string; code?: number };
   if (e?.name === "RpcError") {
-    process.stderr.write(`boxmaker: ${e.codeName}: ${e.message}\n`);
-    return e.codeName === "UNAVAILABLE" ? ExitCode.unavailable : ExitCode.failed;
+    process.stderr.write(`boxmaker: ${e.message} (${e.codeName})\n`);
+    if (e.codeName === "UNAVAILABLE") return ExitCode.unavailable;
+    // loopd rejecting what was asked (a bad cron, an empty message) is a usage error.
+    if (e.codeName === "INVALID_ARGUMENT") return ExitCode.usage;
+    return ExitCode.failed;
   }
   process.stderr.write(`boxmaker: ${e?.message ?? String(err)}\n`);
   return ExitCode.failed;

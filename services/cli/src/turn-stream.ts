@@ -1,45 +1,51 @@
-import type { SessionEvent } from "@boxmaker/common";
+import { SessionEventSchema, type BudgetsSchema, type SessionEvent } from "@boxmaker/common/client";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LoopClient } from "./connection.js";
 import { ExitCode } from "./exit-codes.js";
 import { TurnRenderer } from "./render/turn-renderer.js";
+import { TurnOutcome } from "./turn-outcome.js";
 import { styleFor } from "./render/style.js";
 import { CtrlC } from "./ctrl-c.js";
+import { jsonOf } from "./json.js";
 
 export interface StreamOptions {
   json: boolean;
   reasoning: boolean;
+  /** Keep going after a turn ends (attach --follow); the stream's end or Ctrl-C stops it. */
+  untilStreamEnd?: boolean;
 }
 
 /** Prints a stream of session events until its turn ends; returns the exit code. */
-export async function renderEvents(
-  events: AsyncIterable<SessionEvent>,
-  opts: StreamOptions,
-  onEvent?: (ev: SessionEvent) => void,
-): Promise<ExitCode> {
-  const { toJsonString } = await import("@bufbuild/protobuf");
-  const { SessionEventSchema } = await import("@boxmaker/common");
-  const renderer = new TurnRenderer({
-    out: process.stdout,
-    err: process.stderr,
-    style: styleFor(process.stdout),
-    showReasoning: opts.reasoning,
-  });
+export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: StreamOptions): Promise<ExitCode> {
+  const renderer = opts.json
+    ? undefined
+    : new TurnRenderer({
+        out: process.stdout,
+        err: process.stderr,
+        style: styleFor(process.stdout),
+        showReasoning: opts.reasoning,
+      });
+  let outcome = new TurnOutcome();
+  // A stream that ends before its turn does was cut off (loopd went away).
+  let exit: ExitCode = ExitCode.interrupted;
   try {
     for await (const ev of events) {
-      onEvent?.(ev);
-      if (opts.json) {
-        process.stdout.write(`${toJsonString(SessionEventSchema, ev)}\n`);
-        renderer.handle({ ...ev, event: ev.event } as SessionEvent); // tracks the exit code only
-      } else {
-        renderer.handle(ev);
+      if (opts.json) process.stdout.write(`${jsonOf(SessionEventSchema, ev)}\n`);
+      else renderer!.handle(ev);
+      outcome.handle(ev);
+      if (outcome.done) {
+        exit = outcome.exitCode;
+        if (!opts.untilStreamEnd) break;
+        outcome = new TurnOutcome();
       }
-      if (renderer.done) break;
     }
   } finally {
-    if (!opts.json) renderer.finish();
+    renderer?.finish();
   }
-  return renderer.done ? renderer.exitCode : ExitCode.interrupted;
+  return exit;
 }
+
+export type BudgetsInit = MessageInitShape<typeof BudgetsSchema>;
 
 /**
  * Sends one message and renders the turn. The first Ctrl-C cancels the turn
@@ -49,14 +55,15 @@ export async function sendAndRender(
   client: LoopClient,
   sessionId: string,
   text: string,
-  opts: StreamOptions,
+  opts: StreamOptions & { budgets?: BudgetsInit },
 ): Promise<ExitCode> {
   const ctrlC = new CtrlC(() => {
     process.stderr.write("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
   });
   try {
-    return await renderEvents(client.send({ sessionId, text }), opts);
+    const events = client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) });
+    return await renderEvents(events, opts);
   } finally {
     ctrlC.dispose();
   }

@@ -1,32 +1,48 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { readPrompt } from "../prompt-input.js";
+import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
 
+interface RunFlags extends BudgetFlags {
+  json?: boolean;
+  reasoning?: boolean;
+}
+
 export function register(program: Command, globals: () => GlobalOptions): void {
-  program
+  const cmd = program
     .command("run")
     .description("run a one-shot task in a new session and stream it until done")
     .argument("<prompt...>", "the task; `-` reads it from stdin")
     .option("--json", "one JSON event per line on stdout")
-    .option("--reasoning", "show the model's reasoning (dimmed)")
+    .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary");
+  addBudgetOptions(cmd)
     .addHelpText(
       "after",
       `
 Examples:
   boxmaker run "summarise README.md"
   git diff | boxmaker run -
+  boxmaker run --max-iterations 3 "fix the failing test"
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
     )
-    .action(async (words: string[], opts: { json?: boolean; reasoning?: boolean }) => {
+    .action(async (words: string[], opts: RunFlags) => {
       const text = await readPrompt(words);
+      const budgets = budgetsFrom(opts);
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
-      const { SessionRole } = await import("@boxmaker/common");
+      const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const client = await connect(globals().socket);
-      const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
-      if (!opts.json) process.stderr.write(`session ${s.id}\n`);
-      process.exitCode = await sendAndRender(client, s.id, text, { json: !!opts.json, reasoning: !!opts.reasoning });
-      client.close();
+      try {
+        const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
+        if (!opts.json) process.stderr.write(`session ${s.id}\n`);
+        process.exitCode = await sendAndRender(client, s.id, text, {
+          json: !!opts.json,
+          reasoning: !!opts.reasoning,
+          ...(budgets ? { budgets } : {}),
+        });
+      } finally {
+        client.close();
+      }
     });
 }

@@ -1,8 +1,7 @@
-import type { SessionEvent } from "@boxmaker/common";
-import { ToolDecision } from "@boxmaker/common";
+import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
-import { ExitCode } from "../exit-codes.js";
 import { ProgressLine } from "./progress.js";
+import { truncate } from "./text.js";
 
 export interface RenderOptions {
   out: NodeJS.WritableStream;
@@ -14,23 +13,12 @@ export interface RenderOptions {
   resultLines?: number;
 }
 
-const DECISION: Record<number, string> = {
-  [ToolDecision.ALLOWED]: "allowed",
-  [ToolDecision.DENIED]: "denied",
-  [ToolDecision.STAGED]: "staged for approval",
-  [ToolDecision.UNSPECIFIED]: "",
-};
-
-/** Turns one turn's events into what a person reads; returns the exit code the turn deserves. */
+/** Turns one turn's events into what a person reads. The exit code is TurnOutcome's job. */
 export class TurnRenderer {
   private atLineStart = true;
-  private reasoningTokens = 0;
+  private reasoningDeltas = 0;
   private inReasoning = false;
-  private sawDenied = false;
-  private sawStaged = false;
   private readonly progress: ProgressLine;
-  exitCode: ExitCode = ExitCode.ok;
-  done = false;
 
   constructor(private readonly o: RenderOptions) {
     this.progress = new ProgressLine(o.err, o.style);
@@ -52,7 +40,7 @@ export class TurnRenderer {
     this.inReasoning = false;
     const s = this.o.style;
     if (this.o.showReasoning) this.line("");
-    else this.line(s.dim(`(thought for ${this.reasoningTokens} tokens; --reasoning shows it)`));
+    else this.line(s.dim(`(thought for ${this.reasoningDeltas} tokens; --reasoning shows it)`));
   }
 
   handle(ev: SessionEvent): void {
@@ -73,10 +61,11 @@ export class TurnRenderer {
       case "reasoning":
         if (!this.inReasoning) {
           this.inReasoning = true;
-          this.reasoningTokens = 0;
+          this.reasoningDeltas = 0;
           if (this.o.showReasoning) this.line(s.dim("thinking:"));
         }
-        this.reasoningTokens++;
+        // The server streams one token per delta, so deltas count tokens.
+        this.reasoningDeltas++;
         if (this.o.showReasoning) this.write(s.dim(e.value.text));
         break;
       case "content":
@@ -85,29 +74,23 @@ export class TurnRenderer {
         break;
       case "thinkingCap":
         this.endReasoning();
-        this.line(s.yellow(`thinking cap reached at ${e.value.reasoningTokens} tokens${e.value.accepted ? "" : ` (${e.value.message})`}`));
+        this.line(
+          s.yellow(`thinking cap reached at ${e.value.reasoningTokens} tokens${e.value.accepted ? "" : ` (${e.value.message})`}`),
+        );
         break;
       case "toolCall":
         this.endReasoning();
-        this.line(s.cyan(`┌ ${e.value.name} ${truncate(e.value.arguments, 200)}`));
+        this.line(s.cyan(`┌ ${s.bold(e.value.name)} ${truncate(e.value.arguments, 200)}`));
         break;
-      case "toolDecision": {
-        const d = e.value.decision;
-        if (d === ToolDecision.DENIED) this.sawDenied = true;
-        if (d === ToolDecision.STAGED) this.sawStaged = true;
-        const color = d === ToolDecision.ALLOWED ? s.green : d === ToolDecision.DENIED ? s.red : s.yellow;
-        const extra = e.value.proposalId ? ` — proposal ${e.value.proposalId}: \`boxmaker approve ${e.value.proposalId}\`` : "";
-        this.line(s.cyan("│ ") + color(`${DECISION[d] ?? d}${e.value.rule ? ` (${e.value.rule})` : ""}${extra}`));
+      case "toolDecision":
+        this.line(s.cyan("│ ") + decisionText(s, e.value.decision, e.value.rule, e.value.proposalId));
         break;
-      }
       case "toolResult": {
-        const lines = e.value.content.split("\n");
+        const lines = e.value.content.replace(/\n+$/, "").split("\n");
         const max = this.o.resultLines ?? 4;
-        const shown = lines.slice(0, max).map((l) => s.cyan("│ ") + s.dim(truncate(l, 160)));
-        for (const l of shown) this.line(l);
+        for (const l of lines.slice(0, max)) this.line(s.cyan("│ ") + s.dim(truncate(l, 160)));
         const more = lines.length > max ? ` (+${lines.length - max} lines)` : "";
         this.line(s.cyan("└ ") + (e.value.isError ? s.red(`error${more}`) : s.dim(`ok${more}`)));
-        if (e.value.isError && /still waits|nobody has decided|rejected/.test(e.value.content)) this.sawStaged = true;
         break;
       }
       case "budgetBreach":
@@ -126,22 +109,11 @@ export class TurnRenderer {
           `${(e.value.wallMs / 1000).toFixed(1)} s`,
         ].join(" · ");
         this.line(s.dim(`— ${summary}`));
-        this.exitCode =
-          e.value.finishReason === "budget"
-            ? ExitCode.budget
-            : e.value.finishReason === "cancelled"
-              ? ExitCode.interrupted
-              : this.sawDenied || this.sawStaged
-                ? ExitCode.needsApproval
-                : ExitCode.ok;
-        this.done = true;
         break;
       }
       case "turnFailed":
         this.endReasoning();
         this.line(s.red(`turn failed: ${e.value.code}: ${e.value.message}`));
-        this.exitCode = e.value.code === "UNAVAILABLE" ? ExitCode.unavailable : ExitCode.failed;
-        this.done = true;
         break;
       default:
         break;
@@ -154,7 +126,18 @@ export class TurnRenderer {
   }
 }
 
-function truncate(text: string, max: number): string {
-  const one = text.replace(/\s+/g, " ");
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+export function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {
+  const why = rule ? ` (${rule})` : "";
+  switch (d) {
+    case ToolDecision.ALLOWED:
+      return s.green(`allowed${why}`);
+    case ToolDecision.DENIED:
+      return s.red(`denied${why}`);
+    case ToolDecision.STAGED:
+      return s.yellow(
+        `staged for approval${why}${proposalId ? ` — proposal ${proposalId}: run \`boxmaker approve ${proposalId}\`` : ""}`,
+      );
+    default:
+      return s.dim("no decision");
+  }
 }

@@ -1,0 +1,86 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+
+interface DecideFlags {
+  yes?: boolean;
+  json?: boolean;
+  reason?: string;
+}
+
+/** approve and reject share everything but the question asked and the verb sent. */
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("approve")
+    .description("show a staged write or command, then approve and apply it")
+    .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
+    .option("-y, --yes", "do not ask for confirmation")
+    .option("--json", "print the decided proposal as JSON")
+    .addHelpText(
+      "after",
+      `
+On a terminal, asks before applying unless --yes. brokerd re-checks the
+file or command against the current disk before it applies anything.
+Exit 0 when applied, 1 when applying failed, 4 when you answered no.
+
+Examples:
+  boxmaker approve p-7f3a
+  boxmaker approve --yes --json p-7f3a`,
+    )
+    .action((id: string, opts: DecideFlags) => decide(globals, id, true, opts));
+
+  program
+    .command("reject")
+    .description("reject a staged write or command; the waiting turn is told so")
+    .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
+    .option("-r, --reason <text>", "why, passed on to the model")
+    .option("--json", "print the decided proposal as JSON")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  boxmaker reject p-7f3a
+  boxmaker reject p-7f3a --reason "keep the old config; edit config.local instead"`,
+    )
+    .action((id: string, opts: DecideFlags) => decide(globals, id, false, opts));
+}
+
+async function decide(globals: () => GlobalOptions, id: string, approve: boolean, opts: DecideFlags): Promise<void> {
+  const { findProposal } = await import("../proposals.js");
+  const { renderProposal, stateText } = await import("../render/proposal.js");
+  const { styleFor } = await import("../render/style.js");
+  const client = await connect(globals().socket);
+  try {
+    const p = await findProposal(client, id);
+    // The diff goes to stderr under --json so stdout stays one JSON document.
+    const show = opts.json ? process.stderr : process.stdout;
+    const s = styleFor(show);
+    show.write(renderProposal(p, s));
+    if (p.state !== "pending") {
+      process.stderr.write(`proposal ${p.id} was already decided (${p.state}); nothing to do\n`);
+      process.exitCode = ExitCode.failed;
+      return;
+    }
+    if (approve && !opts.yes && process.stdin.isTTY) {
+      const { confirm } = await import("../confirm.js");
+      if (!(await confirm(`Apply this ${p.tool}?`))) {
+        process.stderr.write(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
+        process.exitCode = ExitCode.needsApproval;
+        return;
+      }
+    }
+    const res = await client.decideProposal({ id: p.id, approve, reason: opts.reason ?? "" });
+    const decided = res.proposal!;
+    if (opts.json) {
+      const { ProposalSchema } = await import("@boxmaker/common/client");
+      const { printJson } = await import("../json.js");
+      printJson(ProposalSchema, decided);
+    } else {
+      process.stdout.write(`${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`);
+    }
+    process.exitCode = decided.state === (approve ? "applied" : "rejected") ? ExitCode.ok : ExitCode.failed;
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,63 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+
+interface AttachFlags {
+  follow?: boolean;
+  json?: boolean;
+  reasoning?: boolean;
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("attach")
+    .description("watch a session's running turn from another terminal, without taking it over")
+    .argument("<id>", "session id")
+    .option("-f, --follow", "keep watching after the turn ends (and wait for one if none is running)")
+    .option("--json", "one JSON event per line on stdout")
+    .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
+    .addHelpText(
+      "after",
+      `
+Stops when the turn ends, with the same exit code \`run\` would give it.
+Ctrl-C stops watching; it does not cancel the turn (\`boxmaker cancel ID\` does).
+
+Examples:
+  boxmaker attach 01JD3K8Q2W
+  boxmaker attach --follow --json 01JD3K8Q2W | jq -c 'select(.tool_call)'`,
+    )
+    .action(async (id: string, opts: AttachFlags) => {
+      const { renderEvents } = await import("../turn-stream.js");
+      const { fromTurn, turnsStarted } = await import("../attach-filter.js");
+      const { CtrlC } = await import("../ctrl-c.js");
+      const client = await connect(globals().socket);
+      try {
+        const r = await client.getSession({ id });
+        const running = r.session?.state === "running";
+        if (!running && !opts.follow) {
+          process.stderr.write(`${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`);
+          return;
+        }
+        const started = turnsStarted(r.messages.map((m) => m.messageJson));
+        const ac = new AbortController();
+        const ctrlC = new CtrlC(() => ac.abort());
+        try {
+          const events = fromTurn(client.follow({ sessionId: id, afterSeq: 0n }, { signal: ac.signal }), running ? started : started + 1);
+          process.exitCode = await renderEvents(events, {
+            json: !!opts.json,
+            reasoning: !!opts.reasoning,
+            untilStreamEnd: !!opts.follow,
+          });
+        } catch (err) {
+          if (!ac.signal.aborted) throw err;
+          // Detaching is what the person asked for; the turn goes on in loopd.
+          process.exitCode = opts.follow ? ExitCode.ok : ExitCode.interrupted;
+        } finally {
+          ctrlC.dispose();
+        }
+      } finally {
+        client.close();
+      }
+    });
+}

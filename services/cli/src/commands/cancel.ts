@@ -1,0 +1,33 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("cancel")
+    .description("cancel the turn a session is running; the session stays usable")
+    .argument("<id>", "session id")
+    .option("--json", "print the CancelTurn response as JSON")
+    .addHelpText(
+      "after",
+      `
+Exits 0 whether or not a turn was running; --json says which.
+
+Examples:
+  boxmaker cancel 01JD3K8Q2W`,
+    )
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.cancelTurn({ sessionId: id });
+        if (opts.json) {
+          const { CancelTurnResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(CancelTurnResponseSchema, res);
+        }
+        process.stdout.write(res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`);
+      } finally {
+        client.close();
+      }
+    });
+}

@@ -1,0 +1,94 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+
+interface ChatFlags extends BudgetFlags {
+  json?: boolean;
+  reasoning?: boolean;
+  history: string;
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const cmd = program
+    .command("chat")
+    .description("talk to the agent turn by turn in one session; resume an existing session by id")
+    .argument("[id]", "session to resume (see `boxmaker ls`)")
+    .option("--json", "one JSON event per line on stdout (the prompt stays on stderr)")
+    .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
+    .option("--history <n>", "messages of an existing session to show when resuming", "6");
+  addBudgetOptions(cmd)
+    .addHelpText(
+      "after",
+      `
+On a terminal you get a prompt: Enter sends, Ctrl-C cancels a running turn
+(the session stays usable; a second Ctrl-C quits), Ctrl-D or /exit quits.
+With stdin not a terminal, every non-empty line is one message and the exit
+code is the last turn's.
+
+Examples:
+  boxmaker chat
+  boxmaker chat 01JD3K8Q2W
+  printf 'list files\\nnow count them\\n' | boxmaker chat --json`,
+    )
+    .action(async (id: string | undefined, opts: ChatFlags) => {
+      const budgets = budgetsFrom(opts);
+      const { SessionRole } = await import("@boxmaker/common/client");
+      const { sendAndRender } = await import("../turn-stream.js");
+      const { styleFor } = await import("../render/style.js");
+      const client = await connect(globals().socket);
+      const style = styleFor(process.stderr);
+      const note = (t: string) => void process.stderr.write(`${style.dim(t)}\n`);
+      let sessionId = id;
+      try {
+        if (id) {
+          const r = await client.getSession({ id });
+          note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);
+          if (!opts.json && Number(opts.history) > 0) {
+            const { renderHistory } = await import("../render/history.js");
+            process.stdout.write(
+              renderHistory(r.messages.slice(-Number(opts.history)), { style: styleFor(process.stdout), reasoning: false, resultLines: 2 }),
+            );
+          }
+        }
+        const interactive = Boolean(process.stdin.isTTY);
+        if (interactive) note("Enter sends · Ctrl-C cancels a turn · Ctrl-D quits");
+        let last: ExitCode = ExitCode.ok;
+        for await (const text of interactive ? promptLines(style) : stdinLines()) {
+          if (!sessionId) {
+            // Created on the first message so the session's title says what it is about.
+            const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
+            sessionId = s.id;
+            note(`session ${s.id}`);
+          }
+          last = await sendAndRender(client, sessionId, text, {
+            json: !!opts.json,
+            reasoning: !!opts.reasoning,
+            ...(budgets ? { budgets } : {}),
+          });
+        }
+        // A person ending a chat is not a failure; a script wants the last turn's outcome.
+        process.exitCode = interactive ? ExitCode.ok : last;
+      } finally {
+        client.close();
+      }
+    });
+}
+
+async function* promptLines(style: import("../render/style.js").Style): AsyncGenerator<string> {
+  const { PromptReader } = await import("../prompt-reader.js");
+  const reader = new PromptReader(style);
+  for (;;) {
+    const line = await reader.next();
+    if (line === undefined) return;
+    yield line;
+  }
+}
+
+async function* stdinLines(): AsyncGenerator<string> {
+  const { createInterface } = await import("node:readline");
+  for await (const line of createInterface({ input: process.stdin, terminal: false })) {
+    if (line.trim()) yield line;
+  }
+}

@@ -1,0 +1,54 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("ls")
+    .description("list sessions, most recently active first")
+    .option("-a, --all", "include archived sessions")
+    .option("--json", "print the ListSessions response as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  boxmaker ls
+  boxmaker ls --json | jq -r '.sessions[] | select(.state == "running") | .id'`,
+    )
+    .action(async (opts: { all?: boolean; json?: boolean }) => {
+      const { ListSessionsResponseSchema, SessionRole } = await import("@boxmaker/common/client");
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.listSessions({ includeArchived: !!opts.all });
+        res.sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));
+        if (opts.json) {
+          const { printJson } = await import("../json.js");
+          return printJson(ListSessionsResponseSchema, res);
+        }
+        if (res.sessions.length === 0) {
+          process.stderr.write("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
+          return;
+        }
+        const { styleFor } = await import("../render/style.js");
+        const { ago, table, visibleLength } = await import("../render/text.js");
+        const s = styleFor(process.stdout);
+        const state = (st: string) =>
+          st === "running" ? s.green(st) : st === "interrupted" ? s.yellow(st) : st === "archived" ? s.dim(st) : st;
+        const rows = [
+          ["ID", "STATE", "ROLE", "MSGS", "CONTEXT", "ACTIVE", "TITLE"].map((h) => s.bold(h)),
+          ...res.sessions.map((x) => [
+            x.id,
+            state(x.state),
+            (SessionRole[x.role] ?? "").toLowerCase(),
+            String(x.messages),
+            String(x.contextTokens),
+            ago(x.updatedUnixMs),
+            x.title || s.dim("(untitled)"),
+          ]),
+        ];
+        process.stdout.write(`${table(rows, visibleLength)}\n`);
+      } finally {
+        client.close();
+      }
+    });
+}

@@ -1,0 +1,110 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+import { readPrompt } from "../prompt-input.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const schedule = program
+    .command("schedule")
+    .description("prompts loopd runs on a cron schedule, each in a new session")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  boxmaker schedule add "0 7 * * 1-5" "summarise yesterday's commits in ~/src/app"
+  boxmaker schedule ls
+  boxmaker schedule rm sch-1a2b3c`,
+    );
+
+  schedule
+    .command("add")
+    .description("add a schedule")
+    .argument("<cron>", 'five-field cron expression, quoted, e.g. "30 6 * * *"')
+    .argument("<prompt...>", "what to run; `-` reads it from stdin")
+    .option("--json", "print the new schedule as JSON")
+    .action(async (cron: string, words: string[], opts: { json?: boolean }) => {
+      const prompt = await readPrompt(words);
+      const client = await connect(globals().socket);
+      try {
+        const sch = await client.addSchedule({ cron, prompt });
+        if (opts.json) {
+          const { ScheduleSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(ScheduleSchema, sch);
+        }
+        process.stdout.write(`added schedule ${sch.id}; next run ${when(sch.nextRunUnixMs)}\n`);
+      } finally {
+        client.close();
+      }
+    });
+
+  schedule
+    .command("ls")
+    .description("list schedules with their last and next run")
+    .option("--json", "print the ListSchedules response as JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.listSchedules({});
+        if (opts.json) {
+          const { ListSchedulesResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(ListSchedulesResponseSchema, res);
+        }
+        if (!res.schedules.length) {
+          process.stderr.write("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
+          return;
+        }
+        const { styleFor } = await import("../render/style.js");
+        const { table, truncate, visibleLength } = await import("../render/text.js");
+        const s = styleFor(process.stdout);
+        const rows = [
+          ["ID", "CRON", "LAST RUN", "NEXT RUN", "MISSED", "PROMPT"].map((h) => s.bold(h)),
+          ...res.schedules.map((x) => [
+            x.id,
+            x.cron,
+            x.lastRunUnixMs ? when(x.lastRunUnixMs) : s.dim("never"),
+            when(x.nextRunUnixMs),
+            x.missedRuns ? s.yellow(String(x.missedRuns)) : "0",
+            truncate(x.prompt, 60),
+          ]),
+        ];
+        process.stdout.write(`${table(rows, visibleLength)}\n`);
+      } finally {
+        client.close();
+      }
+    });
+
+  schedule
+    .command("rm")
+    .description("remove a schedule")
+    .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
+    .option("--json", "print the RemoveSchedule response as JSON")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.removeSchedule({ id });
+        if (opts.json) {
+          const { RemoveScheduleResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          printJson(RemoveScheduleResponseSchema, res);
+        } else if (res.removed) {
+          process.stdout.write(`removed schedule ${id}\n`);
+        }
+        if (!res.removed) {
+          if (!opts.json) process.stderr.write(`no schedule ${id}; \`boxmaker schedule ls\` lists them\n`);
+          process.exitCode = 1;
+        }
+      } finally {
+        client.close();
+      }
+    });
+}
+
+/** Local time to the minute: cron runs in the daemon's local time. */
+function when(unixMs: bigint): string {
+  if (!unixMs) return "-";
+  const d = new Date(Number(unixMs));
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}

@@ -1,0 +1,53 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("show")
+    .description("print a session's history: messages, reasoning (dimmed) and framed tool calls")
+    .argument("<id>", "session id (see `boxmaker ls`)")
+    .option("--no-reasoning", "collapse reasoning to a one-line note")
+    .option("--result-lines <n>", "lines of each tool result to show", "4")
+    .option("--json", "print the session and its messages as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  boxmaker show 01JD3K8Q2W | less -R
+  boxmaker show --json 01JD3K8Q2W | jq '.messages[].message.role'`,
+    )
+    .action(async (id: string, opts: { reasoning: boolean; resultLines: string; json?: boolean }) => {
+      const { SessionInfoSchema } = await import("@boxmaker/common/client");
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.getSession({ id });
+        if (opts.json) {
+          const { jsonOf } = await import("../json.js");
+          // message_json is itself JSON: embed it parsed so one jq path reaches into it.
+          const messages = res.messages.map(
+            (m) => `{"epoch":${m.epoch},"at_unix_ms":"${m.atUnixMs}","message":${m.messageJson}}`,
+          );
+          const session = res.session ? jsonOf(SessionInfoSchema, res.session) : "null";
+          process.stdout.write(`{"session":${session},"messages":[${messages.join(",")}]}\n`);
+          return;
+        }
+        const { styleFor } = await import("../render/style.js");
+        const { renderHistory } = await import("../render/history.js");
+        const { ago } = await import("../render/text.js");
+        const s = styleFor(process.stdout);
+        const info = res.session;
+        if (info) {
+          process.stdout.write(
+            s.bold(`${info.title || "(untitled)"}\n`) +
+              s.dim(`${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n\n`),
+          );
+        }
+        process.stdout.write(
+          renderHistory(res.messages, { style: s, reasoning: opts.reasoning, resultLines: Math.max(0, Number(opts.resultLines) || 0) }),
+        );
+      } finally {
+        client.close();
+      }
+    });
+}

@@ -1,0 +1,40 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("status")
+    .description("health of each daemon, llama-server build and self-test, slots and who holds them")
+    .option("--json", "print the Status response as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Exit 0 when everything is up and the self-test passed, 6 when a daemon is
+unreachable or llama-server is not serving, 1 when the self-test failed.
+
+Examples:
+  boxmaker status
+  boxmaker status --json | jq '.infer.self_test.passed'`,
+    )
+    .action(async (opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const st = await client.status({});
+        const { healthy, renderStatus } = await import("../render/status.js");
+        if (opts.json) {
+          const { LoopStatusResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          printJson(LoopStatusResponseSchema, st);
+        } else {
+          const { styleFor } = await import("../render/style.js");
+          process.stdout.write(renderStatus(st, styleFor(process.stdout)));
+        }
+        const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
+        process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;
+      } finally {
+        client.close();
+      }
+    });
+}

@@ -1,0 +1,41 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("tools")
+    .description("the core tools the model always sees, and what find_tool returns for a query")
+    .argument("[query...]", "search the extended tools as find_tool would")
+    .option("-n, --limit <n>", "most matches to show", "10")
+    .option("--schema", "print each tool's JSON Schema for its arguments")
+    .option("--json", "print the SearchTools response as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Searching here does not disclose anything to a session; the model's own
+find_tool calls do.
+
+Examples:
+  boxmaker tools
+  boxmaker tools git history
+  boxmaker tools --json http | jq -r '.matches[].name'`,
+    )
+    .action(async (words: string[], opts: { limit: string; schema?: boolean; json?: boolean }) => {
+      const query = words.join(" ");
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.searchTools({ query, limit: Math.max(1, Number(opts.limit) || 10) });
+        if (opts.json) {
+          const { SearchToolsResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(SearchToolsResponseSchema, res);
+        }
+        const { renderTools } = await import("../render/tools.js");
+        const { styleFor } = await import("../render/style.js");
+        process.stdout.write(renderTools(res, query, !!opts.schema, styleFor(process.stdout)));
+      } finally {
+        client.close();
+      }
+    });
+}

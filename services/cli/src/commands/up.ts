@@ -1,0 +1,93 @@
+import type { Command } from "commander";
+import type { GlobalOptions } from "../global-options.js";
+import { UsageError } from "../usage-error.js";
+import { ExitCode } from "../exit-codes.js";
+import type { UpFlags } from "../supervisor/up-options.js";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+export function register(program: Command, _globals: () => GlobalOptions): void {
+  program
+    .command("up")
+    .description("run the whole stack in the foreground, for machines without systemd (Ctrl-C stops it)")
+    .option("--llama-server <bin>", "start this llama-server binary (with --model)")
+    .option("--model <path>", "the GGUF model for --llama-server")
+    .option("--llama-arg <arg>", "an extra llama-server argument (repeatable)", collect)
+    .option("--llama-sim", "use the built llama.cpp simulator (evaluation, CI)")
+    .option("--upstream-socket <path>", "use a llama-server already listening on this Unix socket")
+    .option("--upstream-url <url>", "use a llama-server already listening on this URL")
+    .option("--accept-server-contract", "take template hash, n_ctx and slots from the server instead of the production contract")
+    .option("--runtime-dir <dir>", "sockets and generated configs (default: $XDG_RUNTIME_DIR/boxmaker, else a per-user temp dir)")
+    .option("--state-dir <dir>", "logs, session logs, blobs, slot saves (default: $XDG_STATE_HOME/boxmaker or ~/.local/state/boxmaker)")
+    .option("--workspace <dir>", "a directory tools may work in (repeatable; default: the current directory)", collect)
+    .option("--sandbox <mode>", "bwrap | none (none runs tools unsandboxed)", "bwrap")
+    .option("--overrides <file>", "JSON {inferproxy, brokerd, loopd} merged over the generated configs (policy, MCP servers, budgets)")
+    .option("--log-level <level>", "the daemons' log level", "info")
+    .option("--max-restarts <n>", "restarts of one process within 5 minutes before giving up", "5")
+    .option("--ready-timeout <seconds>", "how long the model server may take to load", "900")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  boxmaker up --llama-sim --sandbox none
+  boxmaker up --llama-server ~/llama.cpp/build/bin/llama-server --model ~/models/ornith-35b-a3b-Q4_K_M.gguf
+  boxmaker up --upstream-socket /run/boxmaker/llama.sock --workspace ~/src/project
+
+Prints the sockets, logs and state directories, and the BOXMAKER_SOCKET line
+for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
+    )
+    .action(async (flags: UpFlags & { overrides?: string }) => {
+      // Loaded here, not at the top: other commands must not pay for the supervisor.
+      const { homedir, tmpdir } = await import("node:os");
+      const { readFileSync } = await import("node:fs");
+      const { planUp, UpFlagError } = await import("../supervisor/up-options.js");
+      const { checkOverrides } = await import("../supervisor/configs.js");
+      const { Supervisor } = await import("../supervisor/supervisor.js");
+
+      let plan;
+      let overrides;
+      try {
+        plan = planUp(flags, { env: process.env, cwd: process.cwd(), home: homedir(), tmp: tmpdir(), uid: process.getuid?.() ?? 0 });
+        if (flags.overrides) overrides = checkOverrides(JSON.parse(readFileSync(flags.overrides, "utf8")));
+      } catch (err) {
+        if (err instanceof UpFlagError || err instanceof SyntaxError) throw new UsageError(err.message);
+        if ((err as Error).message.startsWith("--overrides")) throw new UsageError((err as Error).message);
+        throw err;
+      }
+
+      const sup = new Supervisor({
+        ...plan,
+        settings: { ...plan.settings, overrides },
+        stopGraceMs: 10_000,
+        nodePath: process.execPath,
+        out: (l) => process.stdout.write(`${l}\n`),
+        err: (l) => process.stderr.write(`${l}\n`),
+      });
+      let signals = 0;
+      const onSignal = (sig: NodeJS.Signals) => {
+        signals++;
+        if (signals > 1) {
+          process.stderr.write(`boxmaker up: ${sig} again; exiting without waiting\n`);
+          process.exit(ExitCode.interrupted);
+        }
+        process.stderr.write(`boxmaker up: ${sig}; stopping the stack\n`);
+        void sup.stop(0);
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+
+      try {
+        await sup.start();
+      } catch (err) {
+        await sup.stop(1);
+        if (signals > 0) {
+          process.exitCode = ExitCode.ok;
+          return;
+        }
+        throw err;
+      }
+      process.exitCode = (await sup.done) === 0 ? ExitCode.ok : ExitCode.failed;
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    });
+}

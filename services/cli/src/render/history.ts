@@ -1,0 +1,101 @@
+import type { HistoryMessage } from "@boxmaker/common/client";
+import type { Style } from "./style.js";
+import { truncate } from "./text.js";
+
+/** A chat-completions message as loopd stores it (exactly what the server saw). */
+interface StoredMessage {
+  role: string;
+  content?: string | { type?: string; text?: string }[] | null;
+  reasoning_content?: string | null;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
+export interface HistoryOptions {
+  style: Style;
+  reasoning: boolean;
+  /** Lines of each tool result shown. */
+  resultLines: number;
+}
+
+const text = (c: StoredMessage["content"]): string =>
+  typeof c === "string" ? c : Array.isArray(c) ? c.map((p) => p.text ?? "").join("") : "";
+
+function parse(m: HistoryMessage): StoredMessage {
+  try {
+    return JSON.parse(m.messageJson) as StoredMessage;
+  } catch {
+    return { role: "unparseable", content: m.messageJson };
+  }
+}
+
+const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0, 5) : "");
+
+/**
+ * A session's history as a person reads it: who said what, reasoning dimmed,
+ * and each tool call framed together with the result that answered it.
+ */
+export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOptions): string {
+  const s = o.style;
+  const parsed = messages.map(parse);
+  const results = new Map<string, StoredMessage>();
+  for (const m of parsed) if (m.role === "tool" && m.tool_call_id) results.set(m.tool_call_id, m);
+  const shown = new Set<string>();
+  const out: string[] = [];
+  let epoch = messages[0]?.epoch ?? 0;
+
+  parsed.forEach((m, i) => {
+    const h = messages[i]!;
+    if (h.epoch !== epoch) {
+      epoch = h.epoch;
+      out.push(s.dim(`── context compacted: epoch ${epoch} ──`));
+    }
+    const at = s.dim(clock(h.atUnixMs));
+    switch (m.role) {
+      case "user":
+        out.push(`${s.bold(s.green("you"))} ${at}`, indent(text(m.content)));
+        break;
+      case "assistant": {
+        out.push(`${s.bold(s.magenta("assistant"))} ${at}`);
+        const reasoning = m.reasoning_content?.trim();
+        if (reasoning) {
+          out.push(o.reasoning ? s.dim(indent(reasoning)) : s.dim(`  (thought for ${reasoning.length} characters)`));
+        }
+        const body = text(m.content).trim();
+        if (body) out.push(indent(body));
+        for (const call of m.tool_calls ?? []) {
+          out.push(`  ${s.cyan(`┌ ${s.bold(call.function.name)} ${truncate(call.function.arguments, 200)}`)}`);
+          const r = results.get(call.id);
+          if (r) shown.add(call.id);
+          out.push(...resultFrame(s, r ? text(r.content) : undefined, o.resultLines));
+        }
+        break;
+      }
+      case "tool":
+        // Normally drawn inside its call's frame; a result whose call is missing still shows.
+        if (!m.tool_call_id || !shown.has(m.tool_call_id)) {
+          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, text(m.content), o.resultLines));
+        }
+        break;
+      default:
+        out.push(`${s.bold(m.role)} ${at}`, indent(text(m.content)));
+    }
+  });
+  return out.length ? `${out.join("\n")}\n` : "";
+}
+
+function resultFrame(s: Style, content: string | undefined, max: number): string[] {
+  if (content === undefined) return [`  ${s.cyan("└ ")}${s.yellow("no result recorded")}`];
+  const lines = content.replace(/\n+$/, "").split("\n");
+  const shown = lines.slice(0, max).map((l) => `  ${s.cyan("│ ")}${s.dim(truncate(l, 160))}`);
+  const more = lines.length > max ? s.dim(`(+${lines.length - max} lines)`) : s.dim("ok");
+  const isError = /^(error|cancelled|not run|the operator rejected)/.test(content);
+  return [...shown, `  ${s.cyan("└ ")}${isError ? s.red(lines.length > max ? `error (+${lines.length - max} lines)` : "error") : more}`];
+}
+
+const indent = (t: string) =>
+  t
+    .replace(/\n+$/, "")
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");

@@ -1,0 +1,87 @@
+import type { LoopStatusResponse } from "@boxmaker/common/client";
+import type { Style } from "./style.js";
+import { table, visibleLength } from "./text.js";
+
+/** Whether the stack can serve a turn: every daemon up and the server's self-test passed. */
+export function healthy(st: LoopStatusResponse): boolean {
+  return st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok" && (st.infer.selfTest?.passed ?? false);
+}
+
+const short = (sha: string) => (sha ? sha.slice(0, 12) : "?");
+
+export function renderStatus(st: LoopStatusResponse, s: Style): string {
+  const out: string[] = [];
+  const mark = (ok: boolean) => (ok ? s.green("✓") : s.red("✗"));
+
+  out.push(s.bold("daemons"));
+  out.push(
+    indent(table(st.daemons.map((d) => [mark(d.reachable), d.name, d.socket, d.reachable ? s.dim(d.message) : s.red(d.message)]), visibleLength)),
+  );
+
+  const inf = st.infer;
+  out.push("", s.bold("llama-server"));
+  if (!inf) {
+    out.push(s.red("  unknown: inferproxy did not answer"));
+  } else {
+    const state = inf.serverState === "ok" ? s.green(inf.serverState) : s.red(inf.serverState || "unknown");
+    const t = inf.selfTest;
+    const selfTest = !t?.ran
+      ? s.yellow("not run yet")
+      : t.passed
+        ? s.green("passed")
+        : s.red(`FAILED: ${t.mismatches.join("; ")}`);
+    const rows = [
+      ["state", state],
+      ["build", inf.buildInfo || "?"],
+      ["model", inf.model || "?"],
+      ["upstream", inf.upstream || "?"],
+      ["template", t ? `${short(t.actualTemplateSha256)}${t.expectedTemplateSha256 && t.expectedTemplateSha256 !== t.actualTemplateSha256 ? s.red(` (expected ${short(t.expectedTemplateSha256)})`) : ""}` : "?"],
+      ["context", t ? `${t.actualNCtx} per slot, ${t.actualTotalSlots} slots` : "?"],
+      ["self-test", selfTest],
+    ];
+    out.push(indent(table(rows, visibleLength)));
+  }
+
+  out.push("", s.bold("slots"));
+  const server = new Map((inf?.slots ?? []).map((x) => [x.id, x]));
+  const rows = [["SLOT", "ROLE", "RUNNING", "QUEUED", "PARKED", "SERVER"].map((h) => s.dim(h))];
+  for (const x of st.slots) {
+    const srv = server.get(x.slot);
+    rows.push([
+      String(x.slot),
+      x.role,
+      x.runningSession || s.dim("idle"),
+      x.queuedSessions.length ? x.queuedSessions.join(", ") : s.dim("-"),
+      x.parkedSession || s.dim("-"),
+      srv ? `${srv.isProcessing ? "processing" : "idle"}${srv.waiting ? `, ${srv.waiting} waiting` : ""}` : s.dim("?"),
+    ]);
+  }
+  out.push(indent(table(rows, visibleLength)));
+
+  const b = st.broker;
+  out.push("", s.bold("tools"));
+  if (!b) out.push(s.red("  unknown: brokerd did not answer"));
+  else {
+    out.push(
+      indent(
+        table(
+          [
+            ["tools", `${b.coreTools} core, ${b.extendedTools} behind find_tool (sha ${short(b.toolsSha256)})`],
+            ["proposals", b.pendingProposals ? s.yellow(`${b.pendingProposals} pending approval`) : "none pending"],
+            ["sandbox", b.sandbox || "?"],
+            ["mcp", b.mcpServers.length ? b.mcpServers.join(", ") : s.dim("none")],
+          ],
+          visibleLength,
+        ),
+      ),
+    );
+  }
+  out.push("", `${s.bold("sessions")}  ${st.sessions}`);
+  return `${out.join("\n")}\n`;
+}
+
+const indent = (t: string) =>
+  t
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");

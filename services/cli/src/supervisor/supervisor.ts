@@ -1,0 +1,219 @@
+import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  brokerdConfig,
+  contractFromProps,
+  inferproxyConfig,
+  llamaServerArgs,
+  llamaSimArgs,
+  loopdConfig,
+  type JsonObject,
+  type StackSettings,
+  type Upstream,
+} from "./configs.js";
+import { daemonMain, llamaSimMain, missingBuilds, type DaemonName } from "./install-paths.js";
+import type { Layout } from "./layout.js";
+import { describeEvent, ManagedProcess, type ProcessEvent, type ProcessSpec } from "./managed-process.js";
+import { getJson, inferproxySelfTestPassed, llamaHealthy, socketAccepts, type Probe } from "./readiness.js";
+import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
+
+export interface SupervisorOptions {
+  layout: Layout;
+  upstream: Upstream;
+  settings: StackSettings;
+  /** Take the contract from the server's /props instead of the production values (always so for the simulator). */
+  acceptServerContract: boolean;
+  restart: RestartPolicyOptions;
+  llamaReadyTimeoutMs: number;
+  daemonReadyTimeoutMs: number;
+  stopGraceMs: number;
+  nodePath: string;
+  /** Where everything is: stdout, so it can be read by scripts. */
+  out: (line: string) => void;
+  /** What happens while running: stderr. */
+  err: (line: string) => void;
+}
+
+/**
+ * `boxmaker up`: the whole stack as children of one foreground process.
+ * Start order and stop order follow the systemd units' After= ordering.
+ */
+export class Supervisor {
+  private readonly procs = new Map<string, ManagedProcess>();
+  private stopping: Promise<void> | undefined;
+  private resolveDone!: (code: number) => void;
+  /** Resolves with the exit code once the stack has stopped (signal: 0; a daemon that gave up: 1). */
+  readonly done = new Promise<number>((r) => (this.resolveDone = r));
+
+  constructor(private readonly o: SupervisorOptions) {}
+
+  async start(): Promise<void> {
+    const { layout, upstream } = this.o;
+    const needed = [daemonMain("inferproxy"), daemonMain("brokerd"), daemonMain("loopd")];
+    if (upstream.kind === "llama-sim") needed.push(llamaSimMain);
+    const missing = missingBuilds(needed);
+    if (missing.length) throw new Error(`not built: ${missing.join(", ")} (run \`npm run build\`)`);
+
+    this.prepareDirs();
+    await this.refuseIfRunning();
+
+    const llama = this.llamaSpec();
+    if (llama) await this.startProcess(llama);
+
+    const where = upstream.kind === "url" ? { url: upstream.url } : { socketPath: this.upstreamSocket() };
+    let settings = this.o.settings;
+    if (upstream.kind === "llama-sim" || this.o.acceptServerContract) {
+      const props = await getJson(where, "/props");
+      if (props.status !== 200) throw new Error(`the server's /props answered ${props.status}`);
+      settings = { ...settings, contract: contractFromProps(props.body) };
+    }
+    this.writeConfig("inferproxy", inferproxyConfig(layout, upstream, settings));
+    this.writeConfig("brokerd", brokerdConfig(layout, settings));
+    this.writeConfig("loopd", loopdConfig(layout, upstream, settings));
+
+    await Promise.all([
+      this.startProcess(this.daemonSpec("inferproxy", inferproxySelfTestPassed(layout.sockets.inferproxy))),
+      this.startProcess(this.daemonSpec("brokerd", socketAccepts(layout.sockets.brokerd))),
+    ]);
+    await this.startProcess(this.daemonSpec("loopd", socketAccepts(layout.sockets.loopd)));
+    this.printSummary();
+  }
+
+  /** Stops in reverse start order: loopd, then inferproxy and brokerd, then the model server. */
+  stop(code = 0): Promise<void> {
+    this.stopping ??= (async () => {
+      const grace = this.o.stopGraceMs;
+      await this.procs.get("loopd")?.stop(grace);
+      await Promise.all(["inferproxy", "brokerd"].map((n) => this.procs.get(n)?.stop(grace)));
+      for (const [name, p] of this.procs) if (name !== "loopd") await p.stop(grace);
+      // Only sockets of processes this supervisor started: not an existing
+      // upstream's, and not those of another stack it refused to replace.
+      for (const name of this.procs.keys()) removeIfSocket(this.socketOf(name));
+      this.o.err("boxmaker up: stopped");
+      this.resolveDone(code);
+    })();
+    return this.stopping;
+  }
+
+  /** The pid of a managed process, for `boxmaker up` tests and diagnostics. */
+  pidOf(name: string): number | undefined {
+    return this.procs.get(name)?.pid;
+  }
+
+  private socketOf(name: string): string {
+    const { sockets } = this.o.layout;
+    return name === "llama-sim" || name === "llama-server" ? sockets.llama : sockets[name as DaemonName];
+  }
+
+  private prepareDirs(): void {
+    const { layout } = this.o;
+    // Sockets are the daemons' only access control; a personal stack keeps its dir to its owner.
+    mkdirSync(layout.runtimeDir, { recursive: true, mode: 0o700 });
+    chmodSync(layout.runtimeDir, 0o700);
+    for (const d of [layout.stateDir, layout.logDir, layout.slotDir, layout.brokerState, layout.loopdState]) {
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+    }
+  }
+
+  private async refuseIfRunning(): Promise<void> {
+    for (const [name, sock] of Object.entries(this.o.layout.sockets)) {
+      if (name === "llama" && !this.llamaManaged()) continue;
+      if (existsSync(sock) && (await socketAccepts(sock, 500)()).ready) {
+        throw new Error(`${sock} is in use: another stack runs in ${this.o.layout.runtimeDir} (stop it, or use --runtime-dir)`);
+      }
+    }
+  }
+
+  private llamaManaged(): boolean {
+    return this.o.upstream.kind === "llama-server" || this.o.upstream.kind === "llama-sim";
+  }
+
+  private llamaName(): string {
+    return this.o.upstream.kind === "llama-sim" ? "llama-sim" : "llama-server";
+  }
+
+  private upstreamSocket(): string {
+    return this.o.upstream.kind === "socket" ? this.o.upstream.path : this.o.layout.sockets.llama;
+  }
+
+  private llamaSpec(): ProcessSpec | undefined {
+    const { layout, upstream } = this.o;
+    if (upstream.kind !== "llama-server" && upstream.kind !== "llama-sim") return undefined;
+    const sim = upstream.kind === "llama-sim";
+    return {
+      name: this.llamaName(),
+      command: sim ? this.o.nodePath : upstream.bin,
+      args: sim ? [llamaSimMain, ...llamaSimArgs(layout)] : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
+      logPath: join(layout.logDir, `${this.llamaName()}.log`),
+      probe: llamaHealthy({ socketPath: layout.sockets.llama }),
+      readyTimeoutMs: this.o.llamaReadyTimeoutMs,
+      // llama-server leaves its socket behind and refuses to start while it exists.
+      beforeStart: () => removeIfSocket(layout.sockets.llama),
+      policy: new RestartPolicy({ ...this.o.restart, noRestartExitCodes: [] }),
+    };
+  }
+
+  private daemonSpec(name: DaemonName, probe: Probe): ProcessSpec {
+    const { layout } = this.o;
+    return {
+      name,
+      command: this.o.nodePath,
+      args: [daemonMain(name), "--config", this.configPath(name)],
+      // No NOTIFY_SOCKET: there is no systemd to tell (see readiness.ts).
+      env: { ...process.env, NOTIFY_SOCKET: "" },
+      logPath: join(layout.logDir, `${name}.log`),
+      probe,
+      readyTimeoutMs: this.o.daemonReadyTimeoutMs,
+      policy: new RestartPolicy(this.o.restart),
+    };
+  }
+
+  private configPath(name: DaemonName): string {
+    return join(this.o.layout.configDir, `${name}.json`);
+  }
+
+  private writeConfig(name: DaemonName, config: JsonObject): void {
+    writeFileSync(this.configPath(name), `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  }
+
+  private async startProcess(spec: ProcessSpec): Promise<void> {
+    const p = new ManagedProcess(spec, (e) => this.onEvent(e));
+    this.procs.set(spec.name, p);
+    await p.start();
+  }
+
+  private onEvent(e: ProcessEvent): void {
+    this.o.err(`boxmaker up: ${describeEvent(e)}`);
+    if (e.kind === "gave-up" && !this.stopping) {
+      this.o.err("boxmaker up: stopping the stack");
+      void this.stop(1);
+    }
+  }
+
+  private printSummary(): void {
+    const { layout } = this.o;
+    const rows: Array<[string, string]> = [];
+    for (const [name, p] of this.procs) {
+      rows.push([name, `pid ${p.pid}  ${this.socketOf(name)}  log ${join(layout.logDir, `${name}.log`)}`]);
+    }
+    if (!this.llamaManaged()) {
+      const u = this.o.upstream;
+      rows.unshift(["upstream", u.kind === "url" ? u.url : this.upstreamSocket()]);
+    }
+    rows.push(["configs", layout.configDir]);
+    rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
+    const w = Math.max(...rows.map(([k]) => k.length));
+    this.o.out("boxmaker up: the stack is ready");
+    for (const [k, v] of rows) this.o.out(`  ${k.padEnd(w)}  ${v}`);
+    this.o.out("Stop it with Ctrl-C. From another shell:");
+    this.o.out(`export BOXMAKER_SOCKET=${layout.sockets.loopd}`);
+  }
+}
+
+function removeIfSocket(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}

@@ -1,0 +1,116 @@
+import { delimiter, join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import type { StackSettings, Upstream } from "./configs.js";
+import { checkSocketPaths, defaultRuntimeDir, defaultStateDir, layoutFor, type Layout } from "./layout.js";
+import { DEFAULT_RESTART_POLICY, type RestartPolicyOptions } from "./restart-policy.js";
+
+/** `boxmaker up`'s flags as commander hands them over. */
+export interface UpFlags {
+  llamaServer?: string;
+  model?: string;
+  llamaArg?: string[];
+  llamaSim?: boolean;
+  upstreamSocket?: string;
+  upstreamUrl?: string;
+  acceptServerContract?: boolean;
+  runtimeDir?: string;
+  stateDir?: string;
+  workspace?: string[];
+  sandbox?: string;
+  logLevel?: string;
+  maxRestarts?: string;
+  readyTimeout?: string;
+}
+
+export interface UpPlan {
+  layout: Layout;
+  upstream: Upstream;
+  settings: Omit<StackSettings, "overrides">;
+  acceptServerContract: boolean;
+  restart: RestartPolicyOptions;
+  llamaReadyTimeoutMs: number;
+  daemonReadyTimeoutMs: number;
+}
+
+/** Thrown for flags that do not fit together; the command turns it into a usage error. */
+export class UpFlagError extends Error {}
+
+export interface Host {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  home: string;
+  tmp: string;
+  uid: number;
+}
+
+export function planUp(f: UpFlags, host: Host): UpPlan {
+  const upstream = chooseUpstream(f, host.cwd);
+  const layout = layoutFor(
+    resolve(host.cwd, f.runtimeDir ?? defaultRuntimeDir(host.env, host.tmp, host.uid)),
+    resolve(host.cwd, f.stateDir ?? defaultStateDir(host.env, host.home)),
+  );
+  const tooLong = checkSocketPaths(layout);
+  if (tooLong) throw new UpFlagError(tooLong);
+
+  const sandboxMode = f.sandbox ?? "bwrap";
+  if (sandboxMode !== "bwrap" && sandboxMode !== "none") throw new UpFlagError("--sandbox: bwrap | none");
+  let sandbox: StackSettings["sandbox"] = { mode: "none" };
+  if (sandboxMode === "bwrap") {
+    const bwrapPath = findOnPath("bwrap", host.env.PATH ?? "");
+    if (!bwrapPath) throw new UpFlagError("bwrap (bubblewrap) not found on PATH; install it, or pass --sandbox none to run tools unsandboxed");
+    sandbox = { mode: "bwrap", bwrapPath };
+  }
+
+  const maxRestarts = positiveInt("--max-restarts", f.maxRestarts, DEFAULT_RESTART_POLICY.maxRestarts, true);
+  const readyTimeoutS = positiveInt("--ready-timeout", f.readyTimeout, 900, false);
+  return {
+    layout,
+    upstream,
+    settings: {
+      workspaceRoots: (f.workspace?.length ? f.workspace : [host.cwd]).map((w) => resolve(host.cwd, w)),
+      sandbox,
+      logLevel: f.logLevel ?? "info",
+    },
+    acceptServerContract: !!f.acceptServerContract,
+    restart: { ...DEFAULT_RESTART_POLICY, maxRestarts },
+    // Loading a large model takes minutes; the daemons themselves start in seconds.
+    llamaReadyTimeoutMs: readyTimeoutS * 1000,
+    daemonReadyTimeoutMs: 60_000,
+  };
+}
+
+function chooseUpstream(f: UpFlags, cwd: string): Upstream {
+  const chosen = [f.llamaServer && "--llama-server", f.llamaSim && "--llama-sim", f.upstreamSocket && "--upstream-socket", f.upstreamUrl && "--upstream-url"].filter(
+    Boolean,
+  );
+  if (chosen.length !== 1) {
+    throw new UpFlagError(
+      chosen.length
+        ? `choose one of ${chosen.join(", ")}`
+        : "say which model server to use: --llama-server BIN --model PATH, --llama-sim, --upstream-socket PATH or --upstream-url URL",
+    );
+  }
+  if ((f.model || f.llamaArg?.length) && !f.llamaServer) throw new UpFlagError("--model and --llama-arg go with --llama-server");
+  if (f.llamaServer) {
+    if (!f.model) throw new UpFlagError("--llama-server needs --model PATH");
+    return { kind: "llama-server", bin: f.llamaServer, model: resolve(cwd, f.model), extraArgs: f.llamaArg ?? [] };
+  }
+  if (f.llamaSim) return { kind: "llama-sim" };
+  if (f.upstreamSocket) return { kind: "socket", path: resolve(cwd, f.upstreamSocket) };
+  if (!/^https?:\/\//.test(f.upstreamUrl!)) throw new UpFlagError("--upstream-url must start with http:// or https://");
+  return { kind: "url", url: f.upstreamUrl! };
+}
+
+function positiveInt(flag: string, v: string | undefined, def: number, zeroOk: boolean): number {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new UpFlagError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
+  return n;
+}
+
+export function findOnPath(bin: string, path: string): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (dir && existsSync(join(dir, bin))) return join(dir, bin);
+  }
+  return undefined;
+}

@@ -1,0 +1,8 @@
+// The light entry point for clients such as the CLI: the wire (generated
+// code), the gRPC adapter and typed errors, without config validation,
+// logging or daemon lifecycle (ajv and pino cost start-up time a CLI feels).
+export * from "./errors.js";
+export * from "./grpc-adapter.js";
+export * from "./gen/boxmaker/v1/infer_pb.js";
+export * from "./gen/boxmaker/v1/broker_pb.js";
+export * from "./gen/boxmaker/v1/loop_pb.js";
