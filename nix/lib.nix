@@ -1,0 +1,107 @@
+# Pure functions from `services.boxmaker` option values to llama-server's
+# arguments and the daemons' JSON config files. Builtins only, no nixpkgs, so
+# test/deploy/nix-configs.test.ts can evaluate them with plain
+# `nix-instantiate --eval` and check the output against each daemon's config
+# schema (services/<daemon>/src/config.ts, the one source of truth for keys).
+let
+  runtimeDir = "/run/boxmaker";
+  stateDir = "/var/lib/boxmaker";
+  withoutNulls = attrs: builtins.removeAttrs attrs (builtins.filter (n: attrs.${n} == null) (builtins.attrNames attrs));
+in
+rec {
+  inherit runtimeDir stateDir;
+
+  sockets = {
+    llama = "${runtimeDir}/llama.sock";
+    inferproxy = "${runtimeDir}/inferproxy.sock";
+    brokerd = "${runtimeDir}/brokerd.sock";
+    loopd = "${runtimeDir}/loopd.sock";
+  };
+
+  slotSavePath = "${stateDir}/slots";
+
+  # The contract (docs/contract.md). Keep in step with
+  # deploy/systemd/boxmaker-llama-server.service and
+  # services/cli/src/supervisor/configs.ts; the tests compare all three.
+  llamaServerArgs = cfg:
+    [
+      "--host" sockets.llama
+      "--model" (toString cfg.llamaServer.model)
+      "--parallel" (toString cfg.slots)
+      "--ctx-size" (toString cfg.contextSize)
+      "--no-kv-unified"
+      "--cache-type-k" "f16" "--cache-type-v" "f16"
+      "--jinja"
+      "--flash-attn" "on"
+      "--no-mmap"
+      "--n-gpu-layers" "999"
+      "--cache-ram" "0"
+      "--no-cache-idle-slots"
+      "--slot-save-path" slotSavePath
+    ]
+    ++ cfg.llamaServer.extraFlags;
+
+  # A recursive merge of `over` into `base`; enough for the freeform settings.
+  merge = base: over:
+    base // builtins.mapAttrs
+      (n: v: if builtins.isAttrs v && builtins.isAttrs (base.${n} or null) then merge base.${n} v else v)
+      over;
+
+  inferproxyConfig = cfg: merge {
+    socket = sockets.inferproxy;
+    upstream = if cfg.upstream.url != null then { url = cfg.upstream.url; } else { socket_path = cfg.upstream.socket; };
+    sampling = {
+      temperature = cfg.sampling.temperature;
+      top_p = cfg.sampling.topP;
+      top_k = cfg.sampling.topK;
+      min_p = cfg.sampling.minP;
+    };
+    contract = {
+      template_sha256 = cfg.contract.templateSha256;
+      # --ctx-size is split evenly over the slots (no unified KV).
+      n_ctx_per_slot = cfg.contextSize / cfg.slots;
+      total_slots = cfg.slots;
+    };
+    log_level = cfg.logLevel;
+  } cfg.settings.inferproxy;
+
+  brokerdConfig = { cfg, bwrapPath }: merge {
+    socket = sockets.brokerd;
+    state_dir = "${stateDir}/broker";
+    workspace_roots = cfg.workspaceRoots;
+    policy = {
+      defaults = cfg.policy.defaults;
+      rules = map (r: withoutNulls {
+        inherit (r) name tool effect paths hosts;
+        command_prefixes = r.commandPrefixes;
+      }) cfg.policy.rules;
+    };
+    sandbox = if cfg.sandbox.enable
+      then { mode = "bwrap"; bwrap_path = bwrapPath; network = cfg.sandbox.network; }
+      else { mode = "none"; allow_unsandboxed = true; };
+    mcp_servers = builtins.mapAttrs (_: s: withoutNulls {
+      inherit (s) transport command args env cwd url headers risk;
+      timeout_ms = s.timeoutMs;
+    }) cfg.mcpServers;
+    log_level = cfg.logLevel;
+  } cfg.settings.brokerd;
+
+  loopdConfig = cfg: merge {
+    socket = sockets.loopd;
+    state_dir = "${stateDir}/loopd";
+    inferproxy_socket = sockets.inferproxy;
+    brokerd_socket = sockets.brokerd;
+    max_tokens = cfg.maxTokens;
+    budgets = {
+      max_iterations = cfg.budgets.maxIterations;
+      max_total_tokens = cfg.budgets.maxTotalTokens;
+      max_wall_ms = cfg.budgets.maxWallMs;
+      max_thinking_tokens = cfg.budgets.maxThinkingTokens;
+    };
+    # Parking saves slots through llama-server's --slot-save-path, which only
+    # the server this module runs is known to have.
+    parking.enabled = cfg.llamaServer.enable;
+    schedules = map (s: { inherit (s) id cron prompt; }) cfg.schedules;
+    log_level = cfg.logLevel;
+  } cfg.settings.loopd;
+}
