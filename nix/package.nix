@@ -59,7 +59,7 @@ buildNpmPackage {
         --add-flags $out/lib/boxmaker/$2 \
         --suffix PATH : ${lib.makeBinPath [ systemd bubblewrap ]}
     }
-    wrap boxmaker services/cli/dist/main.js
+    wrap boxmaker services/cli/dist/bundle/boxmaker.js
     wrap boxmaker-inferproxy services/inferproxy/dist/main.js
     wrap boxmaker-brokerd services/brokerd/dist/main.js
     wrap boxmaker-loopd services/loopd/dist/main.js

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
 const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-const cli = join(root, "services", "cli", "dist", "main.js");
+const cli = join(root, "services", "cli", "dist", "bundle", "boxmaker.js");
 const RUNS = 15;
 
 async function startStack(dir) {

@@ -8,7 +8,8 @@ import { startLlamaSim, DEFAULT_CHAT_TEMPLATE, type LlamaSim, type LlamaSimOptio
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") => join(repoRoot, "services", name, "dist", "main.js");
-export const cliMain = join(repoRoot, "services", "cli", "dist", "main.js");
+/** The CLI as users run it: the bundle `npm run build` makes. */
+export const cliMain = join(repoRoot, "services", "cli", "dist", "bundle", "boxmaker.js");
 
 export interface DaemonProc {
   name: string;

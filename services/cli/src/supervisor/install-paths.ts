@@ -1,13 +1,20 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
  * The built daemons sit next to the CLI in the same tree (a checkout after
- * `npm run build`, or the Nix package's lib/boxmaker): this file is
- * services/cli/dist/supervisor/install-paths.js.
+ * `npm run build`, or the Nix package's lib/boxmaker). Found by walking up
+ * from this file, which may be tsc's output or the bundled CLI.
  */
-export const installRoot = fileURLToPath(new URL("../../../../", import.meta.url));
+export const installRoot = findInstallRoot(dirname(fileURLToPath(import.meta.url)));
+
+function findInstallRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "services", "loopd", "package.json"))) return dir;
+    if (dirname(dir) === dir) return join(from, "..", "..", "..", "..");
+  }
+}
 
 export type DaemonName = "inferproxy" | "brokerd" | "loopd";
 

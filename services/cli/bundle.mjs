@@ -1,0 +1,22 @@
+#!/usr/bin/env node
+// Bundles the built CLI (dist/main.js) into dist/bundle/: one module graph
+// instead of hundreds of files saves ~50 ms on every `boxmaker` start, which a
+// person feels. Lazy imports stay lazy (code splitting), so `--help` still
+// loads no gRPC.
+import { build } from "esbuild";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+await build({
+  entryPoints: { boxmaker: join(here, "dist", "main.js") },
+  outdir: join(here, "dist", "bundle"),
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // CommonJS dependencies (grpc-js) call require(); ESM output has none of its own.
+  banner: { js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);" },
+  logLevel: "warning",
+});
