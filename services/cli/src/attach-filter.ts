@@ -1,21 +1,19 @@
 import type { SessionEvent } from "@boxmaker/common/client";
 
 /**
- * Follow replays the session's whole event backlog first. This drops the
- * replay of turns before `turn` so an attaching terminal starts at the turn
- * that is running now (or, waiting with --follow, at the next one).
+ * Where an attaching terminal starts following: the running turn's
+ * turn_started event, or (waiting with --follow) whatever comes next.
  */
-export async function* fromTurn(events: AsyncIterable<SessionEvent>, turn: number): AsyncGenerator<SessionEvent> {
-  let started = false;
-  for await (const ev of events) {
-    if (!started && ev.event.case === "turnStarted" && ev.event.value.turn >= turn) started = true;
-    if (started) yield ev;
-  }
+export function followFrom(info: { state: string; turnStartedSeq: bigint; lastEventSeq: bigint }): bigint {
+  if (info.state === "running" && info.turnStartedSeq > 0n) return info.turnStartedSeq - 1n;
+  return info.lastEventSeq;
 }
 
-/** Turns a session has started: each turn begins by storing exactly one user message. */
-export function turnsStarted(messagesJson: readonly string[]): number {
-  let n = 0;
-  for (const m of messagesJson) if (m.startsWith('{"role":"user"')) n++;
-  return n;
+/** Skips anything before the first turn_started, so output always begins at a turn's start. */
+export async function* fromTurnStart(events: AsyncIterable<SessionEvent>): AsyncGenerator<SessionEvent> {
+  let started = false;
+  for await (const ev of events) {
+    if (!started && ev.event.case === "turnStarted") started = true;
+    if (started) yield ev;
+  }
 }

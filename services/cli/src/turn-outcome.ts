@@ -9,21 +9,17 @@ export class TurnOutcome {
   exitCode: ExitCode = ExitCode.ok;
   done = false;
   private needsPerson = false;
-  private readonly staged = new Set<string>();
 
   handle(ev: SessionEvent): void {
     const e = ev.event;
     switch (e.case) {
       case "toolDecision":
         if (e.value.decision === ToolDecision.DENIED) this.needsPerson = true;
-        if (e.value.decision === ToolDecision.STAGED) this.staged.add(e.value.callId);
         break;
       case "toolResult":
         // A staged call that was approved in time is a success; one still
-        // waiting (loopd's approval wait ran out) or rejected is not.
-        if (this.staged.has(e.value.callId) && (e.value.isError || stillPending(e.value.content))) {
-          this.needsPerson = true;
-        }
+        // waiting (loopd's approval wait ran out), rejected or failed is not.
+        if (e.value.proposalState && e.value.proposalState !== "applied") this.needsPerson = true;
         break;
       case "turnDone":
         this.done = true;
@@ -44,9 +40,4 @@ export class TurnOutcome {
         break;
     }
   }
-}
-
-/** loopd's wording when its approval wait ends without a decision (approvals.ts). */
-function stillPending(content: string): boolean {
-  return content.startsWith("staged for approval") && content.includes("nobody has decided");
 }

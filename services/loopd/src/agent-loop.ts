@@ -18,6 +18,8 @@ import { answerOpenToolCalls, type Session } from "./session-store.js";
 export interface ToolOutcome {
   content: string;
   isError: boolean;
+  /** For a call staged for approval. */
+  proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" };
 }
 
 /** The seams the loop talks through; tests pass fakes, the daemon passes gRPC clients. */
@@ -85,7 +87,7 @@ export async function runTurn(
 
   s.append({ t: "turn_start", turn, at: Date.now() });
   s.append({ t: "message", epoch: epoch(), json: userMessageJson(userText), at: Date.now() });
-  publish({ case: "turnStarted", value: { turn, slot: s.state.slot } });
+  s.turnStartedSeq = Number(publish({ case: "turnStarted", value: { turn, slot: s.state.slot } }).seq);
 
   // The wall-clock budget must also stop a request that is still streaming.
   const wall = new AbortController();
@@ -136,7 +138,14 @@ export async function runTurn(
         s.append({ t: "message", epoch: epoch(), json: toolMessageJson(call.id, result.content), at: Date.now() });
         publish({
           case: "toolResult",
-          value: { callId: call.id, name: call.name, content: result.content, isError: result.isError },
+          value: {
+            callId: call.id,
+            name: call.name,
+            content: result.content,
+            isError: result.isError,
+            proposalId: result.proposal?.id ?? "",
+            proposalState: result.proposal?.state ?? "",
+          },
         });
       }
     }

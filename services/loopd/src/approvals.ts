@@ -24,6 +24,7 @@ export class ApprovalWaits {
           content:
             `staged for approval as proposal ${proposalId}; nobody has decided yet, so nothing was applied. ` +
             `Tell the operator it is waiting (boxmaker approve ${proposalId}).`,
+          proposal: { id: proposalId, state: "pending" },
         });
       }, this.waitMs);
       const onAbort = () => {
@@ -51,10 +52,22 @@ export class ApprovalWaits {
 export function outcomeOf(p: Proposal): ToolOutcome {
   switch (p.state) {
     case "applied":
-      return { isError: false, content: p.result || `approved and applied (proposal ${p.id})` };
+      return {
+        isError: false,
+        content: p.result || `approved and applied (proposal ${p.id})`,
+        proposal: { id: p.id, state: "applied" },
+      };
     case "rejected":
-      return { isError: true, content: `the operator rejected this (proposal ${p.id})${p.result ? `: ${p.result}` : ""}` };
+      return {
+        isError: true,
+        content: `the operator rejected this (proposal ${p.id})${p.result ? `: ${p.result}` : ""}`,
+        proposal: { id: p.id, state: "rejected" },
+      };
     default:
-      return { isError: true, content: `approved but not applied (proposal ${p.id}): ${p.result || p.state}` };
+      return {
+        isError: true,
+        content: `approved but not applied (proposal ${p.id}): ${p.result || p.state}`,
+        proposal: { id: p.id, state: "failed" },
+      };
   }
 }

@@ -49,6 +49,9 @@ export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSche
     updatedUnixMs: BigInt(st.updatedAt),
     parentId: st.parentId,
     contextTokens: st.contextTokens,
+    turns: st.turn,
+    turnStartedSeq: BigInt(s.turnStartedSeq),
+    lastEventSeq: BigInt(s.events.lastSeq),
   };
 }
 

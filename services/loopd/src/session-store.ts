@@ -14,6 +14,8 @@ export const INTERRUPTED_RESULT =
 export class Session {
   /** Set while a turn runs, so CancelTurn can reach it. */
   running: AbortController | undefined;
+  /** Event sequence number of the latest turn_started, so a client can attach from there. */
+  turnStartedSeq = 0;
 
   constructor(
     readonly log: SessionLog,

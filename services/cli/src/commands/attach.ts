@@ -29,7 +29,7 @@ Examples:
     )
     .action(async (id: string, opts: AttachFlags) => {
       const { renderEvents } = await import("../turn-stream.js");
-      const { fromTurn, turnsStarted } = await import("../attach-filter.js");
+      const { followFrom, fromTurnStart } = await import("../attach-filter.js");
       const { CtrlC } = await import("../ctrl-c.js");
       const client = await connect(globals().socket);
       try {
@@ -39,11 +39,12 @@ Examples:
           process.stderr.write(`${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`);
           return;
         }
-        const started = turnsStarted(r.messages.map((m) => m.messageJson));
         const ac = new AbortController();
         const ctrlC = new CtrlC(() => ac.abort());
         try {
-          const events = fromTurn(client.follow({ sessionId: id, afterSeq: 0n }, { signal: ac.signal }), running ? started : started + 1);
+          const events = fromTurnStart(
+            client.follow({ sessionId: id, afterSeq: followFrom(r.session!) }, { signal: ac.signal }),
+          );
           process.exitCode = await renderEvents(events, {
             json: !!opts.json,
             reasoning: !!opts.reasoning,
