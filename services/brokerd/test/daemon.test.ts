@@ -66,7 +66,7 @@ describe("brokerd as a process", () => {
     // No waitForReady and a short deadline: at READY the socket must already serve.
     const c = createClient(BrokerService, d.sock);
     const st = await c.brokerStatus({}, { timeoutMs: 2000 });
-    expect(st.coreTools).toBe(8);
+    expect(st.coreTools).toBe(9);
     expect(st.sandbox).toMatch(/^bwrap/);
     c.close();
     expect(await stop(d)).toBe(0);
@@ -84,7 +84,7 @@ describe("brokerd as a process", () => {
     expect(ta2.toolsJson).toBe(ta.toolsJson);
     expect(`${ta.toolsJson}\n`).toBe(readFileSync(FIXTURE, "utf8"));
     expect(ta.toolsSha256).toBe(tb.toolsSha256);
-    expect(ta.coreToolNames).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool"]);
+    expect(ta.coreToolNames).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool", "spawn_agent"]);
     ca.close();
     cb.close();
     await Promise.all([stop(a), stop(b)]);

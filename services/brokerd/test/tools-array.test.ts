@@ -13,9 +13,9 @@ describe("the epoch tools array", () => {
     expect(`${a.json}\n`).toBe(readFileSync(FIXTURE, "utf8"));
   });
 
-  it("holds the eight core tools in a fixed order, with the short meta-tool schemas", () => {
+  it("holds the nine core tools in a fixed order, with the short meta-tool schemas", () => {
     const a = buildToolsArray(builtinTable([]).core());
-    expect(a.names).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool"]);
+    expect(a.names).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool", "spawn_agent"]);
     const tools = JSON.parse(a.json) as Array<{ type: string; function: { name: string; parameters: { required: string[] } } }>;
     expect(tools.every((t) => t.type === "function")).toBe(true);
     expect(tools[6]!.function.parameters.required).toEqual(["query"]);
@@ -29,12 +29,12 @@ describe("the epoch tools array", () => {
     const two = buildToolsArray(builtinTable([]).core());
     expect(two.json).toBe(one.json);
     expect(two.sha256).toBe(one.sha256);
-    const spawnA = { name: "spawn_agent", description: "Start a subagent", parameters: { type: "object", properties: { task: { type: "string" }, budget: { type: "integer" } }, required: ["task"] } };
-    const spawnB = { parameters: { required: ["task"], properties: { task: { type: "string" }, budget: { type: "integer" } }, type: "object" }, description: "Start a subagent", name: "spawn_agent" };
+    const spawnA = { name: "plan_review", description: "Ask for a plan review", parameters: { type: "object", properties: { task: { type: "string" }, budget: { type: "integer" } }, required: ["task"] } };
+    const spawnB = { parameters: { required: ["task"], properties: { task: { type: "string" }, budget: { type: "integer" } }, type: "object" }, description: "Ask for a plan review", name: "plan_review" };
     const a = buildToolsArray(builtinTable(parseBrokerConfig({ extra_core_tools: [spawnA] }).extra_core_tools).core());
     const b = buildToolsArray(builtinTable(parseBrokerConfig({ extra_core_tools: [spawnB] }).extra_core_tools).core());
     expect(b.json).toBe(a.json);
-    expect(a.names.at(-1)).toBe("spawn_agent");
+    expect(a.names.at(-1)).toBe("plan_review");
     expect(a.sha256).not.toBe(one.sha256);
   });
 

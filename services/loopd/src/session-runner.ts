@@ -16,7 +16,7 @@ import type { Session, SessionStore } from "./session-store.js";
 import { SlotScheduler } from "./slot-pinning.js";
 import { ApprovalWaits } from "./approvals.js";
 import { Compactor } from "./compaction.js";
-import { SPAWN_AGENT_TOOL, withLoopdTools } from "./loopd-tools.js";
+import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -78,7 +78,7 @@ export class SessionRunner {
       parentId,
       slot: this.slotFor(role),
       systemJson: systemMessageJson(this.d.config.system_prompt),
-      toolsJson: withLoopdTools(tools.toolsJson),
+      toolsJson: tools.toolsJson,
     });
   }
 

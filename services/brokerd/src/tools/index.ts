@@ -7,13 +7,24 @@ import { callTool, findTool } from "./meta.js";
 import { readFile } from "./read-file.js";
 import { runCommand } from "./run-command.js";
 import { searchFiles } from "./search-files.js";
+import { spawnAgent } from "./spawn-agent.js";
 import { writeFile } from "./write-file.js";
 
 /** The core set in array order. The order is part of the prompt prefix: changing it costs every cache. */
-export const CORE_TOOLS: readonly ToolDef[] = [readFile, listDir, searchFiles, writeFile, editFile, runCommand, findTool, callTool];
+export const CORE_TOOLS: readonly ToolDef[] = [
+  readFile,
+  listDir,
+  searchFiles,
+  writeFile,
+  editFile,
+  runCommand,
+  findTool,
+  callTool,
+  spawnAgent,
+];
 export const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob];
 
-/** A core tool another daemon runs (loopd's spawn_agent); brokerd only lists it. */
+/** A core tool another daemon runs, declared in config; brokerd only lists it. */
 function externalCore(t: ExtraCoreTool): ToolDef {
   return {
     name: t.name,
