@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTokens, renderPrompt, type ChatMessage } from "@boxmaker/llama-sim";
-import { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
+import { useStack } from "../support/use-stack.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 
 /**
@@ -12,35 +11,22 @@ import { doneOf, loopClient, newSession, turn, type LoopClient } from "../suppor
  * slot holds, so an exact prompt_n proves no earlier byte changed.
  */
 describe("prompt cache reuse across a 20-turn session", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
-  let client: LoopClient;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxc-");
-    stack = await new Stack(tmp.dir).start();
-    client = loopClient(stack.sockets.loopd);
-  });
-  afterAll(async () => {
-    client?.close();
-    await stack?.stop();
-    tmp.cleanup();
-  });
+  const t = useStack("bxc-");
 
   it("every request after the first has prompt_n equal to the tokens of its new messages", async () => {
-    writeFileSync(join(stack.workspace, "data.txt"), "alpha\nbeta \"quoted\" & <tag>\n");
-    const id = await newSession(client, "cache");
+    writeFileSync(join(t.stack.workspace, "data.txt"), "alpha\nbeta \"quoted\" & <tag>\n");
+    const id = await newSession(t.client, "cache");
     for (let i = 0; i < 20; i++) {
-      stack.sim.enqueue({
+      t.stack.sim.enqueue({
         reasoning: `Turn ${i}: I should look at the file first.`,
         toolCalls: [{ id: `call-${i}`, name: "read_file", arguments: `{"path": "data.txt", "start_line": ${1 + (i % 2)}}` }],
       });
-      stack.sim.enqueue({ reasoning: "Now I can answer.", content: `Answer ${i}: the file has "beta".` });
-      const events = await turn(client, id, `Question ${i}: what is in data.txt?`);
+      t.stack.sim.enqueue({ reasoning: "Now I can answer.", content: `Answer ${i}: the file has "beta".` });
+      const events = await turn(t.client, id, `Question ${i}: what is in data.txt?`);
       expect(doneOf(events).finishReason).toBe("stop");
     }
 
-    const reqs = stack.sim.completions;
+    const reqs = t.stack.sim.completions;
     expect(reqs).toHaveLength(40);
     for (let k = 1; k < reqs.length; k++) {
       const prev = reqs[k - 1]!.body as { messages: ChatMessage[]; tools: unknown[] };

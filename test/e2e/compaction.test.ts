@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
+import { useStack } from "../support/use-stack.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 
 /**
@@ -9,41 +8,28 @@ import { doneOf, loopClient, newSession, turn, type LoopClient } from "../suppor
  * verbatim, the boundary is in the log, and the turn never fails.
  */
 describe("context limits and compaction", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
-  let client: LoopClient;
   const nCtx = 4096;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxz-");
-    stack = await new Stack(tmp.dir, {
+  const t = useStack("bxz-", {
       sim: { nCtx },
       loopd: { max_tokens: 256, compaction: { threshold: 0.8, keep_recent_messages: 4 } },
-    }).start();
-    client = loopClient(stack.sockets.loopd);
-  });
-  afterAll(async () => {
-    client?.close();
-    await stack?.stop();
-    tmp.cleanup();
-  });
+    });
 
   it("compacts before overflowing and keeps recent turns verbatim", async () => {
-    const id = await newSession(client, "long");
+    const id = await newSession(t.client, "long");
     const question = (i: number) => `Turn ${i}: ${`fact-${i} `.repeat(150)}`;
     for (let i = 0; i < 12; i++) {
       // No script: the simulator's default responder answers every request, the summary request included.
-      const done = doneOf(await turn(client, id, question(i)));
+      const done = doneOf(await turn(t.client, id, question(i)));
       expect(done.finishReason).toBe("stop");
     }
-    const reqs = stack.sim.completions;
+    const reqs = t.stack.sim.completions;
     expect(reqs.every((r) => r.status === 200)).toBe(true);
     expect(Math.max(...reqs.map((r) => r.promptTokens!))).toBeLessThanOrEqual(nCtx);
 
     const summaries = reqs.filter((r) => r.rawBody.includes("[Boxmaker compaction]"));
     expect(summaries.length).toBeGreaterThan(0);
 
-    const history = await client.getSession({ id });
+    const history = await t.client.getSession({ id });
     expect(history.session!.epoch).toBeGreaterThan(0);
     // The latest request starts the new epoch: the system prompt carries the summary, the last turns are verbatim.
     const last = reqs.at(-1)!.body as { messages: { role: string; content: string }[] };

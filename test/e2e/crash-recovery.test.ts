@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
+import { useStack } from "../support/use-stack.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 
 /**
@@ -12,18 +11,7 @@ import { doneOf, loopClient, newSession, turn, type LoopClient } from "../suppor
  * there, and the session accepts the next message.
  */
 describe("crash recovery under SIGKILL", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxk-");
-    stack = await new Stack(tmp.dir).start();
-    writeFileSync(join(stack.workspace, "f.txt"), "content\n");
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    tmp.cleanup();
-  });
+  const t = useStack("bxk-");
 
   it("50 kills at random moments lose no acknowledged record", async () => {
     const sessions: string[] = [];
@@ -34,18 +22,18 @@ describe("crash recovery under SIGKILL", () => {
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
 
     for (let round = 0; round < 50; round++) {
-      const c: LoopClient = loopClient(stack.sockets.loopd);
+      const c: LoopClient = loopClient(t.stack.sockets.loopd);
       if (sessions.length < 4 || rand() < 0.2) {
         const id = await newSession(c, `s${round}`);
         sessions.push(id);
         acked.set(id, { results: new Set(), users: new Set() });
       }
       const id = sessions[Math.floor(rand() * sessions.length)]!;
-      stack.sim.reset();
+      t.stack.sim.reset();
       for (let i = 0; i < 3; i++) {
-        stack.sim.enqueue({ toolCalls: [{ id: `r${round}-${i}`, name: "read_file", arguments: '{"path":"f.txt"}' }], tokenDelayMs: 2 });
+        t.stack.sim.enqueue({ toolCalls: [{ id: `r${round}-${i}`, name: "read_file", arguments: '{"path":"f.txt"}' }], tokenDelayMs: 2 });
       }
-      stack.sim.enqueue({ content: "done with this", tokenDelayMs: 2 });
+      t.stack.sim.enqueue({ content: "done with this", tokenDelayMs: 2 });
       const text = `round ${round}`;
       const killAfterMs = Math.floor(rand() * 120);
       const ac = new AbortController();
@@ -66,13 +54,13 @@ describe("crash recovery under SIGKILL", () => {
         }
       })();
       await new Promise((r) => setTimeout(r, killAfterMs));
-      await stack.kill("loopd", "SIGKILL");
+      await t.stack.kill("loopd", "SIGKILL");
       await seen;
       if (started && !finished) killedMidTurn++;
       c.close();
-      await stack.startDaemon("loopd");
+      await t.stack.startDaemon("loopd");
 
-      const check = loopClient(stack.sockets.loopd);
+      const check = loopClient(t.stack.sockets.loopd);
       await check.waitForReady(5_000);
       const listed = (await check.listSessions({})).sessions;
       expect(listed.map((s) => s.id).sort()).toEqual([...sessions].sort());
@@ -98,10 +86,10 @@ describe("crash recovery under SIGKILL", () => {
     expect(killedMidTurn).toBeGreaterThanOrEqual(25);
 
     // Every session takes a new message after all that.
-    const c = loopClient(stack.sockets.loopd);
-    stack.sim.reset();
+    const c = loopClient(t.stack.sockets.loopd);
+    t.stack.sim.reset();
     for (const sid of sessions) {
-      stack.sim.enqueue({ content: "still here" });
+      t.stack.sim.enqueue({ content: "still here" });
       expect(doneOf(await turn(c, sid, "are you there?")).finalText).toBe("still here");
     }
     c.close();

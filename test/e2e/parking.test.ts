@@ -33,7 +33,7 @@ describe("session parking", () => {
 
   it("restores the returning session's cache: its next request is a full hit", async () => {
     const [aFirst, bFirst, aAgain, bAgain] = await alternate(true);
-    for (const [first, again] of [[aFirst!, aAgain!], [bFirst!, bAgain!]]) {
+    for (const [first, again] of [[aFirst!, aAgain!], [bFirst!, bAgain!]] as const) {
       // Everything the session had before is reused; only the new user message is processed.
       expect(again.cacheN).toBeGreaterThan(first.total);
       expect(again.promptN).toBeLessThan(12);

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
+import { useStack } from "../support/use-stack.js";
 
 /**
  * The whole path once, for real: the CLI binary → loopd → inferproxy →
@@ -10,30 +9,20 @@ import { tempDir } from "../support/tmp.js";
  * read_file on disk, each daemon its own process on its own socket.
  */
 describe("walking skeleton", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxe-");
-    stack = await new Stack(tmp.dir).start();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    tmp.cleanup();
-  });
+  const t = useStack("bxe-");
 
   it("boxmaker run: model → read_file via brokerd → model → streamed answer", async () => {
-    writeFileSync(join(stack.workspace, "notes.txt"), "the launch code is 4711\n");
-    stack.sim.enqueue({ toolCalls: [{ id: "call-1", name: "read_file", arguments: '{"path": "notes.txt"}' }] });
-    stack.sim.enqueue({ content: "The note says the launch code is 4711." });
+    writeFileSync(join(t.stack.workspace, "notes.txt"), "the launch code is 4711\n");
+    t.stack.sim.enqueue({ toolCalls: [{ id: "call-1", name: "read_file", arguments: '{"path": "notes.txt"}' }] });
+    t.stack.sim.enqueue({ content: "The note says the launch code is 4711." });
 
-    const r = await stack.cli(["run", "what", "does", "notes.txt", "say?"]);
+    const r = await t.stack.cli(["run", "what", "does", "notes.txt", "say?"]);
     expect(r.stderr).not.toMatch(/error|failed/i);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("The note says the launch code is 4711.");
     expect(r.stdout).toMatch(/read_file/);
 
-    const [first, second] = stack.sim.completions;
+    const [first, second] = t.stack.sim.completions;
     expect(first).toBeDefined();
     expect(second).toBeDefined();
     const body1 = first!.body as { id_slot: number; cache_prompt: boolean; stream: boolean; return_progress: boolean; tools: { function: { name: string } }[] };

@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Stack } from "../../../test/support/stack.js";
-import { tempDir } from "../../../test/support/tmp.js";
+import { useStack } from "../../../test/support/use-stack.js";
 import { Tmux } from "./support/tmux.js";
 
 /**
@@ -10,30 +9,20 @@ import { Tmux } from "./support/tmux.js";
  * prompt, colour, a staged write approved from a second pane, and Ctrl-C.
  */
 describe("boxmaker chat on a terminal", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
   let tmux: Tmux;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxc-");
-    stack = await new Stack(tmp.dir).start();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    tmp?.cleanup();
-  });
+  const t = useStack("bxc-");
   afterEach(async () => {
     await tmux?.kill();
   });
 
-  const env = () => ({ BOXMAKER_SOCKET: stack.sockets.loopd, NO_COLOR: undefined, FORCE_COLOR: undefined, TERM: "xterm-256color" });
+  const env = () => ({ BOXMAKER_SOCKET: t.stack.sockets.loopd, NO_COLOR: undefined, FORCE_COLOR: undefined, TERM: "xterm-256color" });
 
   it("runs two turns, shows the framed write_file call, and resumes after an approval from a second pane", async () => {
-    stack.sim.enqueue({
+    t.stack.sim.enqueue({
       toolCalls: [{ id: "call-w1", name: "write_file", arguments: '{"path": "hello.txt", "content": "hello from the model\\n"}' }],
     });
-    stack.sim.enqueue({ content: "I wrote hello.txt for you." });
-    stack.sim.enqueue({ content: "Second answer: the file is still there." });
+    t.stack.sim.enqueue({ content: "I wrote hello.txt for you." });
+    t.stack.sim.enqueue({ content: "Second answer: the file is still there." });
 
     tmux = new Tmux();
     const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
@@ -44,7 +33,7 @@ describe("boxmaker chat on a terminal", () => {
     expect(staged).toMatch(/┌ write_file \{"path": "hello.txt", "content": "hello from the model\\n"\}/);
     expect(staged).toMatch(/│ staged for approval \(default:write\) — proposal p-\S+: run `boxmaker approve p-\S+`/);
     const proposalId = /proposal (p-[^\s:]+):/.exec(staged)![1]!;
-    expect(existsSync(join(stack.workspace, "hello.txt"))).toBe(false);
+    expect(existsSync(join(t.stack.workspace, "hello.txt"))).toBe(false);
 
     // A second terminal: approve shows the diff and asks before applying.
     const approver = await tmux.split(Tmux.cliLine(["approve", proposalId], env()));
@@ -62,13 +51,13 @@ describe("boxmaker chat on a terminal", () => {
     const first = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the first turn to end");
     expect(first).toMatch(/│ Created hello\.txt[^\n]*\n└ ok/);
     expect(first).toContain("I wrote hello.txt for you.");
-    expect(readFileSync(join(stack.workspace, "hello.txt"), "utf8")).toBe("hello from the model\n");
+    expect(readFileSync(join(t.stack.workspace, "hello.txt"), "utf8")).toBe("hello from the model\n");
 
     await tmux.type(chat, "is it still there?");
     const second = await tmux.waitFor(chat, (s) => s.includes("— stop · 1 request "), "the second turn to end");
     expect(second).toContain("Second answer: the file is still there.");
     // Both turns went to one session: the second request replays the first turn.
-    const msgs = (stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
+    const msgs = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
     expect(msgs.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["please write hello.txt", "is it still there?"]);
 
     // On a terminal without NO_COLOR the frame is coloured.
@@ -79,8 +68,8 @@ describe("boxmaker chat on a terminal", () => {
   });
 
   it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {
-    stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 40 });
-    stack.sim.enqueue({ content: "Fresh answer after the cancel." });
+    t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 40 });
+    t.stack.sim.enqueue({ content: "Fresh answer after the cancel." });
 
     tmux = new Tmux();
     const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
@@ -98,15 +87,15 @@ describe("boxmaker chat on a terminal", () => {
     expect(after).toMatch(/Fresh answer after the cancel\.\n— stop/);
     expect(after).not.toContain("[exit ");
 
-    const id = JSON.parse((await stack.cli(["ls", "--json"])).stdout).sessions.find((s: { title: string }) => s.title === "take your time").id;
-    const shown = await stack.cli(["show", "--json", id]);
+    const id = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find((s: { title: string }) => s.title === "take your time").id;
+    const shown = await t.stack.cli(["show", "--json", id]);
     const users = JSON.parse(shown.stdout).messages.filter((m: { message: { role: string } }) => m.message.role === "user");
     expect(users.map((m: { message: { content: string } }) => m.message.content)).toEqual(["take your time", "still there?"]);
   });
 
   it("prints no escape sequences on a terminal when NO_COLOR is set", async () => {
-    stack.sim.enqueue({ reasoning: "hmm", toolCalls: [{ id: "c-ls", name: "list_dir", arguments: '{"path": "."}' }] });
-    stack.sim.enqueue({ content: "Listed." });
+    t.stack.sim.enqueue({ reasoning: "hmm", toolCalls: [{ id: "c-ls", name: "list_dir", arguments: '{"path": "."}' }] });
+    t.stack.sim.enqueue({ content: "Listed." });
     tmux = new Tmux();
     const pane = await tmux.start(Tmux.cliLine(["run", "list", "it"], { ...env(), NO_COLOR: "1" }));
     const screen = await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");

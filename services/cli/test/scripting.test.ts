@@ -3,8 +3,8 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cliMain, runCli, Stack } from "../../../test/support/stack.js";
-import { tempDir } from "../../../test/support/tmp.js";
+import { cliMain, runCli } from "../../../test/support/stack.js";
+import { useStack } from "../../../test/support/use-stack.js";
 
 const ANSI = /\x1b\[/;
 type Event = Record<string, any>;
@@ -16,22 +16,12 @@ const events = (stdout: string): Event[] =>
 
 /** The CLI through pipes, as scripts use it: JSON lines, exit codes, stdin, plain output. */
 describe("boxmaker through pipes", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxp-");
-    stack = await new Stack(tmp.dir).start();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    tmp?.cleanup();
-  });
+  const t = useStack("bxp-");
 
   /** A CLI process whose output can be watched while it runs. */
   function spawnCli(args: string[]) {
     const proc = spawn(process.execPath, [cliMain, ...args], {
-      env: { ...process.env, NO_COLOR: "1", BOXMAKER_SOCKET: stack.sockets.loopd },
+      env: { ...process.env, NO_COLOR: "1", BOXMAKER_SOCKET: t.stack.sockets.loopd },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -48,8 +38,8 @@ describe("boxmaker through pipes", () => {
   }
 
   it("run --json prints one parseable event per line, content deltas through turn_done, and exits 0", async () => {
-    stack.sim.enqueue({ reasoning: "thinking hard", content: "Hello from JSON." });
-    const r = await stack.cli(["run", "--json", "say", "hello"]);
+    t.stack.sim.enqueue({ reasoning: "thinking hard", content: "Hello from JSON." });
+    const r = await t.stack.cli(["run", "--json", "say", "hello"]);
     expect(r.code).toBe(0);
     const evs = events(r.stdout);
     expect(evs[0]).toHaveProperty("turn_started");
@@ -62,9 +52,9 @@ describe("boxmaker through pipes", () => {
   });
 
   it("exits 3 when a budget ends the turn (--max-iterations 1 with a tool call pending)", async () => {
-    writeFileSync(join(stack.workspace, "budget.txt"), "x\n");
-    stack.sim.enqueue({ toolCalls: [{ name: "read_file", arguments: '{"path": "budget.txt"}' }] });
-    const r = await stack.cli(["run", "--json", "--max-iterations", "1", "read", "budget.txt"]);
+    writeFileSync(join(t.stack.workspace, "budget.txt"), "x\n");
+    t.stack.sim.enqueue({ toolCalls: [{ name: "read_file", arguments: '{"path": "budget.txt"}' }] });
+    const r = await t.stack.cli(["run", "--json", "--max-iterations", "1", "read", "budget.txt"]);
     expect(r.code).toBe(3);
     const evs = events(r.stdout);
     expect(evs.find((e) => e.budget_breach)?.budget_breach).toMatchObject({ budget: "iterations", limit: "1", used: "1" });
@@ -72,17 +62,17 @@ describe("boxmaker through pipes", () => {
   });
 
   it("exits 2 on usage errors", async () => {
-    expect((await stack.cli(["run"])).code).toBe(2);
-    expect((await stack.cli(["frobnicate"])).code).toBe(2);
-    const bad = await stack.cli(["run", "--max-iterations", "lots", "hi"]);
+    expect((await t.stack.cli(["run"])).code).toBe(2);
+    expect((await t.stack.cli(["frobnicate"])).code).toBe(2);
+    const bad = await t.stack.cli(["run", "--max-iterations", "lots", "hi"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--max-iterations needs a positive number, not "lots"');
-    const cron = await stack.cli(["schedule", "add", "not a cron", "hi"]);
+    const cron = await t.stack.cli(["schedule", "add", "not a cron", "hi"]);
     expect(cron.code).toBe(2);
   });
 
   it("exits 6 with one line naming the socket and how to start the stack when loopd is missing", async () => {
-    const socket = join(tmp.dir, "nope.sock");
+    const socket = join(t.dir, "nope.sock");
     for (const via of [{ args: ["--socket", socket, "ls"], env: {} }, { args: ["status"], env: { BOXMAKER_SOCKET: socket } }]) {
       const r = await runCli(via.args, { env: via.env });
       expect(r.code).toBe(6);
@@ -92,38 +82,38 @@ describe("boxmaker through pipes", () => {
       expect(r.stderr).toContain("boxmaker up");
     }
     // A socket file nobody listens on (a crashed daemon) gets the same line, not a gRPC error.
-    writeFileSync(join(tmp.dir, "stale.sock"), "");
-    const stale = await runCli(["ls"], { env: { BOXMAKER_SOCKET: join(tmp.dir, "stale.sock") } });
+    writeFileSync(join(t.dir, "stale.sock"), "");
+    const stale = await runCli(["ls"], { env: { BOXMAKER_SOCKET: join(t.dir, "stale.sock") } });
     expect(stale.code).toBe(6);
     expect(stale.stderr).toMatch(/^boxmaker: cannot reach loopd at \S+stale\.sock \(nothing is listening\); start the stack/);
   });
 
   it("prints no escape sequences into a pipe even without NO_COLOR", async () => {
-    stack.sim.enqueue({ reasoning: "r", toolCalls: [{ name: "list_dir", arguments: '{"path": "."}' }] });
-    stack.sim.enqueue({ content: "Done." });
-    const r = await stack.cli(["run", "--reasoning", "list"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } });
+    t.stack.sim.enqueue({ reasoning: "r", toolCalls: [{ name: "list_dir", arguments: '{"path": "."}' }] });
+    t.stack.sim.enqueue({ content: "Done." });
+    const r = await t.stack.cli(["run", "--reasoning", "list"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("┌ list_dir");
     expect(r.stdout).toContain("thinking:");
     expect(r.stdout + r.stderr).not.toMatch(ANSI);
-    const st = await stack.cli(["status"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } });
+    const st = await t.stack.cli(["status"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } });
     expect(st.stdout).not.toMatch(ANSI);
   });
 
   it("reads the prompt from stdin with -", async () => {
-    stack.sim.enqueue({ content: "Read it." });
+    t.stack.sim.enqueue({ content: "Read it." });
     const prompt = "line one from stdin\nline two";
-    const r = await stack.cli(["run", "-"], { input: prompt });
+    const r = await t.stack.cli(["run", "-"], { input: prompt });
     expect(r.code).toBe(0);
-    const msgs = (stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
+    const msgs = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
     expect(msgs.at(-1)).toEqual({ role: "user", content: prompt });
-    expect((await stack.cli(["run", "-"], { input: "  \n" })).code).toBe(2);
+    expect((await t.stack.cli(["run", "-"], { input: "  \n" })).code).toBe(2);
   });
 
   it("chat without a terminal sends one message per stdin line in one session", async () => {
-    stack.sim.enqueue({ content: "First." });
-    stack.sim.enqueue({ content: "Second." });
-    const r = await stack.cli(["chat", "--json"], { input: "one\n\ntwo\n" });
+    t.stack.sim.enqueue({ content: "First." });
+    t.stack.sim.enqueue({ content: "Second." });
+    const r = await t.stack.cli(["chat", "--json"], { input: "one\n\ntwo\n" });
     expect(r.code).toBe(0);
     const done = events(r.stdout).filter((e) => e.turn_done);
     expect(done.map((e) => e.turn_done.final_text)).toEqual(["First.", "Second."]);
@@ -131,105 +121,105 @@ describe("boxmaker through pipes", () => {
   });
 
   it("ls, show, status and tools print readable text and JSON", async () => {
-    writeFileSync(join(stack.workspace, "facts.txt"), "the sky is green\n");
-    stack.sim.enqueue({
+    writeFileSync(join(t.stack.workspace, "facts.txt"), "the sky is green\n");
+    t.stack.sim.enqueue({
       reasoning: "I should read the file.",
       toolCalls: [{ id: "call-f", name: "read_file", arguments: '{"path": "facts.txt"}' }],
     });
-    stack.sim.enqueue({ content: "The file says the sky is green." });
-    const run = await stack.cli(["run", "what", "colour", "is", "the", "sky?"]);
+    t.stack.sim.enqueue({ content: "The file says the sky is green." });
+    const run = await t.stack.cli(["run", "what", "colour", "is", "the", "sky?"]);
     expect(run.code).toBe(0);
     const id = /session (\S+)/.exec(run.stderr)![1]!;
 
-    const ls = await stack.cli(["ls"]);
+    const ls = await t.stack.cli(["ls"]);
     expect(ls.stdout).toMatch(/^ID\s+STATE\s+ROLE\s+MSGS\s+CONTEXT\s+ACTIVE\s+TITLE$/m);
     expect(ls.stdout).toMatch(new RegExp(`^${id}\\s+idle\\s+main\\s+4\\s+\\d+\\s+\\S+ ago\\s+what colour is the sky\\?$`, "m"));
-    const lsJson = JSON.parse((await stack.cli(["ls", "--json"])).stdout);
+    const lsJson = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout);
     expect(lsJson.sessions.find((s: Event) => s.id === id)).toMatchObject({ state: "idle", messages: 4, role: "SESSION_ROLE_MAIN" });
 
-    const show = await stack.cli(["show", id]);
+    const show = await t.stack.cli(["show", id]);
     expect(show.stdout).toContain("what colour is the sky?");
     expect(show.stdout).toContain("I should read the file.");
     expect(show.stdout).toMatch(/┌ read_file \{"path": "facts.txt"\}\n\s+│ the sky is green\n\s+└ ok/);
     expect(show.stdout).toContain("The file says the sky is green.");
-    expect((await stack.cli(["show", "--no-reasoning", id])).stdout).not.toContain("I should read the file.");
-    const showJson = JSON.parse((await stack.cli(["show", "--json", id])).stdout);
+    expect((await t.stack.cli(["show", "--no-reasoning", id])).stdout).not.toContain("I should read the file.");
+    const showJson = JSON.parse((await t.stack.cli(["show", "--json", id])).stdout);
     expect(showJson.session.id).toBe(id);
     expect(showJson.messages.map((m: Event) => m.message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    expect((await stack.cli(["show", "s-does-not-exist"])).code).toBe(1);
+    expect((await t.stack.cli(["show", "s-does-not-exist"])).code).toBe(1);
 
-    const status = await stack.cli(["status"]);
+    const status = await t.stack.cli(["status"]);
     expect(status.code).toBe(0);
     for (const d of ["loopd", "inferproxy", "brokerd"]) expect(status.stdout).toMatch(new RegExp(`✓\\s+${d}\\s+\\S+\\.sock\\s+ok`));
     expect(status.stdout).toMatch(/build\s+b1-llamasim/);
     expect(status.stdout).toMatch(/self-test\s+passed/);
     expect(status.stdout).toMatch(/^\s+0\s+main\s+idle/m);
-    const statusJson = JSON.parse((await stack.cli(["status", "--json"])).stdout);
+    const statusJson = JSON.parse((await t.stack.cli(["status", "--json"])).stdout);
     expect(statusJson.infer.self_test.passed).toBe(true);
     expect(statusJson.slots.map((s: Event) => s.role)).toEqual(["main", "subagent", "scheduled"]);
 
-    const tools = await stack.cli(["tools"]);
+    const tools = await t.stack.cli(["tools"]);
     expect(tools.stdout).toMatch(/^\s+read_file\s+read\s+Read a text file/m);
     expect(tools.stdout).toMatch(/^\s+write_file\s+write\s+/m);
-    const toolsJson = JSON.parse((await stack.cli(["tools", "--json", "fetch", "url"])).stdout);
+    const toolsJson = JSON.parse((await t.stack.cli(["tools", "--json", "fetch", "url"])).stdout);
     expect(toolsJson.core.map((t: Event) => t.name)).toContain("find_tool");
-    const searched = await stack.cli(["tools", toolsJson.matches[0]?.name ?? "zzz-nothing"]);
+    const searched = await t.stack.cli(["tools", toolsJson.matches[0]?.name ?? "zzz-nothing"]);
     expect(searched.stdout).toMatch(/find_tool "[^"]+": \d+ match/);
   });
 
   it("attach follows another client's running turn to its end; cancel ends a turn with exit 5", async () => {
-    stack.sim.enqueue({ content: "tick ".repeat(60), tokenDelayMs: 15 });
+    t.stack.sim.enqueue({ content: "tick ".repeat(60), tokenDelayMs: 15 });
     const runner = spawnCli(["run", "--json", "count", "slowly"]);
     await until(() => runner.stdout().includes('"content"'), "the turn to stream");
     const id = JSON.parse(runner.stdout().split("\n")[0]!).session_id as string;
 
-    const attached = await stack.cli(["attach", id]);
+    const attached = await t.stack.cli(["attach", id]);
     expect(attached.code).toBe(0);
     expect(attached.stdout).toContain("tick tick tick");
     expect(attached.stdout).toMatch(/— stop · 1 request/);
     expect(await runner.exited).toBe(0);
 
-    const idle = await stack.cli(["attach", id]);
+    const idle = await t.stack.cli(["attach", id]);
     expect(idle.code).toBe(0);
     expect(idle.stderr).toContain("no turn to attach to");
 
-    stack.sim.enqueue({ content: "tock ".repeat(400), tokenDelayMs: 20 });
+    t.stack.sim.enqueue({ content: "tock ".repeat(400), tokenDelayMs: 20 });
     const slow = spawnCli(["run", "tock", "forever"]);
     await until(() => slow.stdout().includes("tock tock"), "the slow turn to stream");
-    const slowId = JSON.parse((await stack.cli(["ls", "--json"])).stdout).sessions.find((s: Event) => s.title === "tock forever").id;
-    const c = await stack.cli(["cancel", slowId]);
+    const slowId = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find((s: Event) => s.title === "tock forever").id;
+    const c = await t.stack.cli(["cancel", slowId]);
     expect(c.stdout).toBe(`cancelled the running turn of ${slowId}\n`);
     expect(await slow.exited).toBe(5);
     expect(slow.stdout()).toMatch(/— cancelled/);
-    expect((await stack.cli(["cancel", "--json", slowId])).stdout.trim()).toBe('{"cancelled":false}');
+    expect((await t.stack.cli(["cancel", "--json", slowId])).stdout.trim()).toBe('{"cancelled":false}');
   });
 
   it("reject tells the waiting turn, leaves the file alone, and the run exits 4", async () => {
-    stack.sim.enqueue({ toolCalls: [{ name: "write_file", arguments: '{"path": "nope.txt", "content": "x"}' }] });
-    stack.sim.enqueue({ content: "Understood, I will not write it." });
+    t.stack.sim.enqueue({ toolCalls: [{ name: "write_file", arguments: '{"path": "nope.txt", "content": "x"}' }] });
+    t.stack.sim.enqueue({ content: "Understood, I will not write it." });
     const runner = spawnCli(["run", "--json", "write", "nope.txt"]);
     await until(() => runner.stdout().includes("TOOL_DECISION_STAGED"), "the staged decision");
     const decision = events(runner.stdout()).find((e) => e.tool_decision)!.tool_decision;
-    const r = await stack.cli(["reject", "--json", decision.proposal_id, "--reason", "not today"]);
+    const r = await t.stack.cli(["reject", "--json", decision.proposal_id, "--reason", "not today"]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ id: decision.proposal_id, state: "rejected", tool: "write_file" });
     expect(r.stderr).toContain("+++ b/nope.txt");
     expect(await runner.exited).toBe(4);
     expect(events(runner.stdout()).find((e) => e.tool_result)!.tool_result).toMatchObject({ is_error: true });
-    expect(existsSync(join(stack.workspace, "nope.txt"))).toBe(false);
-    const again = await stack.cli(["approve", "--yes", decision.proposal_id]);
+    expect(existsSync(join(t.stack.workspace, "nope.txt"))).toBe(false);
+    const again = await t.stack.cli(["approve", "--yes", decision.proposal_id]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("already decided (rejected)");
   });
 
   it("schedule add, ls and rm", async () => {
-    const added = JSON.parse((await stack.cli(["schedule", "add", "--json", "30 6 * * *", "water", "the", "plants"])).stdout);
+    const added = JSON.parse((await t.stack.cli(["schedule", "add", "--json", "30 6 * * *", "water", "the", "plants"])).stdout);
     expect(added).toMatchObject({ cron: "30 6 * * *", prompt: "water the plants" });
-    const ls = await stack.cli(["schedule", "ls"]);
+    const ls = await t.stack.cli(["schedule", "ls"]);
     expect(ls.stdout).toMatch(new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+.*water the plants$`, "m"));
-    const rm = await stack.cli(["schedule", "rm", added.id]);
+    const rm = await t.stack.cli(["schedule", "rm", added.id]);
     expect(rm).toMatchObject({ code: 0, stdout: `removed schedule ${added.id}\n` });
-    expect((await stack.cli(["schedule", "rm", added.id])).code).toBe(1);
+    expect((await t.stack.cli(["schedule", "rm", added.id])).code).toBe(1);
   });
 
   it("every command has --help with examples", async () => {

@@ -81,7 +81,7 @@ describe("grpc adapter over a Unix socket", () => {
     expect(err).toBeInstanceOf(RpcError);
     expect((err as RpcError).code).toBe(Status.FAILED_PRECONDITION);
     expect((err as RpcError).details).toEqual({ n_prompt_tokens: "13922", n_ctx: "1024" });
-    const internal = await c.slotAction({}).catch((e: unknown) => e as RpcError);
+    const internal = (await c.slotAction({}).catch((e: unknown) => e)) as RpcError;
     expect(internal.code).toBe(Status.INTERNAL);
     expect(internal.message).toContain("boom");
     const got: string[] = [];

@@ -127,7 +127,7 @@ describe("agent loop", () => {
     const breaches: string[] = [];
     const ac = new AbortController();
     void (async () => {
-      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget);
+      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget ?? "");
     })();
     const out = await runTurn(s, "think", { ...unlimited, max_thinking_tokens: 2 }, d, new AbortController().signal);
     await new Promise((r) => setTimeout(r, 5));
