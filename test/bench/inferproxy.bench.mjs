@@ -31,6 +31,33 @@ function cpuMsOf(pid) {
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
+/** A child process serving InferService.Complete with a single immediate event. */
+async function bareHop(dir) {
+  const sock = join(dir, "hop.sock");
+  const code = `
+    import * as grpc from "@grpc/grpc-js";
+    import { addService, InferService } from ${JSON.stringify(join(repo, "services/common/dist/index.js"))};
+    const server = new grpc.Server();
+    addService(server, InferService, {
+      status: async () => ({}),
+      slotAction: async () => ({}),
+      complete: async function* () { yield { event: { case: "content", value: { text: "x" } } }; },
+    });
+    server.bindAsync("unix://${sock}", grpc.ServerCredentials.createInsecure(), () => console.log("up"));
+    process.on("SIGTERM", () => server.forceShutdown());`;
+  const proc = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  await once(proc.stdout, "data");
+  const client = createClient(InferService, sock);
+  return {
+    client,
+    close: async () => {
+      client.close();
+      proc.kill("SIGTERM");
+      await once(proc, "exit");
+    },
+  };
+}
+
 export default async function (emit) {
   const dir = mkdtempSync(join(tmpdir(), "bxb-"));
   const llamaSock = join(dir, "llama.sock");
@@ -103,6 +130,22 @@ export default async function (emit) {
     emit("ttft_added_ms_p50", p50(p) - p50(d), "ms");
     emit("ttft_added_ms_p99", p99(p) - p99(d), "ms");
     emit("ttft_ratio_p50", p50(p) / p50(d), "x");
+
+    // What one bare gRPC hop to another process costs by itself, for scale:
+    // a child that answers Complete with one content event at once.
+    const hop = await bareHop(dir);
+    try {
+      const h = [];
+      for (let i = 0; i < 30 + TTFT_RUNS; i++) {
+        const t0 = nowMs();
+        for await (const ev of hop.client.complete({ slot: 0 })) if (ev.event.case === "content") break;
+        if (i >= 30) h.push(nowMs() - t0);
+      }
+      emit("grpc_hop_first_message_ms_p50", p50(h), "ms");
+      emit("ttft_added_beyond_hop_ms_p50", p50(p) - p50(d) - p50(h), "ms");
+    } finally {
+      await hop.close();
+    }
 
     const long = { content: Array.from({ length: LONG_TOKENS }, (_, i) => `t${i} `) };
     const dl = [];
