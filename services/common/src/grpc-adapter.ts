@@ -46,6 +46,11 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Milliseconds from now. */
   timeoutMs?: number;
+  /**
+   * Queue the call until the peer daemon is reachable (bounded by timeoutMs)
+   * instead of failing at once while it restarts. For idempotent calls only.
+   */
+  waitForReady?: boolean;
 }
 
 type ClientMethod<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
@@ -181,12 +186,22 @@ function callOptions(opts?: CallOptions): grpc.CallOptions {
   return opts?.timeoutMs ? { deadline: Date.now() + opts.timeoutMs } : {};
 }
 
+function callMetadata(opts?: CallOptions): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (opts?.waitForReady) md.setOptions({ waitForReady: true });
+  return md;
+}
+
 /** A typed client for a protobuf-es service over a Unix socket. */
 export function createClient<T extends GenServiceMethods>(svc: GenService<T>, socketPath: string): ServiceClient<T> {
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(svc as GenService<GenServiceMethods>), svc.typeName);
   const raw = new Ctor(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
     // One channel per peer daemon; keep it alive so the first call after idle is not a reconnect.
     "grpc.keepalive_time_ms": 60_000,
+    // A peer on the same machine comes back within seconds of a restart; do not
+    // let the default backoff (up to 2 minutes) keep the channel down after it.
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 2_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
     "grpc.max_send_message_length": 64 * 1024 * 1024,
   }) as unknown as grpc.Client & Record<string, Function>;
@@ -202,7 +217,7 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     if (m.methodKind === "unary") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
         new Promise((resolve, reject) => {
-          const call = method(create(m.input, req), callOptions(opts), (err: unknown, res: unknown) =>
+          const call = method(create(m.input, req), callMetadata(opts), callOptions(opts), (err: unknown, res: unknown) =>
             err ? reject(toClientError(err)) : resolve(res),
           ) as grpc.ClientUnaryCall;
           opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
@@ -210,7 +225,7 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     } else {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
         async *[Symbol.asyncIterator]() {
-          const call = method(create(m.input, req), callOptions(opts)) as grpc.ClientReadableStream<unknown>;
+          const call = method(create(m.input, req), callMetadata(opts), callOptions(opts)) as grpc.ClientReadableStream<unknown>;
           const onAbort = () => call.cancel();
           opts?.signal?.addEventListener("abort", onAbort, { once: true });
           try {

@@ -71,7 +71,8 @@ export class SessionRunner {
 
   /** The epoch's tools array is fetched once, here, and frozen in the log. */
   async create(role: SessionRoleName, title: string, parentId = ""): Promise<Session> {
-    const tools = await this.d.broker.getTools({});
+    // Idempotent: wait out a brokerd restart rather than refuse the session.
+    const tools = await this.d.broker.getTools({}, { waitForReady: true, timeoutMs: 10_000 });
     return this.d.store.create({
       role,
       title,
