@@ -106,7 +106,7 @@ export class Broker {
       sandbox,
       mcp,
       new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log),
-      new Disclosure(),
+      new Disclosure(join(config.state_dir, "disclosure.jsonl")),
       opts.log,
     );
     if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");

@@ -116,6 +116,19 @@ describe("built-in tools under the default policy", () => {
     expect((await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } }, "other")).rule).toBe("call_tool:undisclosed");
   });
 
+  it("disclosure survives a brokerd restart", async () => {
+    r = await rig();
+    await r.call("find_tool", { query: "read a stored blob" });
+    const { Broker } = await import("../src/broker.js");
+    const { silent } = await import("./helpers.js");
+    const again = await Broker.open(r.config, { log: silent });
+    const call = (session: string) =>
+      again.call({ sessionId: session, callId: "c", name: "call_tool", argumentsJson: JSON.stringify({ name: "read_blob", arguments: { blob: "x" } }) });
+    expect((await call("s1")).rule).toBe("tool:invalid-call");
+    expect((await call("other")).rule).toBe("call_tool:undisclosed");
+    await again.close();
+  });
+
   it("call_tool reaches core tools too, and accepts arguments sent as a JSON string", async () => {
     r = await rig();
     writeFileSync(join(r.ws, "a.txt"), "hi");
