@@ -94,6 +94,7 @@ export class Broker {
       config.sandbox,
       guard.roots,
       guard.roots.flatMap((r) => guard.protectedInside(r)),
+      () => guard.secretsInside(),
     );
     const table = builtinTable(config.extra_core_tools);
     const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log);

@@ -24,6 +24,8 @@ export interface BwrapLayout {
   rw: string[];
   /** Protected paths inside a root, bound read-only over it. */
   roInside: string[];
+  /** Secrets inside a root, masked: files by /dev/null, directories by an empty tmpfs. */
+  hidden: { path: string; dir: boolean }[];
   network: boolean;
   cwd: string;
   command: string;
@@ -42,6 +44,7 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   for (const r of l.rw) a.push("--bind", r, r);
   for (const p of l.roInside) a.push("--ro-bind", p, p);
+  for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
   a.push("--chdir", l.cwd, "--", "/bin/sh", "-c", l.command);
   return a;
 }
@@ -64,17 +67,24 @@ export class Sandbox {
     private readonly config: BrokerConfig["sandbox"],
     private readonly rw: string[],
     private readonly roInside: string[],
+    /** Finds the secrets to mask at each run: files appear and vanish between commands. */
+    private readonly secrets: () => { path: string; dir: boolean }[] = () => [],
   ) {}
 
   /**
    * Runs bwrap once with the namespaces brokerd will ask for, so "bwrap is
    * installed but user namespaces are off" is found at start, not on first use.
    */
-  static probe(config: BrokerConfig["sandbox"], rw: string[], roInside: string[]): Sandbox {
+  static probe(
+    config: BrokerConfig["sandbox"],
+    rw: string[],
+    roInside: string[],
+    secrets?: () => { path: string; dir: boolean }[],
+  ): Sandbox {
     const fallback = (why: string) =>
       config.allow_unsandboxed
-        ? new Sandbox("unsandboxed", `${why}; running commands unsandboxed (allow_unsandboxed)`, config, rw, roInside)
-        : new Sandbox("unavailable", `${why}; run_command is refused (set sandbox.allow_unsandboxed to override)`, config, rw, roInside);
+        ? new Sandbox("unsandboxed", `${why}; running commands unsandboxed (allow_unsandboxed)`, config, rw, roInside, secrets)
+        : new Sandbox("unavailable", `${why}; run_command is refused (set sandbox.allow_unsandboxed to override)`, config, rw, roInside, secrets);
     if (config.mode === "none") return fallback("sandbox.mode is none");
     if (!existsSync(config.bwrap_path)) return fallback(`${config.bwrap_path} does not exist`);
     const r = spawnSync(
@@ -83,7 +93,7 @@ export class Sandbox {
       { timeout: 10_000, stdio: ["ignore", "ignore", "pipe"] },
     );
     if (r.status !== 0) return fallback(`bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`);
-    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside);
+    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, secrets);
   }
 
   private layout(req: SandboxRequest): BwrapLayout {
@@ -93,7 +103,15 @@ export class Sandbox {
       if (!st) continue;
       ro.push(st.isSymbolicLink() ? { path, symlinkTo: readlinkSync(path) } : { path });
     }
-    return { ro, rw: this.rw, roInside: this.roInside, network: this.config.network, cwd: req.cwd, command: req.command };
+    return {
+      ro,
+      rw: this.rw,
+      roInside: this.roInside,
+      hidden: this.secrets(),
+      network: this.config.network,
+      cwd: req.cwd,
+      command: req.command,
+    };
   }
 
   run(req: SandboxRequest, signal?: AbortSignal): Promise<SandboxResult> {

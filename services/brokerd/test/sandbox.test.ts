@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bwrapArgs } from "../src/sandbox.js";
 import { rig, type Rig } from "./helpers.js";
@@ -10,7 +10,7 @@ afterEach(async () => r && (await r.cleanup()));
 const allowCommands = { policy: { rules: [{ name: "cmds", tool: "run_command", effect: "allow" }] } };
 
 describe("bwrap command line", () => {
-  const base = { ro: [{ path: "/usr" }, { path: "/bin", symlinkTo: "usr/bin" }], rw: ["/tmp/ws"], roInside: ["/tmp/ws/.boxmaker"], cwd: "/tmp/ws", command: "make" };
+  const base = { ro: [{ path: "/usr" }, { path: "/bin", symlinkTo: "usr/bin" }], rw: ["/tmp/ws"], roInside: ["/tmp/ws/.boxmaker"], hidden: [], cwd: "/tmp/ws", command: "make" };
 
   it("unshares the network unless policy allows it, and always the pid namespace", () => {
     const a = bwrapArgs({ ...base, network: false });
@@ -54,6 +54,23 @@ describe("run_command in bwrap", () => {
     const res = await r.call("run_command", { command: "echo oops >&2; exit 3" });
     expect(res).toMatchObject({ decision: "allowed", isError: true });
     expect(res.content).toBe("oops\n[exit code 3]");
+  });
+
+  it("masks secret files and directories inside the workspace from commands", async () => {
+    r = await rig(allowCommands, ({ ws }) => {
+      writeFileSync(join(ws, ".env"), "API_KEY=hunter2\n");
+      mkdirSync(join(ws, "sub", ".ssh"), { recursive: true });
+      writeFileSync(join(ws, "sub", ".ssh", "id_ed25519"), "PRIVATE KEY\n");
+      writeFileSync(join(ws, "notes.txt"), "visible\n");
+    });
+    const res = await r.call("run_command", { command: "cat notes.txt; cat .env; ls -A sub/.ssh; echo end" });
+    expect(res.content).toContain("visible");
+    expect(res.content).not.toContain("hunter2");
+    expect(res.content).not.toContain("id_ed25519");
+    expect(res.content).toContain("end");
+    // Writing through the mask changes nothing on disk.
+    await r.call("run_command", { command: "echo leaked > .env || true" });
+    expect(readFileSync(join(r.ws, ".env"), "utf8")).toBe("API_KEY=hunter2\n");
   });
 
   it("keeps protected paths inside the workspace read-only", async () => {

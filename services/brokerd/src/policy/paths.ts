@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PathMatcher } from "./glob.js";
 import { Refused } from "./refused.js";
@@ -52,6 +52,9 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
  * The path checks every tool runs before touching the disk. Roots and protected
  * paths are canonicalized once, so a workspace under a symlinked /tmp still works.
  */
+/** Large trees no person keeps credentials in; skipping them keeps the walk fast. */
+const SKIP_DIRS = new Set(["node_modules", ".git"]);
+
 export class PathGuard {
   readonly roots: string[];
   private readonly protectedPaths: string[];
@@ -103,6 +106,36 @@ export class PathGuard {
 
   isProtected(abs: string): boolean {
     return this.protectedPaths.some((p) => within(p, abs));
+  }
+
+  /**
+   * Secret files and directories inside the roots, for the sandbox to mask:
+   * a command must not read what read_file may not. Bounded walk; symlinks
+   * are not followed (a link to a secret outside is outside the sandbox anyway).
+   */
+  secretsInside(limit = 50_000): { path: string; dir: boolean }[] {
+    const found: { path: string; dir: boolean }[] = [];
+    let seen = 0;
+    const walk = (root: string, dir: string) => {
+      let entries: Dirent[];
+      try {
+        entries = readdirSync(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        if (++seen > limit) return;
+        const abs = join(dir, e.name);
+        if (e.isSymbolicLink()) continue;
+        if (this.isSecret(relative(root, abs), abs)) {
+          if (e.isDirectory() || e.isFile()) found.push({ path: abs, dir: e.isDirectory() });
+          continue;
+        }
+        if (e.isDirectory() && !SKIP_DIRS.has(e.name)) walk(root, abs);
+      }
+    };
+    for (const r of this.roots) walk(r, r);
+    return found;
   }
 
   /** Protected paths inside a root: the sandbox binds them read-only over the writable workspace. */
