@@ -13,7 +13,9 @@ import {
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { buildMessagesJson } from "./replay.js";
 import { toolMessageJson, userMessageJson } from "./messages.js";
-import { answerOpenToolCalls, type Session } from "./session-store.js";
+import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
+import { unansweredToolCalls } from "./session-state.js";
+import { LogWriteError } from "./session-log.js";
 
 export interface ToolOutcome {
   content: string;
@@ -85,6 +87,9 @@ export async function runTurn(
   };
   const publish = s.events.publish.bind(s.events);
 
+  // A previous turn that could not close its records (a write failed) is closed
+  // now, before anything new: no tool call may stay unanswered under the new message.
+  if (s.state.turnOpen || unansweredToolCalls(s.state).length) closeInterruptedTurn(s);
   s.append({ t: "turn_start", turn, at: Date.now() });
   s.append({ t: "message", epoch: epoch(), json: userMessageJson(userText), at: Date.now() });
   s.turnStartedSeq = Number(publish({ case: "turnStarted", value: { turn, slot: s.state.slot } }).seq);
@@ -157,7 +162,7 @@ export async function runTurn(
       out.finishReason = "cancelled";
     } else {
       out.finishReason = "failed";
-      out.error = toRpcError(err);
+      out.error = turnError(err);
       deps.log.warn({ session: s.id, err: out.error.message, code: out.error.codeName }, "turn failed");
     }
   } finally {
@@ -211,6 +216,17 @@ export async function runTurn(
     });
   }
   return out;
+}
+
+/** What a failed turn tells the client; a log that cannot be written is named as such. */
+export function turnError(err: unknown): RpcError {
+  if (err instanceof LogWriteError) {
+    return new RpcError(
+      err.code === "ENOSPC" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL,
+      `loopd cannot write the session log${err.code === "ENOSPC" ? " (the disk is full)" : ""}: ${err.message}. Nothing after the last saved record was acted on; free space and send the message again.`,
+    );
+  }
+  return toRpcError(err);
 }
 
 function isContextOverflow(err: unknown): boolean {

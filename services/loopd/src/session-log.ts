@@ -45,6 +45,10 @@ export class LogCorruptError extends Error {
 /** The record was not persisted; nothing was acknowledged and nothing may act on it. */
 export class LogWriteError extends Error {
   override readonly name = "LogWriteError";
+  /** The errno code behind it (ENOSPC on a full disk). */
+  get code(): string | undefined {
+    return (this.cause as NodeJS.ErrnoException | undefined)?.code;
+  }
 }
 
 export interface LoadResult {

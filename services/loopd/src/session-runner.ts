@@ -6,7 +6,7 @@ import {
   type InferService,
   type Logger,
 } from "@boxmaker/common";
-import { runTurn, type LoopDeps, type ToolOutcome, type TurnOutcome } from "./agent-loop.js";
+import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnOutcome } from "./agent-loop.js";
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
@@ -144,7 +144,8 @@ export class SessionRunner {
           value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "" },
         });
       } else {
-        s.events.publish({ case: "turnFailed", value: { code: "INTERNAL", message } });
+        const e = turnError(err);
+        s.events.publish({ case: "turnFailed", value: { code: e.codeName, message: e.message } });
       }
       throw err;
     } finally {
