@@ -31,7 +31,8 @@ export class Parking {
     private readonly enabled: boolean,
   ) {}
 
-  parkedOn(slot: number): string | undefined {
+  /** The session whose cache the slot holds now. */
+  occupantOf(slot: number): string | undefined {
     return this.occupant.get(slot);
   }
 

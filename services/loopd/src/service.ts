@@ -159,7 +159,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           role,
           runningSession: runner.slots.holder(slot) ?? "",
           queuedSessions: runner.slots.queued(slot),
-          parkedSession: runner.parking.parkedOn(slot) ?? "",
+          cachedSession: runner.parking.occupantOf(slot) ?? "",
         })),
         sessions: store.list().length,
       };

@@ -44,7 +44,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
 
   out.push("", s.bold("slots"));
   const server = new Map((inf?.slots ?? []).map((x) => [x.id, x]));
-  const rows = [["SLOT", "ROLE", "RUNNING", "QUEUED", "PARKED", "SERVER"].map((h) => s.dim(h))];
+  const rows = [["SLOT", "ROLE", "RUNNING", "QUEUED", "CACHE OF", "SERVER"].map((h) => s.dim(h))];
   for (const x of st.slots) {
     const srv = server.get(x.slot);
     rows.push([
@@ -52,7 +52,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
       x.role,
       x.runningSession || s.dim("idle"),
       x.queuedSessions.length ? x.queuedSessions.join(", ") : s.dim("-"),
-      x.parkedSession || s.dim("-"),
+      x.cachedSession || s.dim("-"),
       srv ? `${srv.isProcessing ? "processing" : "idle"}${srv.waiting ? `, ${srv.waiting} waiting` : ""}` : s.dim("?"),
     ]);
   }
