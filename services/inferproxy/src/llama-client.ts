@@ -145,17 +145,7 @@ export class LlamaClient {
    * arrived just before a crash are exactly what the partial event must keep.
    */
   async stream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.dispatchStream(path, body, signal);
-      } catch (err) {
-        if (signal.aborted) throw signal.reason ?? err;
-        if (isConnectError(err)) throw new UpstreamConnectError(this.label, err);
-        const code = errnoOf(err);
-        if (attempt === 0 && code !== undefined && STALE_SOCKET_CODES.has(code)) continue;
-        throw err;
-      }
-    }
+    return this.retryStale(() => this.dispatchStream(path, body, signal), signal);
   }
 
   private dispatchStream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
@@ -238,10 +228,14 @@ export class LlamaClient {
     await this.pool.destroy();
   }
 
-  private async send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  /**
+   * Runs a request, retrying once when a kept-alive connection turns out to
+   * have been closed by the server; a refused connection is the server being down.
+   */
+  private async retryStale<T>(request: () => Promise<T>, signal: AbortSignal): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.pool.request(opts);
+        return await request();
       } catch (err) {
         if (signal.aborted) throw signal.reason ?? err;
         if (isConnectError(err)) throw new UpstreamConnectError(this.label, err);
@@ -251,5 +245,9 @@ export class LlamaClient {
         throw err;
       }
     }
+  }
+
+  private async send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    return this.retryStale(() => this.pool.request(opts), signal);
   }
 }
