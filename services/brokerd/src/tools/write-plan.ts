@@ -6,8 +6,11 @@ import { readCanonical, writeCanonical } from "./fs-io.js";
 
 export const ABSENT = "absent";
 
-function lineCount(s: string): number {
-  return s === "" ? 0 : s.split("\n").length;
+/** Lines as an editor counts them: a final newline ends the last line, it does not start another. */
+export function lineCount(s: string): number {
+  if (s === "") return 0;
+  const n = s.split("\n").length;
+  return s.endsWith("\n") ? n - 1 : n;
 }
 
 /**
