@@ -46,14 +46,3 @@ describe("blob store", () => {
     expect(() => blobs.get("0".repeat(64))).toThrow(/no blob/);
   });
 });
-
-describe("line counts in write results", () => {
-  it("counts lines as an editor does", async () => {
-    const { lineCount } = await import("../src/tools/write-plan.js");
-    expect(lineCount("")).toBe(0);
-    expect(lineCount("written\n")).toBe(1);
-    expect(lineCount("a\nb")).toBe(2);
-    expect(lineCount("a\nb\n")).toBe(2);
-    expect(lineCount("\n")).toBe(1);
-  });
-});
