@@ -140,7 +140,8 @@ describe("boxmaker through pipes", () => {
     const show = await t.stack.cli(["show", id]);
     expect(show.stdout).toContain("what colour is the sky?");
     expect(show.stdout).toContain("I should read the file.");
-    expect(show.stdout).toMatch(/┌ read_file \{"path": "facts.txt"\}\n\s+│ the sky is green\n\s+└ ok/);
+    // The call, its decision as the live view showed it, then its result.
+    expect(show.stdout).toMatch(/┌ read_file \{"path": "facts.txt"\}\n\s+│ allowed \(default:read\)\n\s+│ the sky is green\n\s+└ ok/);
     expect(show.stdout).toContain("The file says the sky is green.");
     expect((await t.stack.cli(["show", "--no-reasoning", id])).stdout).not.toContain("I should read the file.");
     const showJson = JSON.parse((await t.stack.cli(["show", "--json", id])).stdout);

@@ -15,7 +15,7 @@ import { buildMessagesJson } from "./replay.js";
 import { toolMessageJson, userMessageJson } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
 import { unansweredToolCalls } from "./session-state.js";
-import { LogWriteError } from "./session-log.js";
+import { LogWriteError, type ToolMeta } from "./session-log.js";
 
 export interface ToolOutcome {
   content: string;
@@ -139,8 +139,19 @@ export async function runTurn(
       for (const call of final.toolCalls) {
         wall.signal.throwIfAborted();
         publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
-        const result = await dispatchTool(s, call, deps, wall.signal);
-        s.append({ t: "message", epoch: epoch(), json: toolMessageJson(call.id, result.content), at: Date.now() });
+        const { result, decided } = await dispatchTool(s, call, deps, wall.signal);
+        s.append({
+          t: "message",
+          epoch: epoch(),
+          json: toolMessageJson(call.id, result.content),
+          at: Date.now(),
+          tool: {
+            decision: DECISION_NAME[decided.decision] ?? "none",
+            rule: decided.rule,
+            is_error: result.isError,
+            ...(result.proposal ? { proposal_id: result.proposal.id, proposal_state: result.proposal.state } : {}),
+          },
+        });
         publish({
           case: "toolResult",
           value: {
@@ -285,22 +296,42 @@ async function streamCompletion(
   throw new RpcError(Status.INTERNAL, "inferproxy ended the stream without a final message");
 }
 
-async function dispatchTool(s: Session, call: ToolCall, deps: LoopDeps, signal: AbortSignal): Promise<ToolOutcome> {
-  const publish = s.events.publish.bind(s.events);
+interface Decided {
+  decision: ToolDecision;
+  rule: string;
+  proposalId?: string;
+}
+
+const DECISION_NAME: Record<number, ToolMeta["decision"]> = {
+  [ToolDecision.ALLOWED]: "allowed",
+  [ToolDecision.DENIED]: "denied",
+  [ToolDecision.STAGED]: "staged",
+};
+
+/** Decides and runs one tool call; the decision is announced before the call runs. */
+async function dispatchTool(
+  s: Session,
+  call: ToolCall,
+  deps: LoopDeps,
+  signal: AbortSignal,
+): Promise<{ result: ToolOutcome; decided: Decided }> {
+  const announce = (d: Decided) => {
+    s.events.publish({ case: "toolDecision", value: { callId: call.id, ...d } });
+    return d;
+  };
   if (call.parseError) {
-    publish({
-      case: "toolDecision",
-      value: { callId: call.id, decision: ToolDecision.DENIED, rule: "arguments-not-json" },
-    });
     return {
-      isError: true,
-      content: `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`,
+      decided: announce({ decision: ToolDecision.DENIED, rule: "arguments-not-json" }),
+      result: {
+        isError: true,
+        content: `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`,
+      },
     };
   }
   const local = deps.localTools?.[call.name];
   if (local) {
-    publish({ case: "toolDecision", value: { callId: call.id, decision: ToolDecision.ALLOWED, rule: "loopd" } });
-    return local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal);
+    const decided = announce({ decision: ToolDecision.ALLOWED, rule: "loopd" });
+    return { decided, result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal) };
   }
   let res;
   try {
@@ -311,14 +342,14 @@ async function dispatchTool(s: Session, call: ToolCall, deps: LoopDeps, signal: 
   } catch (err) {
     signal.throwIfAborted();
     const e = toRpcError(err);
-    return { isError: true, content: `error: the tool broker could not run ${call.name}: ${e.message}` };
+    return {
+      decided: { decision: ToolDecision.UNSPECIFIED, rule: "broker-unavailable" },
+      result: { isError: true, content: `error: the tool broker could not run ${call.name}: ${e.message}` },
+    };
   }
-  publish({
-    case: "toolDecision",
-    value: { callId: call.id, decision: res.decision, rule: res.rule, proposalId: res.proposalId },
-  });
+  const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
   if (res.decision === ToolDecision.STAGED && res.proposalId && deps.awaitDecision) {
-    return deps.awaitDecision(res.proposalId, signal);
+    return { decided, result: await deps.awaitDecision(res.proposalId, signal) };
   }
-  return { content: res.content, isError: res.isError };
+  return { decided, result: { content: res.content, isError: res.isError } };
 }

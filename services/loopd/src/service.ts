@@ -1,5 +1,6 @@
 import {
   SessionRole,
+  ToolDecision,
   invalidArgument,
   toRpcError,
   type BrokerService,
@@ -13,7 +14,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionInfoSchema } from "@boxmaker/common";
 import type { SessionRunner } from "./session-runner.js";
 import type { Session, SessionStore } from "./session-store.js";
-import type { SessionRoleName } from "./session-log.js";
+import type { SessionRoleName, ToolMeta } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
 
 const ROLE_TO_NAME: Record<number, SessionRoleName> = {
@@ -26,6 +27,13 @@ const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
   main: SessionRole.MAIN,
   subagent: SessionRole.SUBAGENT,
   scheduled: SessionRole.SCHEDULED,
+};
+
+const DECISION_OF: Record<ToolMeta["decision"], ToolDecision> = {
+  allowed: ToolDecision.ALLOWED,
+  denied: ToolDecision.DENIED,
+  staged: ToolDecision.STAGED,
+  none: ToolDecision.UNSPECIFIED,
 };
 
 export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
@@ -107,11 +115,22 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       return {
         session: sessionInfo(s),
-        messages: s.state.history.filter((m) => !m.carried).map((m) => ({
-          messageJson: m.json,
-          epoch: m.epoch,
-          atUnixMs: BigInt(m.at),
-        })),
+        messages: s.state.history
+          .filter((m) => !m.carried)
+          .map((m) => ({
+            messageJson: m.json,
+            epoch: m.epoch,
+            atUnixMs: BigInt(m.at),
+            ...(m.tool
+              ? {
+                  decision: DECISION_OF[m.tool.decision],
+                  rule: m.tool.rule,
+                  isError: m.tool.is_error,
+                  proposalId: m.tool.proposal_id ?? "",
+                  proposalState: m.tool.proposal_state ?? "",
+                }
+              : {}),
+          })),
       };
     },
 

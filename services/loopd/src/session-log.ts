@@ -10,8 +10,11 @@ import { createHash } from "node:crypto";
 export type LogRecord =
   | { t: "session"; id: string; role: SessionRoleName; title: string; parent_id: string; slot: number; at: number }
   | { t: "epoch"; epoch: number; system_json: string; tools_json: string; summary_of_seq?: number; at: number }
-  /** `carried`: an earlier epoch's message repeated verbatim at the start of a new epoch by compaction. */
-  | { t: "message"; epoch: number; json: string; at: number; carried?: true }
+  /**
+   * `carried`: an earlier epoch's message repeated verbatim at the start of a new epoch by compaction.
+   * `tool`: for a tool result, how the call was decided (kept beside the message, never sent).
+   */
+  | { t: "message"; epoch: number; json: string; at: number; carried?: true; tool?: ToolMeta }
   | { t: "turn_start"; turn: number; at: number }
   | {
       t: "turn_end";
@@ -27,6 +30,15 @@ export type LogRecord =
   | { t: "archived"; at: number };
 
 export type SessionRoleName = "main" | "subagent" | "scheduled";
+
+/** The decision behind a tool result, for history; the decision names match the wire's ToolDecision. */
+export interface ToolMeta {
+  decision: "allowed" | "denied" | "staged" | "none";
+  rule: string;
+  is_error: boolean;
+  proposal_id?: string;
+  proposal_state?: string;
+}
 
 /** A record as stored: its sequence number and a checksum that exposes torn or edited lines. */
 interface Envelope {

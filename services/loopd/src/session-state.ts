@@ -1,4 +1,4 @@
-import type { LogRecord, SessionRoleName } from "./session-log.js";
+import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 
 export interface StoredMessage {
   epoch: number;
@@ -7,6 +7,7 @@ export interface StoredMessage {
   at: number;
   /** Repeated from an earlier epoch by compaction; history shows it once. */
   carried?: true;
+  tool?: ToolMeta;
 }
 
 export interface Epoch {
@@ -67,7 +68,13 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
       break;
     case "message":
-      s.history.push(r.carried ? { epoch: r.epoch, json: r.json, at: r.at, carried: true } : { epoch: r.epoch, json: r.json, at: r.at });
+      s.history.push({
+        epoch: r.epoch,
+        json: r.json,
+        at: r.at,
+        ...(r.carried ? { carried: r.carried } : {}),
+        ...(r.tool ? { tool: r.tool } : {}),
+      });
       break;
     case "turn_start":
       s.turn = r.turn;

@@ -115,7 +115,13 @@ export class SessionStore {
 /** Gives every tool call still without a result an explicit one, so no call is left dangling. */
 export function answerOpenToolCalls(s: Session, result: string): void {
   for (const call of unansweredToolCalls(s.state)) {
-    s.append({ t: "message", epoch: s.state.epoch.epoch, json: toolMessageJson(call.id, result), at: Date.now() });
+    s.append({
+      t: "message",
+      epoch: s.state.epoch.epoch,
+      json: toolMessageJson(call.id, result),
+      at: Date.now(),
+      tool: { decision: "none", rule: "not-run", is_error: true },
+    });
   }
 }
 

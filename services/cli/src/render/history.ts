@@ -1,4 +1,4 @@
-import type { HistoryMessage } from "@boxmaker/common/client";
+import { ToolDecision, type HistoryMessage } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { truncate } from "./text.js";
 
@@ -38,8 +38,10 @@ const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0,
 export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOptions): string {
   const s = o.style;
   const parsed = messages.map(parse);
-  const results = new Map<string, StoredMessage>();
-  for (const m of parsed) if (m.role === "tool" && m.tool_call_id) results.set(m.tool_call_id, m);
+  const results = new Map<string, { msg: StoredMessage; h: HistoryMessage }>();
+  parsed.forEach((m, i) => {
+    if (m.role === "tool" && m.tool_call_id) results.set(m.tool_call_id, { msg: m, h: messages[i]! });
+  });
   const shown = new Set<string>();
   const out: string[] = [];
   let epoch = messages[0]?.epoch ?? 0;
@@ -66,15 +68,19 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
         for (const call of m.tool_calls ?? []) {
           out.push(`  ${s.cyan(`┌ ${s.bold(call.function.name)} ${truncate(call.function.arguments, 200)}`)}`);
           const r = results.get(call.id);
-          if (r) shown.add(call.id);
-          out.push(...resultFrame(s, r ? text(r.content) : undefined, o.resultLines));
+          if (r) {
+            shown.add(call.id);
+            const d = decisionLine(s, r.h);
+            if (d) out.push(d);
+          }
+          out.push(...resultFrame(s, r ? text(r.msg.content) : undefined, r?.h.isError ?? false, o.resultLines));
         }
         break;
       }
       case "tool":
         // Normally drawn inside its call's frame; a result whose call is missing still shows.
         if (!m.tool_call_id || !shown.has(m.tool_call_id)) {
-          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, text(m.content), o.resultLines));
+          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, text(m.content), h.isError, o.resultLines));
         }
         break;
       default:
@@ -84,13 +90,27 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
   return out.length ? `${out.join("\n")}\n` : "";
 }
 
-function resultFrame(s: Style, content: string | undefined, max: number): string[] {
+const DECISION_TEXT: Record<number, string> = {
+  [ToolDecision.ALLOWED]: "allowed",
+  [ToolDecision.DENIED]: "denied",
+  [ToolDecision.STAGED]: "staged for approval",
+};
+
+/** The decision as the live view showed it: allowed, denied or staged, with the rule and proposal. */
+function decisionLine(s: Style, h: HistoryMessage): string | undefined {
+  const d = DECISION_TEXT[h.decision];
+  if (!d) return h.rule ? `  ${s.cyan("│ ")}${s.yellow(h.rule)}` : undefined;
+  const color = h.decision === ToolDecision.ALLOWED ? s.green : h.decision === ToolDecision.DENIED ? s.red : s.yellow;
+  const proposal = h.proposalId ? ` — proposal ${h.proposalId}${h.proposalState ? `: ${h.proposalState}` : ""}` : "";
+  return `  ${s.cyan("│ ")}${color(`${d}${h.rule ? ` (${h.rule})` : ""}${proposal}`)}`;
+}
+
+function resultFrame(s: Style, content: string | undefined, isError: boolean, max: number): string[] {
   if (content === undefined) return [`  ${s.cyan("└ ")}${s.yellow("no result recorded")}`];
   const lines = content.replace(/\n+$/, "").split("\n");
   const shown = lines.slice(0, max).map((l) => `  ${s.cyan("│ ")}${s.dim(truncate(l, 160))}`);
-  const more = lines.length > max ? s.dim(`(+${lines.length - max} lines)`) : s.dim("ok");
-  const isError = /^(error|cancelled|not run|the operator rejected)/.test(content);
-  return [...shown, `  ${s.cyan("└ ")}${isError ? s.red(lines.length > max ? `error (+${lines.length - max} lines)` : "error") : more}`];
+  const more = lines.length > max ? ` (+${lines.length - max} lines)` : "";
+  return [...shown, `  ${s.cyan("└ ")}${isError ? s.red(`error${more}`) : s.dim(more ? more.trim() : "ok")}`];
 }
 
 const indent = (t: string) =>
