@@ -94,7 +94,9 @@ export class Stack {
   async startDaemon(name: "inferproxy" | "brokerd" | "loopd"): Promise<DaemonProc> {
     const configPath = join(this.dir, `${name}.json`);
     writeFileSync(configPath, JSON.stringify(this.configs[name], null, 2));
-    const proc = spawn(process.execPath, [daemonMain(name), "--config", configPath], {
+    // BOXMAKER_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemons under a test or bench.
+    const nodeArgs = process.env.BOXMAKER_DAEMON_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+    const proc = spawn(process.execPath, [...nodeArgs, daemonMain(name), "--config", configPath], {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, NOTIFY_SOCKET: "" },
     });
