@@ -42,12 +42,15 @@ export function validateCron(cron: string): void {
  */
 export class Schedules {
   private readonly items = new Map<string, ScheduleState>();
+  /** Schedules whose previous run is still going: a new run waits for none, it is skipped and counted. */
+  private readonly running = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private readonly file: string;
 
   constructor(
     stateDir: string,
     configured: ScheduleConfig[],
+    /** Starts a run; resolves when the run has finished. */
     private readonly start: (s: ScheduleState) => Promise<void>,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
@@ -134,9 +137,15 @@ export class Schedules {
     for (const s of this.items.values()) {
       if (runsBetween(s.cron, s.lastRunMs, now, 2).length === 0) continue;
       s.lastRunMs = now;
-      this.start(s).catch((err: unknown) =>
-        this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed to start"),
-      );
+      if (this.running.has(s.id)) {
+        s.missedRuns++;
+        this.log.warn({ schedule: s.id }, "scheduled run skipped: the previous run is still going");
+        continue;
+      }
+      this.running.add(s.id);
+      this.start(s)
+        .catch((err: unknown) => this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed"))
+        .finally(() => this.running.delete(s.id));
     }
     this.persist();
     this.arm();

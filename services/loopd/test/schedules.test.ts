@@ -31,6 +31,25 @@ describe("schedules", () => {
     second.stop();
   });
 
+  it("skips and counts a run while the schedule's previous run is still going", async () => {
+    vi.useFakeTimers({ now: T0 });
+    let finish!: () => void;
+    let starts = 0;
+    const s = new Schedules(tmp.dir, [{ id: "m", cron: "* * * * *", prompt: "p" }], async () => {
+      starts++;
+      await new Promise<void>((r) => (finish = r));
+    }, silentLog);
+    s.begin();
+    await vi.advanceTimersByTimeAsync(60_000 + 10);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(starts).toBe(1);
+    expect(s.list()[0]!.missedRuns).toBe(1);
+    finish();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(starts).toBe(2);
+    s.stop();
+  });
+
   it("starts a session when a run is due, and API schedules survive a restart", async () => {
     vi.useFakeTimers({ now: T0 });
     const started: ScheduleState[] = [];
