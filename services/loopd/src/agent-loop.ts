@@ -12,7 +12,7 @@ import {
 } from "@boxmaker/common";
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { buildMessagesJson } from "./replay.js";
-import { toolMessageJson, userMessageJson } from "./messages.js";
+import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
 import { unansweredToolCalls } from "./session-state.js";
 import { LogWriteError, type ToolMeta } from "./session-log.js";
@@ -90,8 +90,9 @@ export async function runTurn(
   // A previous turn that could not close its records (a write failed) is closed
   // now, before anything new: no tool call may stay unanswered under the new message.
   if (s.state.turnOpen || unansweredToolCalls(s.state).length) closeInterruptedTurn(s);
+  const userJson = userMessageJson(withNotes(userText, s.state.pendingNotes));
   s.append({ t: "turn_start", turn, at: Date.now() });
-  s.append({ t: "message", epoch: epoch(), json: userMessageJson(userText), at: Date.now() });
+  s.append({ t: "message", epoch: epoch(), json: userJson, at: Date.now() });
   s.turnStartedSeq = Number(publish({ case: "turnStarted", value: { turn, slot: s.state.slot } }).seq);
 
   // The wall-clock budget must also stop a request that is still streaming.

@@ -44,8 +44,27 @@ export class ApprovalWaits {
     });
   }
 
-  decided(p: Proposal): void {
-    this.waiting.get(p.id)?.(p);
+  /** Resumes the turn waiting on `p`; false when no turn waits for it any more (the decision came late). */
+  decided(p: Proposal): boolean {
+    const resume = this.waiting.get(p.id);
+    resume?.(p);
+    return resume !== undefined;
+  }
+}
+
+/**
+ * What the model is told, at the start of its session's next turn, about a
+ * proposal a person decided after the turn that made it had stopped waiting.
+ */
+export function lateDecisionNote(p: Proposal): string {
+  const what = `${p.tool} (proposal ${p.id})`;
+  switch (p.state) {
+    case "applied":
+      return `${what} was approved and applied after your turn ended${p.result ? `: ${p.result}` : "."}`;
+    case "rejected":
+      return `${what} was rejected by the operator after your turn ended${p.result ? `: ${p.result}` : "."}`;
+    default:
+      return `${what} was approved after your turn ended but could not be applied: ${p.result || p.state}`;
   }
 }
 

@@ -13,6 +13,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionInfoSchema } from "@boxmaker/common";
 import type { SessionRunner } from "./session-runner.js";
+import { lateDecisionNote } from "./approvals.js";
 import type { Session, SessionStore } from "./session-store.js";
 import type { SessionRoleName, ToolMeta } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
@@ -149,7 +150,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
 
     async decideProposal(req, ctx) {
       const res = await d.broker.decideProposal(req, { signal: ctx.signal });
-      if (res.proposal) runner.approvals.decided(res.proposal);
+      const p = res.proposal;
+      // A turn that stopped waiting still deserves to know: its session's next turn is told.
+      if (p && !runner.approvals.decided(p)) store.get(p.sessionId)?.append({ t: "note", text: lateDecisionNote(p), at: Date.now() });
       return res;
     },
 

@@ -34,6 +34,8 @@ export interface SessionState {
   lastTurnEnd: string;
   archived: boolean;
   contextTokens: number;
+  /** Notes recorded since the last turn started; the next turn's user message carries them. */
+  pendingNotes: string[];
 }
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
@@ -54,6 +56,7 @@ export function foldRecords(records: readonly LogRecord[]): SessionState {
     lastTurnEnd: "",
     archived: false,
     contextTokens: 0,
+    pendingNotes: [],
   };
   for (const r of records) applyRecord(s, r);
   return s;
@@ -79,6 +82,10 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
     case "turn_start":
       s.turn = r.turn;
       s.turnOpen = true;
+      s.pendingNotes = [];
+      break;
+    case "note":
+      s.pendingNotes.push(r.text);
       break;
     case "turn_end":
       s.turnOpen = false;
