@@ -8,10 +8,9 @@ import {
   type ImplOf,
   type InferService,
   type LoopService,
-  type SessionInfo,
+  type SessionInfoSchema,
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { SessionInfoSchema } from "@boxmaker/common";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
 import type { Session, SessionStore } from "./session-store.js";
@@ -209,5 +208,3 @@ function toSchedule(s: ScheduleState) {
     missedRuns: s.missedRuns,
   };
 }
-
-export type { SessionInfo };
