@@ -69,6 +69,8 @@ rec {
     socket = sockets.brokerd;
     state_dir = "${stateDir}/broker";
     workspace_roots = cfg.workspaceRoots;
+    # Session logs, blobs, slot saves, sockets and config: never reachable by tools.
+    protected_paths = [ "/etc/boxmaker" stateDir runtimeDir ];
     policy = {
       defaults = cfg.policy.defaults;
       rules = map (r: withoutNulls {

@@ -45,6 +45,8 @@ describe("boxmaker up's generated configs", () => {
     expect(lp.inferproxy_socket).toBe(inf.socket);
     expect(lp.brokerd_socket).toBe(brk.socket);
     expect(inf.upstream).toEqual(upstream.kind === "url" ? { url: upstream.url } : { socket_path: upstream.kind === "socket" ? upstream.path : layout.sockets.llama });
+    // Session logs, blobs and sockets stay out of the tools' reach even inside a workspace.
+    expect(brk.protected_paths).toEqual(expect.arrayContaining([layout.stateDir, layout.runtimeDir]));
     // Parking needs a slot save path, which only a server `up` started is known to have.
     expect((lp.parking as { enabled: boolean }).enabled).toBe(upstream.kind === "llama-sim" || upstream.kind === "llama-server");
   });
@@ -199,6 +201,7 @@ describe("the llama-server flags and the NixOS module's configs", () => {
     expect(inf.contract).toMatchObject({ n_ctx_per_slot: 131072, total_slots: 3 });
     expect(inf.upstream).toEqual({ socket_path: "/run/boxmaker/llama.sock" });
     expect(brk.result_cap_bytes).toBe(4096);
+    expect(brk.protected_paths).toEqual(expect.arrayContaining(["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"]));
     expect(brk.mcp_servers).toMatchObject({ fs: { command: "mcp-fs" }, web: { url: "https://mcp.example.org" } });
     expect((brk.policy as { rules: Array<Record<string, unknown>> }).rules[0]).toEqual({ tool: "run_command", effect: "allow", command_prefixes: ["git status"] });
     expect((lp.compaction as { threshold: number; keep_recent_messages: number })).toEqual({ threshold: 0.9, keep_recent_messages: 8 });

@@ -130,7 +130,9 @@ export const brokerConfigSchema = {
     socket: { type: "string", minLength: 1, default: "/run/boxmaker/brokerd.sock" },
     state_dir: { type: "string", minLength: 1, default: "/var/lib/boxmaker/broker" },
     workspace_roots: { ...strings, default: [] },
-    protected_paths: { ...strings, default: ["/etc/boxmaker"] },
+    // Boxmaker's config, state (session logs, blobs, slot saves) and sockets in the
+    // standard layout; brokerd adds its own state_dir, config file and install root.
+    protected_paths: { ...strings, default: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"] },
     secret_patterns: { ...strings, default: DEFAULT_SECRET_PATTERNS },
     policy: {
       type: "object",

@@ -9,7 +9,7 @@ describe("brokerd config", () => {
       socket: "/run/boxmaker/brokerd.sock",
       state_dir: "/var/lib/boxmaker/broker",
       workspace_roots: [],
-      protected_paths: ["/etc/boxmaker"],
+      protected_paths: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"],
       policy: { defaults: { read: "allow", write: "ask", exec: "ask", network: "deny" }, rules: [] },
       sandbox: { mode: "bwrap", allow_unsandboxed: false, timeout_ms: 120_000, output_cap_bytes: 1_048_576, network: false },
       result_cap_bytes: 16_384,

@@ -127,6 +127,9 @@ export function brokerdConfig(layout: Layout, s: StackSettings): JsonObject {
       socket: layout.sockets.brokerd,
       state_dir: layout.brokerState,
       workspace_roots: s.workspaceRoots,
+      // A workspace may well contain ~/.local/state: session logs, blobs and
+      // sockets must stay out of the tools' reach all the same.
+      protected_paths: ["/etc/boxmaker", layout.stateDir, layout.runtimeDir],
       sandbox,
       log_level: s.logLevel,
     },
