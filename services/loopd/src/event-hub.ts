@@ -10,7 +10,8 @@ const TURN_END_CASES = new Set(["turnDone", "turnFailed"]);
 /**
  * Fans one session's events out to every client following it. A bounded
  * backlog lets a client that attaches mid-turn (or reconnects) catch up from
- * the sequence number it last saw.
+ * the sequence number it last saw. The backlog holds the latest turn only:
+ * loopd runs for weeks with many sessions, and earlier turns are in the log.
  */
 export class EventHub {
   private seq = 0;
@@ -28,6 +29,7 @@ export class EventHub {
 
   publish(body: EventBody): SessionEventInit {
     const ev: SessionEventInit = { sessionId: this.sessionId, seq: BigInt(++this.seq), event: body };
+    if (body?.case === "turnStarted") this.backlog.length = 0;
     this.backlog.push(ev);
     if (this.backlog.length > this.backlogSize) this.backlog.splice(0, this.backlog.length - this.backlogSize);
     for (const l of this.listeners) l(ev);
