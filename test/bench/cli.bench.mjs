@@ -3,7 +3,6 @@
 // three built daemons on Unix sockets). Target: status p50 < 150 ms.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,7 +14,7 @@ const cli = join(root, "services", "cli", "dist", "bundle", "boxmaker.js");
 const RUNS = 15;
 
 async function startStack(dir) {
-  const { startLlamaSim, DEFAULT_CHAT_TEMPLATE } = await import(join(root, "test", "llama-sim", "dist", "index.js"));
+  const { startLlamaSim } = await import(join(root, "test", "llama-sim", "dist", "index.js"));
   const run = join(dir, "run");
   const ws = join(dir, "ws");
   mkdirSync(run, { recursive: true });
@@ -26,11 +25,7 @@ async function startStack(dir) {
     inferproxy: {
       socket: sock("inferproxy"),
       upstream: { socket_path: sock("llama") },
-      contract: {
-        template_sha256: createHash("sha256").update(DEFAULT_CHAT_TEMPLATE).digest("hex"),
-        n_ctx_per_slot: 32768,
-        total_slots: 3,
-      },
+      contract: sim.contract,
       health_poll_ms: 200,
       log_level: "warn",
     },

@@ -7,10 +7,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createHash } from "node:crypto";
 import { Pool } from "undici";
 import { InferService, createClient } from "../../services/common/dist/index.js";
-import { startLlamaSim, DEFAULT_CHAT_TEMPLATE } from "../../test/llama-sim/dist/index.js";
+import { startLlamaSim } from "../../test/llama-sim/dist/index.js";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -69,11 +68,7 @@ export default async function (emit) {
     JSON.stringify({
       socket: proxySock,
       upstream: { socket_path: llamaSock },
-      contract: {
-        template_sha256: createHash("sha256").update(DEFAULT_CHAT_TEMPLATE).digest("hex"),
-        n_ctx_per_slot: 32768,
-        total_slots: 3,
-      },
+      contract: sim.contract,
       log_level: "warn",
     }),
   );

@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { socketIsLive } from "@boxmaker/common";
-import { startLlamaSim, DEFAULT_CHAT_TEMPLATE, type LlamaSim } from "@boxmaker/llama-sim";
+import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../support/notify-socket.js";
 import { repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
@@ -82,7 +81,7 @@ describe("the units' readiness under a notify socket", () => {
   it("inferproxy: serves its socket while llama-server loads, READY=1 only once the server matches the contract", async () => {
     sim = await startLlamaSim({ socketPath: join(tmp.dir, "run", "llama.sock"), loading: true });
     const { proc, socket } = startAsUnit("inferproxy", {
-      contract: { template_sha256: createHash("sha256").update(DEFAULT_CHAT_TEMPLATE).digest("hex"), n_ctx_per_slot: 32768, total_slots: 3 },
+      contract: sim.contract,
       health_poll_ms: 100,
     });
     await waitFor(() => existsSync(socket), 15_000, "inferproxy socket");

@@ -4,26 +4,21 @@ import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { DEFAULT_CHAT_TEMPLATE, startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
-import { createHash } from "node:crypto";
+import { startLlamaSim, type LlamaSim, type SimContract } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../support/notify-socket.js";
 import { daemonMain } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 
 type Name = "inferproxy" | "brokerd" | "loopd";
 
-function configFor(name: Name, dir: string, llamaSock: string): Record<string, unknown> {
+function configFor(name: Name, dir: string, llamaSock: string, contract: SimContract): Record<string, unknown> {
   const sock = join(dir, `${name}.sock`);
   switch (name) {
     case "inferproxy":
       return {
         socket: sock,
         upstream: { socket_path: llamaSock },
-        contract: {
-          template_sha256: createHash("sha256").update(DEFAULT_CHAT_TEMPLATE).digest("hex"),
-          n_ctx_per_slot: 32768,
-          total_slots: 3,
-        },
+        contract,
         log_level: "warn",
       };
     case "brokerd":
@@ -62,7 +57,7 @@ describe.each(["inferproxy", "brokerd", "loopd"] as const)("%s daemon lifecycle"
   it("sends READY=1 only once its socket accepts calls, and SIGTERM leaves no socket", async () => {
     tmp = tempDir("bxd-");
     sim = await startLlamaSim({ socketPath: join(tmp.dir, "llama.sock") });
-    const cfg = configFor(name, tmp.dir, join(tmp.dir, "llama.sock"));
+    const cfg = configFor(name, tmp.dir, join(tmp.dir, "llama.sock"), sim.contract);
     const cfgPath = join(tmp.dir, "c.json");
     writeFileSync(cfgPath, JSON.stringify(cfg));
     const notify = new FakeNotifySocket(join(tmp.dir, "notify.sock"));

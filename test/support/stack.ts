@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startLlamaSim, DEFAULT_CHAT_TEMPLATE, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
+import { startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") => join(repoRoot, "services", name, "dist", "main.js");
@@ -56,15 +55,10 @@ export class Stack {
   async start(): Promise<this> {
     this.sim = await startLlamaSim({ socketPath: this.sockets.llama, slotSavePath: join(this.dir, "slots"), ...this.opts.sim });
     mkdirSync(join(this.dir, "slots"), { recursive: true });
-    const template = this.opts.sim?.chatTemplate ?? DEFAULT_CHAT_TEMPLATE;
     this.configs.inferproxy = {
       socket: this.sockets.inferproxy,
       upstream: { socket_path: this.sockets.llama },
-      contract: {
-        template_sha256: createHash("sha256").update(template).digest("hex"),
-        n_ctx_per_slot: this.opts.sim?.nCtx ?? 32768,
-        total_slots: this.opts.sim?.totalSlots ?? 3,
-      },
+      contract: this.sim.contract,
       health_poll_ms: 200,
       log_level: "warn",
       ...this.opts.inferproxy,

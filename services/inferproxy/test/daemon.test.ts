@@ -5,10 +5,9 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InferService, createClient } from "@boxmaker/common";
-import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
+import { startLlamaSim, type LlamaSim, type SimContract } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../../../test/support/notify-socket.js";
 import { tempDir } from "../../../test/support/tmp.js";
-import { simContract } from "./support/stack.js";
 
 const repo = resolve(fileURLToPath(import.meta.url), "../../../..");
 const mainJs = join(repo, "services/inferproxy/dist/main.js");
@@ -38,7 +37,8 @@ afterEach(async () => {
   tmp?.cleanup();
 });
 
-async function boot(config: Record<string, unknown>) {
+/** Starts the simulator and the built daemon; `contract` adjusts what the daemon expects of the simulator. */
+async function boot(contract: (sim: SimContract) => SimContract = (c) => c) {
   tmp = tempDir("bxd-");
   const llamaSocket = join(tmp.dir, "llama.sock");
   sim = await startLlamaSim({ socketPath: llamaSocket });
@@ -48,7 +48,7 @@ async function boot(config: Record<string, unknown>) {
   const file = join(tmp.dir, "inferproxy.json");
   writeFileSync(
     file,
-    JSON.stringify({ socket, upstream: { socket_path: llamaSocket }, contract: simContract(), health_poll_ms: 100, log_level: "warn", ...config }),
+    JSON.stringify({ socket, upstream: { socket_path: llamaSocket }, contract: contract(sim.contract), health_poll_ms: 100, log_level: "warn" }),
   );
   stderr = "";
   child = spawn(process.execPath, [mainJs, "--config", file], {
@@ -61,7 +61,7 @@ async function boot(config: Record<string, unknown>) {
 
 describe("inferproxy as a child process", () => {
   it("sends READY=1 once its socket serves calls and the self-test passed; SIGTERM removes the socket", async () => {
-    const { socket } = await boot({});
+    const { socket } = await boot();
     await notify!.waitFor("READY=1");
     // At READY the socket already answers; no retry loop needed.
     const c = createClient(InferService, socket);
@@ -79,7 +79,7 @@ describe("inferproxy as a child process", () => {
   });
 
   it("with a mismatching contract: serves Status with the mismatches but never sends READY=1", async () => {
-    const { socket } = await boot({ contract: { ...simContract(), n_ctx_per_slot: 131072 } });
+    const { socket } = await boot((c) => ({ ...c, n_ctx_per_slot: 131072 }));
     const c = createClient(InferService, socket);
     await c.waitForReady(10_000);
     let st = await c.status({});

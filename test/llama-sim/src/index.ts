@@ -2,6 +2,7 @@
 // (../shared/llama-server), a prompt cache that charges for every changed
 // byte, and model output scripted by the test.
 
+import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { createSimServer } from "./server.js";
@@ -37,11 +38,19 @@ export interface LlamaSimOptions {
   batchSize?: number;
 }
 
+/** What inferproxy's `contract` config must say to accept this simulator (its self-test). */
+export interface SimContract {
+  template_sha256: string;
+  n_ctx_per_slot: number;
+  total_slots: number;
+}
+
 export interface LlamaSim {
   /** http://127.0.0.1:port for TCP; http://localhost for a socket (use an undici Agent with socketPath). */
   readonly url: string;
   readonly socketPath: string | undefined;
   readonly port: number | undefined;
+  readonly contract: SimContract;
   /** Queue a scripted turn; with a slot, only a request on that slot plays it. */
   enqueue(turn: Turn, slot?: number): void;
   readonly requests: readonly RequestLogEntry[];
@@ -99,6 +108,11 @@ export async function startLlamaSim(opts: LlamaSimOptions = {}): Promise<LlamaSi
     url: socketPath ? "http://localhost" : `http://127.0.0.1:${port}`,
     socketPath,
     port,
+    contract: {
+      template_sha256: createHash("sha256").update(config.chatTemplate).digest("hex"),
+      n_ctx_per_slot: config.nCtx,
+      total_slots: config.totalSlots,
+    },
     enqueue: (turn, slot) => state.script.enqueue(turn, slot),
     get requests() {
       return state.requests;

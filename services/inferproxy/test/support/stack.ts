@@ -14,10 +14,9 @@ import {
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CompleteRequestSchema } from "@boxmaker/common";
-import { DEFAULT_CHAT_TEMPLATE, startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
+import { startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
 import { configSchema, type InferproxyConfig } from "../../src/config.js";
 import { InferProxy } from "../../src/service.js";
-import { templateSha256 } from "../../src/self-test.js";
 import { tempDir } from "../../../../test/support/tmp.js";
 
 export interface Proxy {
@@ -67,7 +66,7 @@ export async function startStack(opts: { sim?: LlamaSimOptions; config?: Record<
   const sim = await startLlamaSim({ socketPath: llamaSocket, ...opts.sim });
   const p = await startProxy(tmp.dir, {
     upstream: { socket_path: llamaSocket },
-    contract: simContract(opts.sim),
+    contract: sim.contract,
     ...opts.config,
   });
   return {
@@ -80,14 +79,6 @@ export async function startStack(opts: { sim?: LlamaSimOptions; config?: Record<
       await sim.close();
       tmp.cleanup();
     },
-  };
-}
-
-export function simContract(o: LlamaSimOptions = {}) {
-  return {
-    template_sha256: templateSha256(o.chatTemplate ?? DEFAULT_CHAT_TEMPLATE),
-    n_ctx_per_slot: o.nCtx ?? 32768,
-    total_slots: o.totalSlots ?? 3,
   };
 }
 
