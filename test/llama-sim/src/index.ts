@@ -1,5 +1,5 @@
 // A llama.cpp llama-server simulator for tests: the recorded protocol
-// (../shared/llama-server), a prompt cache that charges for every changed
+// (test/fixtures/llama-server), a prompt cache that charges for every changed
 // byte, and model output scripted by the test.
 
 import { createHash } from "node:crypto";

@@ -1,5 +1,5 @@
 // Static parts of /props, /slots and /v1/models, copied from the recorded
-// server (../shared/llama-server) so clients see the same fields and types.
+// server (test/fixtures/llama-server) so clients see the same fields and types.
 
 /** The recorded server's defaults; float32 values as the server prints them. */
 export function defaultParams(): Record<string, unknown> {

@@ -35,7 +35,7 @@ import type { Turn } from "@boxmaker/llama-sim";
 import { sseEvents, startClient, type Reply, type SimClient } from "./helpers.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-const recDir = path.resolve(repoRoot, "../shared/llama-server");
+const recDir = path.resolve(repoRoot, "test/fixtures/llama-server");
 
 interface Recording {
   file: string;

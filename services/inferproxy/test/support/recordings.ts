@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** One recorded exchange with a real llama-server (../shared/llama-server/README.md). */
+/** One recorded exchange with a real llama-server (test/fixtures/llama-server/README.md). */
 export interface Recording {
   name: string;
   note: string;
@@ -12,8 +12,8 @@ export interface Recording {
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 
-/** The recordings live next to the repository (../shared/llama-server), or where the env var says. */
-export const recordingsDir = process.env.BOXMAKER_LLAMA_RECORDINGS ?? join(repoRoot, "../shared/llama-server");
+/** The recordings are the project's fixtures (test/fixtures/llama-server), or where the env var says. */
+export const recordingsDir = process.env.BOXMAKER_LLAMA_RECORDINGS ?? join(repoRoot, "test/fixtures/llama-server");
 
 export function recording(name: string): Recording {
   const file = join(recordingsDir, `${name}.json`);
