@@ -15,7 +15,7 @@ await build({
   splitting: true,
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   // CommonJS dependencies (grpc-js) call require(); ESM output has none of its own.
   banner: { js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);" },
   logLevel: "warning",
