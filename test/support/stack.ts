@@ -20,6 +20,11 @@ export interface DaemonProc {
 
 export interface StackOptions {
   sim?: LlamaSimOptions;
+  /**
+   * A llama-server that is already running (the real-server tier): no simulator
+   * is started and inferproxy is pointed at this socket with this contract.
+   */
+  upstream?: { socketPath: string; contract: { template_sha256: string; n_ctx_per_slot: number; total_slots: number } };
   inferproxy?: Record<string, unknown>;
   brokerd?: Record<string, unknown>;
   loopd?: Record<string, unknown>;
@@ -30,6 +35,7 @@ export interface StackOptions {
  * and the three daemons as real child processes on Unix sockets in `dir`.
  */
 export class Stack {
+  /** The simulator; not started when the stack runs against a real llama-server (`upstream`). */
   sim!: LlamaSim;
   readonly daemons = new Map<string, DaemonProc>();
   readonly workspace: string;
@@ -53,12 +59,17 @@ export class Stack {
   }
 
   async start(): Promise<this> {
-    this.sim = await startLlamaSim({ socketPath: this.sockets.llama, slotSavePath: join(this.dir, "slots"), ...this.opts.sim });
-    mkdirSync(join(this.dir, "slots"), { recursive: true });
+    const upstream = this.opts.upstream;
+    if (upstream) {
+      this.sockets.llama = upstream.socketPath;
+    } else {
+      this.sim = await startLlamaSim({ socketPath: this.sockets.llama, slotSavePath: join(this.dir, "slots"), ...this.opts.sim });
+      mkdirSync(join(this.dir, "slots"), { recursive: true });
+    }
     this.configs.inferproxy = {
       socket: this.sockets.inferproxy,
       upstream: { socket_path: this.sockets.llama },
-      contract: this.sim.contract,
+      contract: upstream?.contract ?? this.sim.contract,
       health_poll_ms: 200,
       log_level: "warn",
       ...this.opts.inferproxy,

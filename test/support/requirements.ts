@@ -1,0 +1,63 @@
+// Tests that need a system tool declare it here instead of failing on a machine
+// without it. Locally a missing tool skips those tests with one line that names
+// the tool and how to install it; the run ends with a summary of every skip
+// (test/support/skip-summary.ts). Under CI (CI=true) a missing tool is an error,
+// so CI can never go green by skipping.
+import { spawnSync } from "node:child_process";
+import { appendFileSync } from "node:fs";
+import { inject } from "vitest";
+
+export type Requirement = "bwrap" | "tmux" | "python3" | "systemd-analyze" | "nix-instantiate" | "llama-server";
+
+const HOW_TO_GET: Record<Requirement, string> = {
+  bwrap: "apt-get install -y bubblewrap",
+  tmux: "apt-get install -y tmux",
+  python3: "apt-get install -y python3",
+  "systemd-analyze": "apt-get install -y systemd",
+  "nix-instantiate": "apt-get install -y nix-bin",
+  "llama-server": "npm run llama-server:build (builds a real llama-server and tiny models, ~10 min once)",
+};
+
+const found = new Map<string, boolean>();
+function onPath(tool: string): boolean {
+  let ok = found.get(tool);
+  if (ok === undefined) {
+    ok = spawnSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" }).status === 0;
+    found.set(tool, ok);
+  }
+  return ok;
+}
+
+export const underCi = (): boolean => /^(1|true|yes)$/i.test(process.env.CI ?? "");
+
+/**
+ * Whether every tool in `needs` is available. When one is not: under CI this
+ * throws (the test file fails, naming the tool); otherwise it records one skip
+ * line for the summary and returns false, for `describe.skipIf(!requires(...))`.
+ * `present` lets a caller decide availability itself (the real llama-server is
+ * a built file, not a command on PATH).
+ */
+export function requires(what: string, needs: Requirement[], present: (tool: Requirement) => boolean = onPath): boolean {
+  const missing = needs.filter((t) => !present(t));
+  if (missing.length === 0) return true;
+  const line = `${what}: skipped, needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
+  if (underCi()) throw new Error(`CI=true and a required tool is missing — ${line}`);
+  console.warn(`[skip] ${line}`);
+  const file = skipsFile();
+  if (file) appendFileSync(file, `${line}\n`);
+  return false;
+}
+
+function skipsFile(): string | undefined {
+  try {
+    return inject("boxmakerSkipsFile");
+  } catch {
+    return undefined; // outside vitest's runner (a script importing test support)
+  }
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    boxmakerSkipsFile: string;
+  }
+}
