@@ -49,9 +49,10 @@ let
     SystemCallArchitectures = "native";
   };
 
-  daemon = name: extra: {
-    description = "Boxmaker ${name}";
-    documentation = [ "file:${cfg.package}/lib/boxmaker/docs/operations.md" ];
+  documentation = [ "file:${cfg.package}/lib/boxmaker/docs/operations.md" ];
+
+  daemon = name: description: extra: {
+    inherit description documentation;
     wantedBy = [ "boxmaker.target" ];
     partOf = [ "boxmaker.target" ];
     startLimitIntervalSec = 300;
@@ -122,15 +123,22 @@ in
       };
       package = mkPackageOption pkgs "llama-cpp" { extraDescription = "Build it with your GPU's backend, e.g. `pkgs.llama-cpp.override { cudaSupport = true; }`."; };
       model = mkOption {
-        type = types.either types.path types.str;
+        type = types.nullOr (types.either types.path types.str);
+        default = null;
         example = "/var/lib/models/ornith-1.5-35b-a3b-Q4_K_M.gguf";
-        description = "The GGUF model file (a path outside the store avoids copying tens of GB into it).";
+        description = "The GGUF model file, an absolute path (one outside the store avoids copying tens of GB into it). Required when `llamaServer.enable`.";
       };
       extraFlags = mkOption {
         type = types.listOf types.str;
         default = [ ];
         example = [ "--threads" "16" ];
         description = "Extra llama-server flags, after the contract flags.";
+      };
+      gpuGroups = mkOption {
+        type = types.listOf types.str;
+        default = [ "video" "render" ];
+        example = [ "video" "render" "nvidia" ];
+        description = "Supplementary groups of llama-server, for the GPU device nodes (`/dev/dri`, `/dev/kfd`, `/dev/nvidia*`).";
       };
     };
 
@@ -224,6 +232,12 @@ in
     assertions = [
       { assertion = cfg.contextSize / cfg.slots * cfg.slots == cfg.contextSize; message = "services.boxmaker.contextSize must divide evenly by slots."; }
       { assertion = cfg.llamaServer.enable -> cfg.upstream.url == null; message = "services.boxmaker.upstream.url is for an external server: set llamaServer.enable = false."; }
+      {
+        assertion = cfg.llamaServer.enable -> (cfg.llamaServer.model != null && lib.hasPrefix "/" (toString cfg.llamaServer.model));
+        message = "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file (or set llamaServer.enable = false and point upstream at your server).";
+      }
+      { assertion = cfg.upstream.url == null || builtins.match "https?://[^/]+(/.*)?" cfg.upstream.url != null; message = "services.boxmaker.upstream.url must start with http:// or https://."; }
+      { assertion = lib.hasPrefix "/" cfg.upstream.socket; message = "services.boxmaker.upstream.socket must be an absolute path."; }
     ];
 
     users.users = mkIf (cfg.user == "boxmaker") {
@@ -236,7 +250,8 @@ in
     environment.variables.BOXMAKER_SOCKET = boxLib.sockets.loopd;
 
     systemd.targets.boxmaker = {
-      description = "Boxmaker agent harness";
+      description = "Boxmaker agent harness (llama-server, inferproxy, brokerd, loopd)";
+      inherit documentation;
       wantedBy = [ "multi-user.target" ];
       wants = lib.optional cfg.llamaServer.enable "boxmaker-llama-server.service"
         ++ [ "boxmaker-inferproxy.service" "boxmaker-brokerd.service" "boxmaker-loopd.service" ];
@@ -244,6 +259,7 @@ in
 
     systemd.services.boxmaker-llama-server = mkIf cfg.llamaServer.enable {
       description = "Boxmaker llama-server (dedicated, ${boxLib.sockets.llama})";
+      inherit documentation;
       wantedBy = [ "boxmaker.target" ];
       partOf = [ "boxmaker.target" ];
       startLimitIntervalSec = 900;
@@ -252,7 +268,7 @@ in
       serviceConfig = common // {
         # Not sd_notify-aware: Type=exec plus ExecStartPost polling /health.
         Type = "exec";
-        SupplementaryGroups = [ "video" "render" ];
+        SupplementaryGroups = cfg.llamaServer.gpuGroups;
         StateDirectory = "boxmaker/slots";
         StateDirectoryMode = "0750";
         # It leaves its socket behind and refuses to bind while it exists.
@@ -275,7 +291,7 @@ in
       };
     };
 
-    systemd.services.boxmaker-inferproxy = daemon "inferproxy" (
+    systemd.services.boxmaker-inferproxy = daemon "inferproxy" "Boxmaker inferproxy (gRPC in front of llama-server)" (
       {
         TimeoutStartSec = "15min";
         ProtectHome = true;
@@ -290,7 +306,7 @@ in
       after = [ "boxmaker-llama-server.service" ];
     };
 
-    systemd.services.boxmaker-brokerd = daemon "brokerd" {
+    systemd.services.boxmaker-brokerd = daemon "brokerd" "Boxmaker brokerd (tools, policy, sandbox)" {
       StateDirectory = "boxmaker/broker";
       StateDirectoryMode = "0750";
       TimeoutStartSec = "2min";
@@ -300,7 +316,7 @@ in
       RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" "AF_NETLINK" ];
     };
 
-    systemd.services.boxmaker-loopd = daemon "loopd" {
+    systemd.services.boxmaker-loopd = daemon "loopd" "Boxmaker loopd (sessions and the agent loop)" {
       StateDirectory = "boxmaker/loopd";
       StateDirectoryMode = "0750";
       TimeoutStartSec = "2min";

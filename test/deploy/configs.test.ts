@@ -19,6 +19,7 @@ import {
 import { layoutFor } from "../../services/cli/src/supervisor/layout.js";
 import { planUp, UpFlagError } from "../../services/cli/src/supervisor/up-options.js";
 import { RestartPolicy, DEFAULT_RESTART_POLICY } from "../../services/cli/src/supervisor/restart-policy.js";
+import { requires } from "../support/requirements.js";
 import { repoRoot } from "../support/stack.js";
 import { execStart, readUnit } from "./unit-file.js";
 
@@ -140,7 +141,7 @@ function contractFlags(args: string[]): string[] {
   return out;
 }
 
-const haveNix = spawnSync("sh", ["-c", "command -v nix-instantiate"]).status === 0;
+const haveNix = requires("nix/lib.nix evaluation", ["nix-instantiate"]);
 
 function nixEval(expr: string): unknown {
   const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", "-E", expr], { encoding: "utf8", cwd: repoRoot });
@@ -182,7 +183,7 @@ describe("the llama-server flags and the NixOS module's configs", () => {
     expect(unit.at(-1)).toBe("$LLAMA_EXTRA_ARGS");
   });
 
-  it.skipIf(!haveNix)("are the same in nix/lib.nix (skipped without nix-instantiate: apt-get install -y nix-bin)", () => {
+  it.skipIf(!haveNix)("are the same in nix/lib.nix", () => {
     const nixArgs = nixEval(`(import ./nix/lib.nix).llamaServerArgs ${sampleCfg}`) as string[];
     expect(nixArgs.slice(-2)).toEqual(["--threads", "16"]);
     expect(contractFlags(nixArgs.slice(0, -2))).toEqual(contractFlags(llamaServerArgs(layout, "/m.gguf")));
