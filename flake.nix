@@ -9,8 +9,15 @@
       forAllSystems = f: nixpkgs.lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
     in
     {
+      # `nix build .#default`: nix/package.nix (Node 24; npm dependencies from
+      # package-lock.json through importNpmLock, no hash to update).
       packages = forAllSystems (pkgs: {
         default = pkgs.callPackage ./nix/package.nix { };
+      });
+
+      # `nix develop`: the Node the package builds and runs with.
+      devShells = forAllSystems (pkgs: {
+        default = pkgs.mkShell { packages = [ pkgs.nodejs_24 ]; };
       });
 
       # The module builds its default package from this same tree
