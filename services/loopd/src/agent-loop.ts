@@ -11,10 +11,12 @@ import {
   type ToolCall,
 } from "@boxmaker/common";
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
-import { buildMessagesJson } from "./replay.js";
+import { buildMessagesJson, replayJson } from "./replay.js";
+import { estimateTokens, lastAssistantIndex } from "./compaction.js";
 import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
-import { unansweredToolCalls } from "./session-state.js";
+import { epochMessages, unansweredToolCalls, type SessionState } from "./session-state.js";
+import { cutForPerson } from "./error-text.js";
 import { LogWriteError, type ToolMeta } from "./session-log.js";
 
 export interface ToolOutcome {
@@ -111,13 +113,26 @@ export async function runTurn(
         break;
       }
       await deps.beforeRequest?.(s, wall.signal);
+      // Generation may only use what the token budget has left after the prompt's new tokens.
+      let requestMaxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
+      if (requestMaxTokens < 1) {
+        out.breach = { budget: "total_tokens", limit: limits.max_total_tokens, used: budget.totalTokens };
+        out.finishReason = "budget";
+        break;
+      }
       let final: FinalMessage;
       try {
-        final = await streamCompletion(s, turn, budget, deps, wall.signal);
+        final = await streamCompletion(s, turn, budget, deps, wall.signal, requestMaxTokens);
       } catch (err) {
         // The estimate missed: the server says the prompt does not fit. Compact once and retry.
         if (!isContextOverflow(err) || !(await deps.recoverOverflow?.(s, wall.signal))) throw err;
-        final = await streamCompletion(s, turn, budget, deps, wall.signal);
+        requestMaxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
+        if (requestMaxTokens < 1) {
+          out.breach = { budget: "total_tokens", limit: limits.max_total_tokens, used: budget.totalTokens };
+          out.finishReason = "budget";
+          break;
+        }
+        final = await streamCompletion(s, turn, budget, deps, wall.signal, requestMaxTokens);
       }
       s.append({ t: "message", epoch: epoch(), json: final.messageJson, at: Date.now() });
       const t = final.timings;
@@ -140,7 +155,7 @@ export async function runTurn(
       for (const call of final.toolCalls) {
         wall.signal.throwIfAborted();
         publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
-        const { result, decided } = await dispatchTool(s, call, deps, wall.signal);
+        const { result, decided } = await dispatchTool(s, call, deps, wall.signal, final.finishReason === "length" ? requestMaxTokens : 0);
         s.append({
           t: "message",
           epoch: epoch(),
@@ -174,8 +189,10 @@ export async function runTurn(
       out.finishReason = "cancelled";
     } else {
       out.finishReason = "failed";
-      out.error = turnError(err);
-      deps.log.warn({ session: s.id, err: out.error.message, code: out.error.codeName }, "turn failed");
+      const full = turnError(err);
+      // The whole text goes to the log; a person (and a parent session) sees a readable start of it.
+      deps.log.warn({ session: s.id, err: full.message, code: full.codeName }, "turn failed");
+      out.error = new RpcError(full.code, cutForPerson(full.message), full.details);
     }
   } finally {
     clearTimeout(wallTimer);
@@ -241,6 +258,24 @@ export function turnError(err: unknown): RpcError {
   return toRpcError(err);
 }
 
+/**
+ * The prompt tokens the server will probably have to read for the next
+ * request (an over-estimate, from bytes): the messages after the last model
+ * response when the slot holds the session's conversation, else the whole
+ * prompt (a new session, a new epoch).
+ */
+export function estimateNewPromptTokens(st: SessionState): number {
+  const messages = epochMessages(st);
+  if (st.contextTokens > 0) {
+    return messages.slice(lastAssistantIndex(messages) + 1).reduce((a, m) => a + estimateTokens(m.json), 0);
+  }
+  return (
+    estimateTokens(st.epoch.systemJson) +
+    estimateTokens(st.epoch.toolsJson) +
+    messages.reduce((a, m) => a + estimateTokens(replayJson(m)), 0)
+  );
+}
+
 function isContextOverflow(err: unknown): boolean {
   return err instanceof RpcError && err.code === Status.FAILED_PRECONDITION && "n_ctx" in err.details;
 }
@@ -251,6 +286,7 @@ async function streamCompletion(
   budget: TurnBudget,
   deps: LoopDeps,
   signal: AbortSignal,
+  maxTokens: number,
 ): Promise<FinalMessage> {
   const publish = s.events.publish.bind(s.events);
   const stream = deps.infer.complete(
@@ -258,7 +294,7 @@ async function streamCompletion(
       slot: s.state.slot,
       messagesJson: buildMessagesJson(s.state),
       toolsJson: s.state.epoch.toolsJson,
-      maxTokens: deps.maxTokens,
+      maxTokens,
       thinkingCapTokens: budget.thinkingCapForNextRequest(),
       requestId: `${s.id}/${turn}/${budget.iterations + 1}`,
     },
@@ -297,6 +333,22 @@ async function streamCompletion(
   throw new RpcError(Status.INTERNAL, "inferproxy ended the stream without a final message");
 }
 
+/**
+ * The tool result for a call whose arguments are not a JSON object. A call cut
+ * off by max_tokens is named as such: the model must make it again, shorter.
+ * (Replay sends such a call with `{}` as its arguments, see replay.ts.)
+ */
+export function badArgumentsResult(call: Pick<ToolCall, "name" | "arguments" | "parseError">, cutOffAt: number): string {
+  if (cutOffAt) {
+    return (
+      `error: ${call.name} was not run: your reply reached its limit of ${cutOffAt} tokens before the call's arguments were complete ` +
+      `(${call.arguments.length} characters written, the JSON is unfinished). ` +
+      `Call ${call.name} again with complete, shorter arguments (for a long file, write it in smaller parts).`
+    );
+  }
+  return `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`;
+}
+
 interface Decided {
   decision: ToolDecision;
   rule: string;
@@ -315,6 +367,8 @@ async function dispatchTool(
   call: ToolCall,
   deps: LoopDeps,
   signal: AbortSignal,
+  /** The request's max_tokens when the response ended at it (finish_reason length), else 0. */
+  cutOffAt = 0,
 ): Promise<{ result: ToolOutcome; decided: Decided }> {
   const announce = (d: Decided) => {
     s.events.publish({ case: "toolDecision", value: { callId: call.id, ...d } });
@@ -322,11 +376,8 @@ async function dispatchTool(
   };
   if (call.parseError) {
     return {
-      decided: announce({ decision: ToolDecision.DENIED, rule: "arguments-not-json" }),
-      result: {
-        isError: true,
-        content: `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`,
-      },
+      decided: announce({ decision: ToolDecision.DENIED, rule: cutOffAt ? "arguments-cut-off" : "arguments-not-json" }),
+      result: { isError: true, content: badArgumentsResult(call, cutOffAt) },
     };
   }
   const local = deps.localTools?.[call.name];

@@ -58,6 +58,18 @@ export class TurnBudget {
     return undefined;
   }
 
+  /**
+   * max_tokens for the next request: the configured per-request maximum, capped
+   * so that the request's estimated new prompt tokens plus everything it may
+   * generate fit in what the token budget has left. 0: nothing is left, the
+   * request must not be made.
+   */
+  maxTokensForNextRequest(perRequestMax: number, newPromptTokens: number): number {
+    const cap = this.limits.max_total_tokens;
+    if (!cap) return perRequestMax;
+    return Math.max(0, Math.min(perRequestMax, cap - this.totalTokens - Math.max(0, newPromptTokens)));
+  }
+
   /** What the thinking cap for the next request should be (remaining thinking budget), 0 = none. */
   thinkingCapForNextRequest(): number {
     const cap = this.limits.max_thinking_tokens;

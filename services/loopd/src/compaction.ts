@@ -135,7 +135,7 @@ export class Compactor {
   }
 }
 
-function lastAssistantIndex(messages: readonly StoredMessage[]): number {
+export function lastAssistantIndex(messages: readonly StoredMessage[]): number {
   for (let i = messages.length - 1; i >= 0; i--) {
     if ((JSON.parse(messages[i]!.json) as { role?: string }).role === "assistant") return i;
   }

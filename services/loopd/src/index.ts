@@ -9,3 +9,4 @@ export * from "./slot-pinning.js";
 export * from "./parking.js";
 export * from "./schedules.js";
 export * from "./session-runner.js";
+export * from "./error-text.js";

@@ -1,12 +1,71 @@
-import { epochMessages, type SessionState } from "./session-state.js";
+import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
 
 /**
  * The request's `messages` array, spliced from the stored JSON texts. Nothing
  * is parsed and re-serialized: the server's prompt cache only hits when every
  * earlier byte is exactly what it saw last time.
+ *
+ * The one exception is a stored assistant message the server would refuse
+ * (see `replayableJson`): it is sent in a fixed repaired form, the same bytes
+ * every time, so the cache still hits from the second request on.
  */
 export function buildMessagesJson(s: SessionState): string {
   const parts = [s.epoch.systemJson];
-  for (const m of epochMessages(s)) parts.push(m.json);
+  for (const m of epochMessages(s)) parts.push(replayJson(m));
   return `[${parts.join(",")}]`;
+}
+
+/** What replaces arguments the server cannot parse: an empty object, the same bytes every time. */
+export const REPAIRED_ARGUMENTS = "{}";
+
+const repaired = new WeakMap<StoredMessage, string>();
+
+/** The text a stored message is replayed as; computed once per record. */
+export function replayJson(m: StoredMessage): string {
+  // Only assistant messages with tool calls can need repair; everything else is spliced as stored.
+  if (!m.json.includes('"tool_calls"')) return m.json;
+  let out = repaired.get(m);
+  if (out === undefined) {
+    out = replayableJson(m.json);
+    repaired.set(m, out);
+  }
+  return out;
+}
+
+/**
+ * llama-server parses every earlier tool call's `arguments` as JSON when it
+ * renders the prompt, and refuses the whole request when one is not
+ * (`HTTP 500: Failed to parse tool call arguments as JSON`). A call the model
+ * left unfinished (cut off by max_tokens) would so break every later request
+ * of its session. The log keeps the message as the server produced it; the
+ * request carries it with such arguments replaced by `{}` (the tool result
+ * already told the model the call was not run). A message that needs no repair
+ * is returned unchanged, byte for byte.
+ */
+export function replayableJson(json: string): string {
+  let msg: { role?: unknown; tool_calls?: unknown };
+  try {
+    msg = JSON.parse(json) as typeof msg;
+  } catch {
+    return json;
+  }
+  if (msg.role !== "assistant" || !Array.isArray(msg.tool_calls)) return json;
+  let changed = false;
+  for (const tc of msg.tool_calls as { function?: { arguments?: unknown } }[]) {
+    const fn = tc?.function;
+    if (!fn || typeof fn !== "object") continue;
+    if (typeof fn.arguments === "string" && isJsonObjectText(fn.arguments)) continue;
+    fn.arguments = REPAIRED_ARGUMENTS;
+    changed = true;
+  }
+  return changed ? JSON.stringify(msg) : json;
+}
+
+export function isJsonObjectText(text: string): boolean {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
 }

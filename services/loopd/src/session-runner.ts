@@ -16,6 +16,7 @@ import type { Session, SessionStore } from "./session-store.js";
 import { SlotScheduler } from "./slot-pinning.js";
 import { ApprovalWaits } from "./approvals.js";
 import { Compactor } from "./compaction.js";
+import { cutForPerson } from "./error-text.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
 export interface RunnerDeps {
@@ -145,7 +146,7 @@ export class SessionRunner {
         });
       } else {
         const e = turnError(err);
-        s.events.publish({ case: "turnFailed", value: { code: e.codeName, message: e.message } });
+        s.events.publish({ case: "turnFailed", value: { code: e.codeName, message: cutForPerson(e.message) } });
       }
       throw err;
     } finally {

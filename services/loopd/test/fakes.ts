@@ -13,6 +13,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 export const silentLog = createLogger("test", "silent");
 
 export interface ScriptedReply {
+  /** Thrown instead of a reply (an upstream error). */
+  error?: Error;
   content?: string;
   reasoning?: string[];
   toolCalls?: { id: string; name: string; arguments: string; parseError?: string }[];
@@ -43,6 +45,7 @@ export function fakeInfer(replies: ScriptedReply[]) {
             });
           });
         }
+        if (r.error) throw r.error;
         for (const t of r.reasoning ?? []) yield ev({ event: { case: "reasoning", value: { text: t } } });
         if (r.thinkingCapAt)
           yield ev({ event: { case: "thinkingCap", value: { reasoningTokens: r.thinkingCapAt, accepted: true } } });
@@ -64,7 +67,8 @@ export function fakeInfer(replies: ScriptedReply[]) {
               toolCalls,
               finishReason: r.finishReason ?? (toolCalls.length ? "tool_calls" : "stop"),
               reasoningTokens: r.reasoning?.length ?? 0,
-              timings: { promptN: r.promptN ?? 10, cacheN: r.cacheN ?? 0, predictedN: r.predictedN ?? 5 },
+              // Like the server: generation stops at the request's max_tokens.
+              timings: { promptN: r.promptN ?? 10, cacheN: r.cacheN ?? 0, predictedN: Math.min(r.predictedN ?? 5, req.maxTokens ?? Infinity) },
             },
           },
         });
