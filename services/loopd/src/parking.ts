@@ -1,4 +1,4 @@
-import { SlotActionKind, type ClientOf, type FinalMessage, type InferService, type Logger } from "@boxmaker/common";
+import { RpcError, SlotActionKind, Status, type ClientOf, type FinalMessage, type InferService, type Logger } from "@boxmaker/common";
 
 interface Saved {
   filename: string;
@@ -28,8 +28,12 @@ export class Parking {
   constructor(
     private readonly infer: Pick<ClientOf<typeof InferService>, "slotAction">,
     private readonly log: Logger,
-    private readonly enabled: boolean,
+    private enabled: boolean,
   ) {}
+
+  get on(): boolean {
+    return this.enabled;
+  }
 
   /** The session whose cache the slot holds now. */
   occupantOf(slot: number): string | undefined {
@@ -56,6 +60,12 @@ export class Parking {
       this.log.info({ slot, session: sessionId, tokens: r.tokens, ms: r.ms }, "parked session cache");
     } catch (err) {
       this.saved.delete(sessionId);
+      if (err instanceof RpcError && err.code === Status.UNIMPLEMENTED) {
+        // The server was started without --slot-save-path: every later try would fail the same way.
+        this.enabled = false;
+        this.log.warn({ err: err.message }, "parking turned off: llama-server does not save slots (start it with --slot-save-path)");
+        return;
+      }
       this.log.warn({ slot, session: sessionId, err: (err as Error).message }, "could not park session cache");
     }
   }

@@ -76,7 +76,7 @@ export function llamaSimArgs(layout: Layout): string[] {
   ];
 }
 
-/** Whether the upstream is known to have a slot save path, which session parking needs. */
+/** Whether the upstream is known to have a slot save path, which session parking needs (`up` started it with one). */
 export function upstreamCanPark(u: Upstream): boolean {
   return u.kind === "llama-server" || u.kind === "llama-sim";
 }
@@ -137,14 +137,15 @@ export function brokerdConfig(layout: Layout, s: StackSettings): JsonObject {
   );
 }
 
-export function loopdConfig(layout: Layout, upstream: Upstream, s: StackSettings): JsonObject {
+/** `canPark`: whether the server saves slots (`up` asks a server it did not start; see parking-probe.ts). */
+export function loopdConfig(layout: Layout, upstream: Upstream, s: StackSettings, canPark = upstreamCanPark(upstream)): JsonObject {
   return merge(
     {
       socket: layout.sockets.loopd,
       state_dir: layout.loopdState,
       inferproxy_socket: layout.sockets.inferproxy,
       brokerd_socket: layout.sockets.brokerd,
-      parking: { enabled: upstreamCanPark(upstream) },
+      parking: { enabled: canPark },
       log_level: s.logLevel,
     },
     s.overrides?.loopd,

@@ -74,6 +74,26 @@ export function getJson(
   path: string,
   timeoutMs = 5000,
 ): Promise<{ status: number; body: unknown }> {
+  return requestJson(where, "GET", path, undefined, timeoutMs);
+}
+
+/** POST a JSON body to llama-server over its Unix socket or a URL. */
+export function postJson(
+  where: { socketPath: string } | { url: string },
+  path: string,
+  body: unknown,
+  timeoutMs = 5000,
+): Promise<{ status: number; body: unknown }> {
+  return requestJson(where, "POST", path, JSON.stringify(body), timeoutMs);
+}
+
+function requestJson(
+  where: { socketPath: string } | { url: string },
+  method: "GET" | "POST",
+  path: string,
+  payload: string | undefined,
+  timeoutMs: number,
+): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const target =
       "url" in where
@@ -83,7 +103,8 @@ export function getJson(
           })()
         : { socketPath: where.socketPath, path, host: "llama" };
     const request = "protocol" in target && target.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = request({ ...target, method: "GET", timeout: timeoutMs }, (res) => {
+    const headers = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    const req = request({ ...target, method, headers, timeout: timeoutMs }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (d: string) => (text += d));
@@ -97,9 +118,9 @@ export function getJson(
         resolve({ status: res.statusCode ?? 0, body });
       });
     });
-    req.on("timeout", () => req.destroy(new Error(`GET ${path} timed out`)));
+    req.on("timeout", () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.on("error", reject);
-    req.end();
+    req.end(payload);
   });
 }
 
@@ -122,10 +143,18 @@ export function inferproxySelfTestPassed(socketPath: string): Probe {
       const s = await client.status({}, { timeoutMs: 2000 });
       const t = s.selfTest;
       if (t?.passed) return { ready: true };
-      if (t?.ran) return { ready: false, fatal: `llama-server does not match the contract: ${t.mismatches.join("; ")}` };
+      if (t?.ran) return { ready: false, fatal: contractRefusal(t.mismatches) };
       return { ready: false, detail: `llama-server is ${s.serverState || "unknown"}` };
     } finally {
       client.close();
     }
   };
+}
+
+/** Why `up` refuses a server, and how to take it anyway. */
+export function contractRefusal(mismatches: readonly string[]): string {
+  return (
+    `llama-server does not match the contract: ${mismatches.join("; ")}. ` +
+    "If this is the server you mean to use, run `boxmaker up` again with --accept-server-contract to take its template, n_ctx and slots as they are"
+  );
 }

@@ -7,6 +7,7 @@ import {
   llamaServerArgs,
   llamaSimArgs,
   loopdConfig,
+  upstreamCanPark,
   type JsonObject,
   type StackSettings,
   type Upstream,
@@ -15,6 +16,7 @@ import { daemonMain, llamaSimMain, missingBuilds, type DaemonName } from "./inst
 import type { Layout } from "./layout.js";
 import { describeEvent, ManagedProcess, type ProcessEvent, type ProcessSpec } from "./managed-process.js";
 import { getJson, inferproxySelfTestPassed, llamaHealthy, socketAccepts, type Probe } from "./readiness.js";
+import { probeSlotSave } from "./parking-probe.js";
 import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
 
 export interface SupervisorOptions {
@@ -41,6 +43,8 @@ export interface SupervisorOptions {
 export class Supervisor {
   private readonly procs = new Map<string, ManagedProcess>();
   private stopping: Promise<void> | undefined;
+  /** Whether session parking is on, and why (for the summary). */
+  private parking = "";
   private resolveDone!: (code: number) => void;
   /** Resolves with the exit code once the stack has stopped (signal: 0; a daemon that gave up: 1). */
   readonly done = new Promise<number>((r) => (this.resolveDone = r));
@@ -69,12 +73,22 @@ export class Supervisor {
     }
     this.writeConfig("inferproxy", inferproxyConfig(layout, upstream, settings));
     this.writeConfig("brokerd", brokerdConfig(layout, settings));
-    this.writeConfig("loopd", loopdConfig(layout, upstream, settings));
 
     await Promise.all([
       this.startProcess(this.daemonSpec("inferproxy", inferproxySelfTestPassed(layout.sockets.inferproxy))),
       this.startProcess(this.daemonSpec("brokerd", socketAccepts(layout.sockets.brokerd))),
     ]);
+    // A server `up` did not start may or may not save slots: ask it (inferproxy's
+    // self-test has passed, so it answers). Parking is on whenever it works.
+    let canPark = upstreamCanPark(upstream);
+    if (!canPark) {
+      const probe = await probeSlotSave(where);
+      canPark = probe.works;
+      this.parking = `${probe.works ? "on" : "off"}: ${probe.why}`;
+    } else {
+      this.parking = "on: the server saves slots (--slot-save-path)";
+    }
+    this.writeConfig("loopd", loopdConfig(layout, upstream, settings, canPark));
     await this.startProcess(this.daemonSpec("loopd", socketAccepts(layout.sockets.loopd)));
     this.printSummary();
   }
@@ -200,6 +214,7 @@ export class Supervisor {
       const u = this.o.upstream;
       rows.unshift(["upstream", u.kind === "url" ? u.url : this.upstreamSocket()]);
     }
+    if (this.parking) rows.push(["parking", this.parking]);
     rows.push(["configs", layout.configDir]);
     rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
     const w = Math.max(...rows.map(([k]) => k.length));
