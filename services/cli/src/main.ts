@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { resolveSocket, DaemonUnreachable } from "./connection.js";
 import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
+import { cliVersion } from "./version.js";
 import type { GlobalOptions } from "./global-options.js";
 import { register as registerRun } from "./commands/run.js";
 import { register as registerUp } from "./commands/up.js";
@@ -18,6 +19,7 @@ import { register as registerSchedule } from "./commands/schedule.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
+  .version(cliVersion(), "-V, --version", "print boxmaker's version")
   .option("--socket <path>", "loopd's socket (default: $BOXMAKER_SOCKET or /run/boxmaker/loopd.sock)")
   .showHelpAfterError()
   .exitOverride()

@@ -61,10 +61,24 @@ export async function sendAndRender(
     process.stderr.write("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
   });
+  // Stopped by a supervisor or a closed terminal: the turn must not run on
+  // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
+  const stopHandler = (sig: NodeJS.Signals) => {
+    process.stderr.write(`\n${sig}: cancelling the turn…\n`);
+    const exit = () => process.exit(ExitCode.interrupted);
+    setTimeout(exit, STOP_CANCEL_TIMEOUT_MS).unref();
+    client.cancelTurn({ sessionId }, { timeoutMs: STOP_CANCEL_TIMEOUT_MS }).then(exit, exit);
+  };
+  for (const sig of STOP_SIGNALS) process.on(sig, stopHandler);
   try {
     const events = client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) });
     return await renderEvents(events, opts);
   } finally {
     ctrlC.dispose();
+    for (const sig of STOP_SIGNALS) process.off(sig, stopHandler);
   }
 }
+
+/** Signals that stop `run` and `chat` after cancelling the running turn (SIGINT is Ctrl-C, see ctrl-c.ts). */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
+const STOP_CANCEL_TIMEOUT_MS = 3000;

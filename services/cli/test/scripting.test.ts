@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cliMain, runCli } from "../../../test/support/stack.js";
+import { cliMain, daemonMain, runCli } from "../../../test/support/stack.js";
 import { useStack } from "../../../test/support/use-stack.js";
 
 const ANSI = /\x1b\[/;
@@ -193,6 +193,31 @@ describe("boxmaker through pipes", () => {
     expect(await slow.exited).toBe(5);
     expect(slow.stdout()).toMatch(/— cancelled/);
     expect((await t.stack.cli(["cancel", "--json", slowId])).stdout.trim()).toBe('{"cancelled":false}');
+  });
+
+  it.each(["SIGTERM", "SIGHUP", "SIGINT"] as const)("run stopped with %s cancels its turn, so the next run does not wait for the slot", async (sig) => {
+    t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 20 });
+    const slow = spawnCli(["run", "--json", "go", "slowly", sig]);
+    await until(() => slow.stdout().includes('"content"'), "the slow turn to stream");
+    slow.proc.kill(sig);
+    expect(await slow.exited).toBe(5);
+    t.stack.sim.enqueue({ content: "next" });
+    const next = await t.stack.cli(["run", "--json", "next", "one"], { timeoutMs: 5_000 });
+    expect(next.code).toBe(0);
+    expect(next.stdout).not.toContain('"waiting"');
+  });
+
+  it("--version prints the package version", async () => {
+    const r = await t.stack.cli(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    for (const d of ["inferproxy", "brokerd", "loopd"] as const) {
+      const p = spawn(process.execPath, [daemonMain(d), "--version"], { stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+      const [code] = await once(p, "exit");
+      expect([d, code, out.trim()]).toEqual([d, 0, r.stdout.trim()]);
+    }
   });
 
   it("reject tells the waiting turn, leaves the file alone, and the run exits 4", async () => {

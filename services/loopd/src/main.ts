@@ -1,4 +1,7 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   BrokerService,
   InferService,
@@ -16,6 +19,27 @@ import { SessionStore } from "./session-store.js";
 import { SessionRunner } from "./session-runner.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
+
+
+// `--version`: the package's version, before anything else happens.
+if (process.argv.includes("--version")) {
+  process.stdout.write(`${packageVersion()}\n`);
+  process.exit(0);
+}
+
+function packageVersion(): string {
+  // dist/main.js → the package's package.json (one or two levels up, bundled or not).
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
+    try {
+      const v = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
+      if (typeof v === "string") return v;
+    } catch {
+      // not here: one level up
+    }
+  }
+  return "unknown";
+}
 
 runMain(async () => {
   const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));
