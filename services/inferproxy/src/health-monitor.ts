@@ -1,41 +1,81 @@
+import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
 import type { ContractConfig } from "./config.js";
+import { ServerCheckError, type RawResponse } from "./connection-check.js";
 import type { LlamaClient } from "./llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
 
 export type ServerState = "ok" | "loading" | "down";
 
 export interface HealthMonitorOptions {
-  client: LlamaClient;
   contract: ContractConfig;
   pollMs: number;
   timeoutMs: number;
   log: Logger;
-  /** Called after every self-test run (start-up and each time the server comes back). */
+  /** Called after every self-test run: the first, and each time a different server (or process) answers. */
   onSelfTest?: (result: SelfTestResult) => void;
 }
 
+/** What makes two answers to `/props` the same server: the contract's facts, the model, and the process. */
+export function serverIdentity(p: Props & { media_marker?: unknown }): string {
+  return createHash("sha256")
+    .update(
+      JSON.stringify([
+        p.chat_template ?? null,
+        p.default_generation_settings?.n_ctx ?? null,
+        p.total_slots ?? null,
+        p.model_path ?? null,
+        p.build_info ?? null,
+        // Random per llama-server process: a restart with the same model is still a new server.
+        typeof p.media_marker === "string" ? p.media_marker : null,
+      ]),
+    )
+    .digest("hex");
+}
+
+/** How a refusal tells the operator what to do about a server that fails the contract. */
+export function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
+  const model = props?.model_path ?? props?.model_alias;
+  return (
+    `llama-server at ${upstream} does not match the contract${model ? ` (it now serves ${model})` : ""}: ` +
+    `${st.mismatches.join("; ")}. Restart llama-server with the model and flags the contract was recorded for, ` +
+    `or take this server's contract (\`boxmaker up --accept-server-contract\`, or inferproxy's \`contract\` config)`
+  );
+}
+
 /**
- * Polls `/health`. Whenever the server becomes healthy after being down,
- * loading or not yet seen, it re-reads `/props` and re-runs the self-test: a
- * restarted llama-server may have been started with another model, template
- * or context size.
+ * Knows which llama-server answers and whether it matches the contract.
+ *
+ * The self-test follows the server, not the poll: every new connection to
+ * llama-server is checked with `GET /props` before any request uses it
+ * (LlamaClient's connection check calls `checkConnection`). A server that was
+ * restarted, with the same model or another, can only be reached through a
+ * new connection, so its first answer re-runs the self-test and a mismatch
+ * refuses the connection — and with it every request that would have used it.
+ * `/health` is polled so `status` notices a restart or an outage between turns.
  */
 export class HealthMonitor {
   state: ServerState = "down";
   selfTest: SelfTestResult;
   props: Props | undefined;
+  client: LlamaClient | undefined;
+  private identity = "";
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
-  private needsSelfTest = true;
 
   constructor(private readonly o: HealthMonitorOptions) {
     this.selfTest = notRun(o.contract);
   }
 
+  /** Whether the last self-test is about the server that answers now. */
+  get verified(): boolean {
+    return this.state === "ok" && this.selfTest.ran;
+  }
+
   /** Runs one check now and then keeps polling. Resolves after the first check. */
-  async start(): Promise<void> {
+  async start(client: LlamaClient): Promise<void> {
+    this.client = client;
     await this.check();
     this.schedule();
   }
@@ -45,14 +85,62 @@ export class HealthMonitor {
     if (this.timer) clearTimeout(this.timer);
   }
 
-  /** Tells the monitor a request just failed to connect, so the next poll re-tests on recovery. */
+  /** Tells the monitor a request just failed to connect. */
   markDown(): void {
-    if (this.state !== "down") this.o.log.warn({ upstream: this.o.client.label }, "llama-server is down");
-    this.state = "down";
-    this.needsSelfTest = true;
+    this.setState("down");
   }
 
-  /** One health check (and a self-test if due); concurrent callers share it. */
+  /**
+   * The check on a new connection: `GET /props` as that connection answered it.
+   * Throws ServerCheckError to refuse the connection.
+   */
+  checkConnection(res: RawResponse): void {
+    if (res.status === 503) {
+      this.setState("loading");
+      throw new ServerCheckError("loading", `llama-server is loading (GET /props answered 503); retry in ${this.o.pollMs} ms`);
+    }
+    let props: unknown;
+    try {
+      props = JSON.parse(res.body);
+    } catch {
+      props = undefined;
+    }
+    if (res.status !== 200 || typeof props !== "object" || props === null || Array.isArray(props)) {
+      throw new ServerCheckError(
+        "unverified",
+        `llama-server answered GET /props with HTTP ${res.status} (${res.body.slice(0, 200)}); it cannot be checked against the contract`,
+      );
+    }
+    this.onProps(props as Props);
+    if (!this.selfTest.passed) {
+      throw new ServerCheckError("mismatch", refusalMessage(this.client?.label ?? "?", this.selfTest, this.props));
+    }
+  }
+
+  /** Re-runs the self-test when a different server (or a new process) answered. */
+  private onProps(props: Props): void {
+    this.setState("ok");
+    const id = serverIdentity(props);
+    if (id === this.identity && this.selfTest.ran) return;
+    const before = this.props;
+    this.identity = id;
+    this.props = props;
+    this.selfTest = evaluateProps(props, this.o.contract, Date.now());
+    if (before) {
+      this.o.log.warn(
+        {
+          upstream: this.client?.label,
+          before: { model: before.model_path, build: before.build_info },
+          now: { model: props.model_path, build: props.build_info },
+          self_test: this.selfTest.passed ? "passed" : "failed",
+        },
+        "a new llama-server process answers; self-test re-run",
+      );
+    }
+    this.o.onSelfTest?.(this.selfTest);
+  }
+
+  /** One health check; concurrent callers share it. */
   check(): Promise<void> {
     this.running ??= this.checkOnce().finally(() => (this.running = undefined));
     return this.running;
@@ -66,37 +154,25 @@ export class HealthMonitor {
     this.timer.unref();
   }
 
-  private async checkOnce(): Promise<void> {
-    const prev = this.state;
-    let next: ServerState;
-    try {
-      const res = await this.o.client.json({ method: "GET", path: "/health", timeoutMs: this.o.timeoutMs });
-      next = res.status === 200 ? "ok" : res.status === 503 ? "loading" : "down";
-    } catch {
-      next = "down";
-    }
-    if (next !== prev) this.o.log.info({ from: prev, to: next, upstream: this.o.client.label }, "llama-server state");
+  private setState(next: ServerState): void {
+    if (next === this.state) return;
+    const log = next === "down" ? this.o.log.warn.bind(this.o.log) : this.o.log.info.bind(this.o.log);
+    log({ from: this.state, to: next, upstream: this.client?.label }, "llama-server state");
     this.state = next;
-    if (next !== "ok") {
-      this.needsSelfTest = true;
-      return;
-    }
-    if (this.needsSelfTest) await this.runSelfTest();
   }
 
-  private async runSelfTest(): Promise<void> {
+  private async checkOnce(): Promise<void> {
+    if (!this.client) return;
     try {
-      const res = await this.o.client.json({ method: "GET", path: "/props", timeoutMs: this.o.timeoutMs });
-      if (res.status !== 200 || typeof res.json !== "object" || res.json === null) {
-        this.o.log.warn({ status: res.status, body: res.text.slice(0, 300) }, "GET /props failed; self-test postponed");
+      const res = await this.client.json({ method: "GET", path: "/health", timeoutMs: this.o.timeoutMs });
+      this.setState(res.status === 200 ? "ok" : res.status === 503 ? "loading" : "down");
+    } catch (err) {
+      if (err instanceof ServerCheckError) {
+        // Up but refused (mismatch) or not checkable: the connection check already set the state.
+        if (err.kind === "unverified") this.o.log.warn({ err: err.message }, "llama-server could not be checked");
         return;
       }
-      this.props = res.json as Props;
-      this.selfTest = evaluateProps(this.props, this.o.contract, Date.now());
-      this.needsSelfTest = false;
-      this.o.onSelfTest?.(this.selfTest);
-    } catch (err) {
-      this.o.log.warn({ err }, "GET /props failed; self-test postponed");
+      this.setState("down");
     }
   }
 }

@@ -1,5 +1,6 @@
-import { Pool } from "undici";
+import { Pool, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
+import { checkingConnector, type RawResponse } from "./connection-check.js";
 import type { UpstreamConfig } from "./config.js";
 import { upstreamLabel } from "./config.js";
 import { errnoOf, isConnectError } from "./error-mapping.js";
@@ -124,7 +125,12 @@ export class LlamaClient {
   readonly label: string;
   private readonly pool: Pool;
 
-  constructor(upstream: UpstreamConfig) {
+  /**
+   * `check`, when given, sees the server's `GET /props` answer on every new
+   * connection before any request is sent on it, and throws to refuse it
+   * (connection-check.ts).
+   */
+  constructor(upstream: UpstreamConfig, check?: { onProps: (res: RawResponse) => void; timeoutMs: number }) {
     this.label = upstreamLabel(upstream);
     const common = {
       // The watchdog in the completion stream is the only timeout on streams; per-call limits elsewhere.
@@ -133,9 +139,11 @@ export class LlamaClient {
       keepAliveTimeout: 4_000,
       pipelining: 1,
     };
+    const base = buildConnector(upstream.url ? {} : { socketPath: upstream.socket_path! });
+    const connect = check ? checkingConnector(base, check.onProps, check.timeoutMs) : base;
     this.pool = upstream.url
-      ? new Pool(upstream.url, common)
-      : new Pool("http://llama-server", { ...common, socketPath: upstream.socket_path! });
+      ? new Pool(upstream.url, { ...common, connect })
+      : new Pool("http://llama-server", { ...common, connect });
   }
 
   /**

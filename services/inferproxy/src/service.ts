@@ -20,9 +20,10 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { InferproxyConfig } from "./config.js";
 import { CompletionAssembler, StreamErrorObject, StreamProtocolError, type CompletionEventInit } from "./completion-stream.js";
 import { errorBodyOf, mapConnectError, mapHttpError, mapStreamError, type ErrorContext } from "./error-mapping.js";
-import { HealthMonitor } from "./health-monitor.js";
+import { ServerCheckError } from "./connection-check.js";
+import { HealthMonitor, refusalMessage } from "./health-monitor.js";
 import { LlamaClient, UpstreamConnectError, UpstreamTimeoutError } from "./llama-client.js";
-import { Watchdog } from "./liveness.js";
+import { Watchdog, slotSample, type SlotSample } from "./liveness.js";
 import { buildCompletionBody } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { SlotLocks } from "./slot-lock.js";
@@ -32,8 +33,11 @@ import { ThinkingCap, controlOutcome, type ControlOutcome } from "./thinking-cap
 /** Why inferproxy itself aborted the upstream request. */
 class LivenessTimeout extends Error {
   override readonly name = "LivenessTimeout";
-  constructor(readonly silentMs: number) {
-    super(`llama-server sent nothing for ${Math.round(silentMs)} ms`);
+  constructor(
+    readonly silentMs: number,
+    readonly why: string,
+  ) {
+    super(`llama-server sent nothing for ${Math.round(silentMs)} ms (${why})`);
   }
 }
 class ThinkingCapRefused extends Error {
@@ -62,20 +66,24 @@ export class InferProxy {
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
     this.log = o.log;
-    this.client = new LlamaClient(o.config.upstream);
+    const timeoutMs = Math.min(o.config.request_timeout_ms, Math.max(1000, o.config.health_poll_ms));
     this.monitor = new HealthMonitor({
-      client: this.client,
       contract: o.config.contract,
       pollMs: o.config.health_poll_ms,
-      timeoutMs: Math.min(o.config.request_timeout_ms, Math.max(1000, o.config.health_poll_ms)),
+      timeoutMs,
       log: o.log,
       onSelfTest: o.onSelfTest,
+    });
+    // Every new connection is checked against the contract before anything is sent on it.
+    this.client = new LlamaClient(o.config.upstream, {
+      onProps: (res) => this.monitor.checkConnection(res),
+      timeoutMs: o.config.request_timeout_ms,
     });
   }
 
   /** Runs the first health check and self-test, then keeps polling. */
   start(): Promise<void> {
-    return this.monitor.start();
+    return this.monitor.start(this.client);
   }
 
   async close(): Promise<void> {
@@ -99,7 +107,7 @@ export class InferProxy {
     return this.cfg.contract.total_slots;
   }
 
-  /** Completions against a server that fails the contract would poison the session log. */
+  /** Completions against a server that fails the contract would poison the session log (see also checkError). */
   private requireSelfTest(): void {
     const st = this.monitor.selfTest;
     if (!st.ran) {
@@ -109,12 +117,39 @@ export class InferProxy {
         { upstream: this.client.label, retry_after_ms: String(this.cfg.health_poll_ms) },
       );
     }
-    if (!st.passed) {
-      throw failedPrecondition(`llama-server does not match the contract: ${st.mismatches.join("; ")}`, {
-        upstream: this.client.label,
-        reason: "self_test_failed",
-      });
-    }
+    // A failed self-test is not refused here: a refused server keeps no connection, so this
+    // request's connection is checked afresh (the server may have been swapped back) and
+    // refused there if it still does not match.
+  }
+
+  private refusal(message?: string): RpcError {
+    const props = this.monitor.props;
+    return failedPrecondition(message ?? refusalMessage(this.client.label, this.monitor.selfTest, props), {
+      upstream: this.client.label,
+      reason: "self_test_failed",
+      model: props?.model_path ?? props?.model_alias ?? "",
+    });
+  }
+
+  /** A new connection refused by the contract check (connection-check.ts) → the status a caller can act on. */
+  private checkError(err: ServerCheckError): RpcError {
+    if (err.kind === "mismatch") return this.refusal(err.message);
+    return new RpcError(Status.UNAVAILABLE, err.message, {
+      upstream: this.client.label,
+      reason: err.kind === "loading" ? "loading" : "unverified",
+      retry_after_ms: String(this.cfg.health_poll_ms),
+    });
+  }
+
+  /** What `GET /slots` says about one slot, for the liveness watchdog; undefined when it cannot tell. */
+  private async probeSlot(slot: number, signal: AbortSignal): Promise<SlotSample | undefined> {
+    const res = await this.client.json({
+      method: "GET",
+      path: "/slots",
+      timeoutMs: Math.max(100, Math.min(this.cfg.request_timeout_ms, Math.floor(this.cfg.liveness_timeout_ms / 2))),
+      signal,
+    });
+    return res.status === 200 ? slotSample(res.json, slot % this.totalSlots) : undefined;
   }
 
   async *complete(req: CompleteRequest, ctx: CallContext): AsyncGenerator<CompletionEventInit> {
@@ -139,7 +174,14 @@ export class InferProxy {
     const upstream = new AbortController();
     const onCancel = () => upstream.abort(ctx.signal.reason);
     ctx.signal.addEventListener("abort", onCancel, { once: true });
-    const watchdog = new Watchdog(this.cfg.liveness_timeout_ms, (silent) => upstream.abort(new LivenessTimeout(silent)));
+    const log = this.log.child({ request_id: holder, slot: req.slot });
+    const watchdog = new Watchdog({
+      windowMs: this.cfg.liveness_timeout_ms,
+      probe: (signal) => this.probeSlot(req.slot, signal),
+      onDead: (silent, why) => upstream.abort(new LivenessTimeout(silent, why)),
+      onBusy: (silent, smp) =>
+        log.debug({ silent_ms: Math.round(silent), n_decoded: smp.decoded }, "stream silent but the slot is decoding; waiting"),
+    });
     const asm = new CompletionAssembler();
     const cap = new ThinkingCap(req.thinkingCapTokens);
     let capOutcome: ControlOutcome | undefined;
@@ -162,7 +204,6 @@ export class InferProxy {
         },
       };
     };
-    const log = this.log.child({ request_id: holder, slot: req.slot });
 
     try {
       let res;
@@ -173,6 +214,7 @@ export class InferProxy {
           this.monitor.markDown();
           throw mapConnectError(err.cause, errCtx);
         }
+        if (err instanceof ServerCheckError) throw this.checkError(err);
         throw err;
       }
       watchdog.kick();
@@ -208,9 +250,27 @@ export class InferProxy {
         if (capOutcome && !capReported) yield capEvent();
       }.bind(this);
 
-      for await (const chunk of res.body) {
+      // The thinking-cap event goes out as soon as the control call answers, not with the
+      // next chunk: after reasoning_end the server's parser may hold output back for a long time.
+      const chunks = res.body[Symbol.asyncIterator]();
+      let next: Promise<IteratorResult<Buffer>> | undefined;
+      for (;;) {
+        if (!next) {
+          next = chunks.next();
+          next.catch(() => undefined); // awaited below; a cancelled turn may leave it pending
+        }
+        let r: IteratorResult<Buffer> | "cap";
+        if (capPending && !capReported) {
+          r = await Promise.race([next, capPending.then(() => "cap" as const)]);
+          if (r === "cap") {
+            if (capOutcome && !capReported) yield capEvent();
+            continue;
+          }
+        } else r = await next;
+        next = undefined;
+        if (r.done) break;
         watchdog.kick();
-        yield* handle(parser.push(chunk));
+        yield* handle(parser.push(r.value));
         // Time spent waiting on a slow gRPC reader is not upstream silence.
         watchdog.kick();
       }
@@ -256,13 +316,14 @@ export class InferProxy {
   ): RpcError {
     if (reason instanceof LivenessTimeout) {
       return deadlineExceeded(
-        `llama-server sent nothing for ${Math.round(reason.silentMs)} ms (liveness window ${watchdog.windowMs} ms); ` +
-          `the completion was aborted`,
+        `llama-server sent nothing for ${Math.round(reason.silentMs)} ms (liveness window ${watchdog.windowMs} ms) ` +
+          `and ${reason.why}; the completion was aborted`,
         {
           upstream: errCtx.upstream,
           slot: String(errCtx.slot),
           liveness_timeout_ms: String(watchdog.windowMs),
           silent_ms: String(Math.round(reason.silentMs)),
+          liveness_reason: reason.why,
           completion_id: asm.completionId,
         },
       );
@@ -317,7 +378,10 @@ export class InferProxy {
       }
     }
     const ids = new Set<number>([...Array(n).keys(), ...serverSlots.keys()]);
-    const st = this.monitor.selfTest;
+    // A self-test is about the server that answered it: while the server is down or loading,
+    // nothing has been checked, whatever the last result was.
+    const last = this.monitor.selfTest;
+    const st = this.monitor.verified ? last : { ...last, ran: false, passed: false, mismatches: [] };
     return {
       serverState: this.monitor.state,
       buildInfo: props?.build_info ?? "",
@@ -389,6 +453,7 @@ export class InferProxy {
         this.monitor.markDown();
         throw mapConnectError(err.cause, errCtx);
       }
+      if (err instanceof ServerCheckError) throw this.checkError(err);
       if (err instanceof UpstreamTimeoutError) throw deadlineExceeded(`slot ${action}: ${err.message}`, { upstream: this.client.label });
       if (ctx.signal.aborted) throw cancelled();
       throw err;

@@ -190,6 +190,40 @@ describe("liveness", () => {
     expect(s.sim.completions.at(-1)!.outcome).toBe("aborted");
   });
 
+  it("a slot that keeps decoding while the stream is quiet for 4 windows is not killed", async () => {
+    // The real server's parser holds output back: no chunk, but /slots shows n_decoded rising.
+    s.sim.enqueue({ content: ["one", " two", " three"], quietMs: 2000, quietAfterTokens: 1 });
+    const r = await collect(s.client, { slot: 1, messagesJson: userMessages() });
+    expect(r.error).toBeUndefined();
+    expect(r.final!.content).toBe("one two three");
+    const slotsProbes = s.sim.requests.filter((q) => q.path === "/slots");
+    expect(slotsProbes.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a hung slot (processing, n_decoded standing still) is still killed, naming why", async () => {
+    s.sim.enqueue({ content: ["one", " two"], silenceMs: 3000, silenceAfterTokens: 1 });
+    const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
+    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error!.details.liveness_reason).toMatch(/decoded nothing/);
+    expect(r.partial!.content).toBe("one");
+  });
+
+  it("the thinking-cap event arrives as soon as reasoning_end succeeds, even while the stream is quiet", async () => {
+    s.sim.enqueue({
+      reasoning: Array.from({ length: 50 }, () => "hm "),
+      content: "done",
+      quietMs: 1500,
+      quietAfterTokens: 3,
+    });
+    const r = await collect(s.client, { slot: 0, messagesJson: userMessages(), thinkingCapTokens: 3 });
+    expect(r.error).toBeUndefined();
+    const cap = r.cases.indexOf("thinkingCap");
+    expect(cap).toBeGreaterThan(0);
+    // Before the first chunk that followed the quiet spell, not with it.
+    expect(cap).toBeLessThan(r.cases.indexOf("content"));
+    expect(r.final!.content).toBe("done");
+  });
+
   it("a silent prefill (no progress events) trips the window too", async () => {
     s.sim.enqueue({ content: "late", silenceMs: 1000, silenceAfterTokens: 0 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });

@@ -4,7 +4,7 @@
 import type { ServerResponse } from "node:http";
 import { renderPrompt, type ChatMessage } from "./render.js";
 import { defaultTurn, type Turn } from "./script.js";
-import type { Slot } from "./slot-cache.js";
+import type { Slot, SlotTaskInfo } from "./slot-cache.js";
 import { pickSlot } from "./slot-cache.js";
 import {
   chunk,
@@ -236,6 +236,18 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
   let emitted = 0;
   let roleSent = false;
   let processed = cacheN;
+  // Tokens decoded but not streamed (quietMs): the real server's parser holding output back.
+  let held = 0;
+  // While it runs, GET /slots shows this task with live counters, as the real server does.
+  const live: SlotTaskInfo = {
+    idTask,
+    nPromptTokens: total,
+    nPromptTokensProcessed: 0,
+    nPromptTokensCache: cacheN,
+    nDecoded: 0,
+    params: taskParams(a.body, a.maxTokens),
+  };
+  slot.lastTask = live;
 
   const finishSlot = () => {
     const echo: ChatMessage = {
@@ -287,6 +299,7 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
       await sleep(turn.prefillMsPerBatch ?? 0, signal);
       if (signal.aborted) break;
       processed = Math.min(total, processed + state.config.batchSize);
+      live.nPromptTokensProcessed = processed - cacheN;
       if (sse && a.returnProgress) progress(processed, ROLE_DELTA);
     }
     const promptMs = performance.now() - tPrompt0;
@@ -303,6 +316,7 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
     const contentPieces = splitPieces(turn.content);
     const toolPlans = planToolCalls(turn);
     let silenced = false;
+    let quieted = false;
     let finish: string = turn.finishReason ?? (toolPlans.length > 0 ? "tool_calls" : "stop");
     type Stop = "length" | "error" | "drop" | "aborted" | undefined;
 
@@ -316,6 +330,16 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
       if (turn.silenceMs && !silenced && (atEnd || emitted >= (turn.silenceAfterTokens ?? 0))) {
         silenced = true;
         await sleep(turn.silenceMs, signal);
+      }
+      if (turn.quietMs && !quieted && (atEnd || emitted >= (turn.quietAfterTokens ?? 0))) {
+        quieted = true;
+        // Busy but silent: the slot keeps decoding (n_decoded rises) while nothing is streamed.
+        const until = performance.now() + turn.quietMs;
+        while (!signal.aborted && performance.now() < until) {
+          await sleep(Math.min(20, Math.max(1, until - performance.now())), signal);
+          held++;
+          live.nDecoded = emitted + held;
+        }
       }
       if (signal.aborted) return "aborted";
       if (turn.dropAfterTokens !== undefined && (atEnd || emitted >= turn.dropAfterTokens)) return "drop";
@@ -333,6 +357,7 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
       if (sse && !roleSent) sse.event(chunk(base, ROLE_DELTA));
       roleSent = true;
       emitted++;
+      live.nDecoded = emitted + held;
       return undefined;
     };
 

@@ -36,6 +36,13 @@ export interface Turn {
   /** Stay silent this long once silenceAfterTokens tokens are out (default 0: right after prefill). */
   silenceMs?: number;
   silenceAfterTokens?: number;
+  /**
+   * Decode without streaming for this long once quietAfterTokens tokens are out: the real
+   * server's output parser holding output back. Unlike silenceMs (a hung server), GET /slots
+   * shows the slot processing with n_decoded rising all the while.
+   */
+  quietMs?: number;
+  quietAfterTokens?: number;
   /** Destroy the socket after this many generated tokens (0: right after prefill). */
   dropAfterTokens?: number;
   /** An error object inside the 200 stream, then the stream ends; non-streamed: that HTTP status. */
@@ -54,6 +61,8 @@ export const TURN_KEYS: ReadonlySet<string> = new Set([
   "prefillMsPerBatch",
   "silenceMs",
   "silenceAfterTokens",
+  "quietMs",
+  "quietAfterTokens",
   "dropAfterTokens",
   "errorInStream",
   "httpError",

@@ -1,0 +1,148 @@
+import type { Socket } from "node:net";
+import { buildConnector } from "undici";
+
+/**
+ * Why a new connection to llama-server was not handed to any request: the
+ * server on the other end is loading, could not say what it is, or is not the
+ * server the contract describes.
+ */
+export class ServerCheckError extends Error {
+  override readonly name = "ServerCheckError";
+  /** undici hands the connector's error to the waiting requests; `code` keeps it out of its retry paths. */
+  readonly code = "BOXMAKER_SERVER_CHECK";
+  constructor(
+    readonly kind: "loading" | "mismatch" | "unverified",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RawResponse {
+  status: number;
+  body: string;
+}
+
+/**
+ * One `GET path` written straight onto a freshly connected socket, before
+ * undici owns it. The socket is left paused with no listeners and nothing
+ * unread, ready for keep-alive reuse; any failure destroys it.
+ */
+export function rawGet(socket: Socket, host: string, path: string, timeoutMs: number): Promise<RawResponse> {
+  return new Promise<RawResponse>((resolve, reject) => {
+    let buf: Buffer = Buffer.alloc(0);
+    let settled = false;
+    const timer = setTimeout(
+      () => finish(new Error(`GET ${path} on a new connection took longer than ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const onData = (b: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, b]) : b;
+      try {
+        const r = parse();
+        if (r) finish(undefined, r);
+      } catch (err) {
+        finish(err as Error);
+      }
+    };
+    const onEnd = () => finish(new Error(`llama-server closed the connection before answering GET ${path}`));
+    const onError = (err: Error) => finish(err);
+    function finish(err: Error | undefined, res?: RawResponse): void {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("close", onEnd);
+      socket.off("error", onError);
+      socket.pause();
+      if (err) {
+        socket.destroy();
+        reject(err);
+      } else resolve(res!);
+    }
+    function parse(): RawResponse | undefined {
+      const he = buf.indexOf("\r\n\r\n");
+      if (he < 0) return undefined;
+      const lines = buf.subarray(0, he).toString("latin1").split("\r\n");
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "");
+      if (!m) throw new Error(`not an HTTP response to GET ${path}: ${JSON.stringify(lines[0]?.slice(0, 80))}`);
+      const headers = new Map<string, string>();
+      for (const l of lines.slice(1)) {
+        const i = l.indexOf(":");
+        if (i > 0) headers.set(l.slice(0, i).trim().toLowerCase(), l.slice(i + 1).trim());
+      }
+      const rest = buf.subarray(he + 4);
+      let body: Buffer;
+      let extra: Buffer;
+      if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
+        const parts: Buffer[] = [];
+        let at = 0;
+        for (;;) {
+          const le = rest.indexOf("\r\n", at);
+          if (le < 0) return undefined;
+          const size = parseInt(rest.subarray(at, le).toString("latin1"), 16);
+          if (!Number.isFinite(size)) throw new Error(`bad chunk size in the answer to GET ${path}`);
+          if (size === 0) {
+            // No trailers: the last chunk is "0\r\n\r\n".
+            if (rest.length < le + 4) return undefined;
+            body = Buffer.concat(parts);
+            extra = rest.subarray(le + 4);
+            break;
+          }
+          if (rest.length < le + 2 + size + 2) return undefined;
+          parts.push(rest.subarray(le + 2, le + 2 + size));
+          at = le + 2 + size + 2;
+        }
+      } else {
+        const cl = Number(headers.get("content-length"));
+        if (!Number.isInteger(cl) || cl < 0) throw new Error(`the answer to GET ${path} has no Content-Length`);
+        if (rest.length < cl) return undefined;
+        body = rest.subarray(0, cl);
+        extra = rest.subarray(cl);
+      }
+      if (extra.length > 0) throw new Error(`llama-server sent more than the answer to GET ${path}`);
+      if (/close/i.test(headers.get("connection") ?? "")) {
+        throw new Error(`llama-server closes the connection after GET ${path}`);
+      }
+      return { status: Number(m[1]), body: body.toString("utf8") };
+    }
+    socket.on("data", onData);
+    socket.on("end", onEnd);
+    socket.on("close", onEnd);
+    socket.on("error", onError);
+    socket.resume();
+    socket.write(`GET ${path} HTTP/1.1\r\nhost: ${host}\r\naccept: application/json\r\n\r\n`);
+  });
+}
+
+/**
+ * An undici connector that checks every new connection before any request
+ * uses it: `check` gets the server's answer to `GET /props` on that very
+ * connection and throws to refuse it. A restarted llama-server can only be
+ * reached through a new connection, so nothing is ever sent to a server that
+ * has not been checked, however briefly it was gone.
+ */
+export function checkingConnector(
+  base: buildConnector.connector,
+  check: (res: RawResponse) => void,
+  timeoutMs: number,
+): buildConnector.connector {
+  return (opts, callback) => {
+    base(opts, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error("no socket"), null);
+      rawGet(socket as Socket, opts.host ?? opts.hostname ?? "llama-server", "/props", timeoutMs).then(
+        (res) => {
+          try {
+            check(res);
+          } catch (e) {
+            socket.destroy();
+            return callback(e as Error, null);
+          }
+          callback(null, socket);
+        },
+        (e: unknown) => callback(e as Error, null),
+      );
+    });
+  };
+}
