@@ -33,13 +33,25 @@ export function serverIdentity(p: Props & { media_marker?: unknown }): string {
     .digest("hex");
 }
 
-/** How a refusal tells the operator what to do about a server that fails the contract. */
+/**
+ * How a refusal tells the operator what differs and what to do about it. Short
+ * (hash prefixes): it travels to the person through loopd, which cuts long
+ * errors; the full hashes are in `status` and the log.
+ */
 export function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
+  const short = (h: string) => (h ? h.slice(0, 12) : "none");
+  const diffs: string[] = [];
+  if (st.actualTemplateSha256 !== st.expectedTemplateSha256) {
+    diffs.push(`chat_template sha256 ${short(st.actualTemplateSha256)}…, expected ${short(st.expectedTemplateSha256)}…`);
+  }
+  if (st.actualNCtx !== st.expectedNCtx) diffs.push(`n_ctx per slot ${st.actualNCtx}, expected ${st.expectedNCtx}`);
+  if (st.actualTotalSlots !== st.expectedTotalSlots) diffs.push(`total_slots ${st.actualTotalSlots}, expected ${st.expectedTotalSlots}`);
+  if (diffs.length === 0) diffs.push(...st.mismatches);
   const model = props?.model_path ?? props?.model_alias;
   return (
-    `llama-server at ${upstream} does not match the contract${model ? ` (it now serves ${model})` : ""}: ` +
-    `${st.mismatches.join("; ")}. Restart llama-server with the model and flags the contract was recorded for, ` +
-    `or take this server's contract (\`boxmaker up --accept-server-contract\`, or inferproxy's \`contract\` config)`
+    `llama-server at ${upstream} does not match the contract (${diffs.join("; ")})` +
+    `${model ? `; it serves ${model}` : ""}. Restart it with the model and flags the contract was recorded for, ` +
+    `or take its contract with \`boxmaker up --accept-server-contract\``
   );
 }
 

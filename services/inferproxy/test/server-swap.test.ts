@@ -31,7 +31,7 @@ describe("the self-test follows the server, not the poll", () => {
     other.enqueue({ content: "from the wrong model" });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
     expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error!.message).toMatch(/does not match the contract \(it now serves other\.gguf\): chat_template sha256/);
+    expect(r.error!.message).toMatch(/does not match the contract \(chat_template sha256 [0-9a-f]{12}…, expected [0-9a-f]{12}…\); it serves other\.gguf/);
     expect(r.error!.message).toContain("--accept-server-contract");
     expect(r.error!.details).toMatchObject({ reason: "self_test_failed", model: "other.gguf" });
     expect(other.completions).toHaveLength(0);
