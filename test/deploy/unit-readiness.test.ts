@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { socketIsLive } from "@boxmaker/common";
 import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../support/notify-socket.js";
+import { requires } from "../support/requirements.js";
 import { repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { environment, execStart, readUnit, value } from "./unit-file.js";
@@ -18,7 +19,7 @@ import { environment, execStart, readUnit, value } from "./unit-file.js";
  */
 type Daemon = "inferproxy" | "brokerd" | "loopd";
 
-describe("the units' readiness under a notify socket", () => {
+describe.skipIf(!requires("the units' readiness under a notify socket", ["python3"]))("the units' readiness under a notify socket", () => {
   let tmp: ReturnType<typeof tempDir>;
   let notify: FakeNotifySocket;
   let sim: LlamaSim | undefined;

@@ -6,6 +6,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { startLlamaSim, type LlamaSim, type SimContract } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../support/notify-socket.js";
+import { requires } from "../support/requirements.js";
 import { daemonMain } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -46,7 +47,7 @@ function accepts(path: string): Promise<boolean> {
   });
 }
 
-describe.each(["inferproxy", "brokerd", "loopd"] as const)("%s daemon lifecycle", (name) => {
+describe.skipIf(!requires("daemon lifecycle under sd_notify", ["python3"])).each(["inferproxy", "brokerd", "loopd"] as const)("%s daemon lifecycle", (name) => {
   let tmp: ReturnType<typeof tempDir>;
   let sim: LlamaSim | undefined;
   afterEach(async () => {

@@ -18,15 +18,18 @@ const HOW_TO_GET: Record<Requirement, string> = {
   "llama-server": "npm run llama-server:build (builds a real llama-server and tiny models, ~10 min once)",
 };
 
-const found = new Map<string, boolean>();
-function onPath(tool: string): boolean {
-  let ok = found.get(tool);
-  if (ok === undefined) {
-    ok = spawnSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" }).status === 0;
-    found.set(tool, ok);
+const found = new Map<string, string | undefined>();
+
+/** Where `tool` is on PATH, or undefined: tests use this path so that removing a tool from PATH really removes it. */
+export function toolPath(tool: string): string | undefined {
+  if (!found.has(tool)) {
+    const r = spawnSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" });
+    found.set(tool, r.status === 0 ? r.stdout.trim() || undefined : undefined);
   }
-  return ok;
+  return found.get(tool);
 }
+
+const onPath = (tool: string): boolean => toolPath(tool) !== undefined;
 
 export const underCi = (): boolean => /^(1|true|yes)$/i.test(process.env.CI ?? "");
 
@@ -40,8 +43,9 @@ export const underCi = (): boolean => /^(1|true|yes)$/i.test(process.env.CI ?? "
 export function requires(what: string, needs: Requirement[], present: (tool: Requirement) => boolean = onPath): boolean {
   const missing = needs.filter((t) => !present(t));
   if (missing.length === 0) return true;
-  const line = `${what}: skipped, needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
-  if (underCi()) throw new Error(`CI=true and a required tool is missing — ${line}`);
+  const needsLine = `needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
+  if (underCi()) throw new Error(`${what} ${needsLine}; under CI=true a missing tool fails the run instead of skipping`);
+  const line = `${what}: skipped, ${needsLine}`;
   console.warn(`[skip] ${line}`);
   const file = skipsFile();
   if (file) appendFileSync(file, `${line}\n`);

@@ -4,6 +4,10 @@ import { join } from "node:path";
 import { Broker, type CallOutcome } from "../src/broker.js";
 import { parseBrokerConfig, type BrokerConfig } from "../src/config.js";
 import { tempDir } from "../../../test/support/tmp.js";
+import { toolPath } from "../../../test/support/requirements.js";
+
+/** The bwrap on PATH (not the config's default /usr/bin/bwrap), so a machine without it runs tests the same way. */
+export const bwrapPath = toolPath("bwrap") ?? "/nonexistent/bwrap";
 
 export const silent = pino({ level: "silent" });
 
@@ -29,12 +33,14 @@ export async function rig(
   mkdirSync(outside);
   setup?.({ ws, outside });
   if (typeof overrides === "function") overrides = overrides({ ws, outside });
+  const sandbox = { bwrap_path: bwrapPath, ...(overrides.sandbox as Record<string, unknown> | undefined) };
   const config = parseBrokerConfig({
     socket: join(t.dir, "b.sock"),
     state_dir: join(t.dir, "state"),
     workspace_roots: [ws],
     log_level: "silent",
     ...overrides,
+    sandbox,
   });
   const broker = await Broker.open(config, { log: silent });
   let n = 0;

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { bwrapArgs } from "../src/sandbox.js";
 import { rig, type Rig } from "./helpers.js";
+import { requires } from "../../../test/support/requirements.js";
 
 let r: Rig;
 afterEach(async () => r && (await r.cleanup()));
@@ -30,7 +31,7 @@ describe("bwrap command line", () => {
   });
 });
 
-describe("run_command in bwrap", () => {
+describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"]))("run_command in bwrap", () => {
   it("can write the workspace but nothing outside it, has no network and a clean environment", async () => {
     process.env.BX_TEST_SECRET = "hunter2";
     r = await rig(allowCommands);

@@ -3,12 +3,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { useStack } from "../../../test/support/use-stack.js";
 import { Tmux } from "./support/tmux.js";
+import { requires } from "../../../test/support/requirements.js";
 
 /**
  * The interactive paths through a real pseudo-terminal (tmux): readline's
  * prompt, colour, a staged write approved from a second pane, and Ctrl-C.
  */
-describe("boxmaker chat on a terminal", () => {
+describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))("boxmaker chat on a terminal", () => {
   let tmux: Tmux;
   const t = useStack("bxc-");
   afterEach(async () => {
