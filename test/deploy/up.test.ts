@@ -3,41 +3,9 @@ import { once } from "node:events";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cliMain, runCli, waitFor } from "../support/stack.js";
+import { runCli, waitFor } from "../support/stack.js";
+import { Up, alive, stopUp } from "../support/up-process.js";
 import { tempDir } from "../support/tmp.js";
-
-/** `boxmaker up` as a user runs it: the built CLI, its own process, read through its output. */
-class Up {
-  stdout = "";
-  stderr = "";
-  readonly proc: ChildProcess;
-  constructor(args: string[], cwd: string) {
-    this.proc = spawn(process.execPath, [cliMain, "up", ...args], { cwd, env: { ...process.env, NO_COLOR: "1" } });
-    this.proc.stdout!.on("data", (b: Buffer) => (this.stdout += b.toString()));
-    this.proc.stderr!.on("data", (b: Buffer) => (this.stderr += b.toString()));
-  }
-
-  /** Resolves once the summary is out; fails fast if `up` exits first. */
-  async ready(): Promise<void> {
-    await waitFor(() => this.stdout.includes("export BOXMAKER_SOCKET=") || this.proc.exitCode !== null, 30_000, "boxmaker up");
-    if (this.proc.exitCode !== null) throw new Error(`up exited ${this.proc.exitCode}: ${this.stderr}`);
-  }
-
-  pid(name: string): number {
-    const m = new RegExp(`^  ${name}\\s+pid (\\d+)`, "m").exec(this.stdout);
-    if (!m) throw new Error(`no pid for ${name} in:\n${this.stdout}`);
-    return Number(m[1]);
-  }
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("boxmaker up --llama-sim", () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -51,13 +19,7 @@ describe("boxmaker up --llama-sim", () => {
     tmp = tempDir("bx-up-");
   });
   afterEach(async () => {
-    // SIGINT, not SIGKILL: a killed supervisor would leave its daemons running.
-    for (const u of ups.splice(0)) {
-      if (u.proc.exitCode !== null || u.proc.signalCode !== null) continue;
-      const exited = once(u.proc, "exit");
-      u.proc.kill("SIGINT");
-      await exited;
-    }
+    for (const u of ups.splice(0)) await stopUp(u);
     tmp.cleanup();
   });
 
