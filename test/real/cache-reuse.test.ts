@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import type { Timings } from "@boxmaker/common";
+import { Stack } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
+import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+
+/**
+ * loopd's promise, measured by the real server's own `timings`: every request
+ * after the first costs only its new tokens. A request's prompt is
+ * cache_n + prompt_n tokens; what the slot's KV cache holds after the previous
+ * request is that request's prompt plus what it generated, less the last
+ * generated token (the end-of-turn token is sampled but never decoded, so the
+ * next request must process it). Whatever the new request has beyond that is
+ * truly new; anything more in prompt_n means an earlier byte of the
+ * conversation was rendered differently and the cache was lost.
+ */
+describe.skipIf(!haveRealLlama("real llama-server: multi-turn prompt cache reuse"))("prompt cache reuse on a real llama-server", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let llama: RealLlama;
+  let stack: Stack;
+  let client: LoopClient;
+
+  beforeAll(async () => {
+    tmp = tempDir("bxr-c-");
+    llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
+    stack = await new Stack(tmp.dir, { upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+    client = loopClient(stack.sockets.loopd);
+  }, 120_000);
+  afterAll(async () => {
+    client?.close();
+    await stack?.stop();
+    await llama?.close();
+    tmp?.cleanup();
+  });
+
+  it("Σprompt_n over truly new tokens stays ≤ 1.02 over 12 turns", async () => {
+    const id = await newSession(client, "cache");
+    const timings: Timings[] = [];
+    for (let i = 0; i < 12; i++) {
+      const done = doneOf(await turn(client, id, `Question ${i}: what does line ${i * 7} of the notes say about "caching" & <tags>?`));
+      expect(done.finishReason).toBe("stop");
+      expect(done.iterations).toBe(1);
+      timings.push(done.timings!);
+    }
+    let promptN = 0;
+    let fresh = 0;
+    const perRequest: Array<{ prompt_n: number; new: number }> = [];
+    for (let k = 1; k < timings.length; k++) {
+      const prev = timings[k - 1]!;
+      const cur = timings[k]!;
+      const held = prev.cacheN + prev.promptN + prev.predictedN - 1;
+      const truly = cur.cacheN + cur.promptN - held;
+      expect(truly).toBeGreaterThan(0);
+      // The whole previous exchange is reused: nothing it held was read again.
+      expect(cur.cacheN).toBe(held);
+      promptN += cur.promptN;
+      fresh += truly;
+      perRequest.push({ prompt_n: cur.promptN, new: truly });
+    }
+    const ratio = promptN / fresh;
+    console.log(`real llama-server cache reuse over ${perRequest.length} follow-up requests: Σprompt_n ${promptN} / new ${fresh} = ${ratio.toFixed(3)}; per request ${JSON.stringify(perRequest)}`);
+    expect(ratio).toBeLessThanOrEqual(1.02);
+  }, 300_000);
+});
