@@ -130,12 +130,18 @@ export function addService<T extends GenServiceMethods>(
 function unaryHandler(m: DescMethod, fn: UnaryHandler<DescMessage, DescMessage>, calls: CallRegistry) {
   return (call: grpc.ServerUnaryCall<MessageShape<DescMessage>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
     const ac = calls.track();
-    call.on("cancelled", () => ac.abort(new RpcError(Status.CANCELLED, "cancelled by client")));
+    const cancel = abortOnClientCancel(call, ac);
     Promise.resolve()
       .then(() => fn(call.request, { signal: ac.signal, metadata: call.metadata }))
       .then(
-        (res) => cb(null, create(m.output, res as MessageInitShape<DescMessage>)),
-        (err) => cb(serviceError(err)),
+        (res) => {
+          cancel.settled();
+          cb(null, create(m.output, res as MessageInitShape<DescMessage>));
+        },
+        (err) => {
+          cancel.settled();
+          cb(serviceError(err));
+        },
       )
       .finally(() => calls.done(ac));
   };
@@ -144,7 +150,7 @@ function unaryHandler(m: DescMethod, fn: UnaryHandler<DescMessage, DescMessage>,
 function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage>, calls: CallRegistry) {
   return (call: grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const ac = calls.track();
-    call.on("cancelled", () => ac.abort(new RpcError(Status.CANCELLED, "cancelled by client")));
+    const cancel = abortOnClientCancel(call, ac);
     void (async () => {
       try {
         for await (const ev of fn(call.request, { signal: ac.signal, metadata: call.metadata })) {
@@ -162,17 +168,40 @@ function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage
             });
           }
         }
+        cancel.settled();
         if (ac.signal.aborted && !call.cancelled) {
           call.emit("error", serviceError(ac.signal.reason));
         } else if (!call.cancelled) {
           call.end();
         }
       } catch (err) {
+        cancel.settled();
         if (!call.cancelled) call.emit("error", serviceError(err));
       } finally {
         calls.done(ac);
       }
     })();
+  };
+}
+
+/**
+ * Aborts the handler's signal when the client really cancels. grpc-js also
+ * emits "cancelled" when a call closes after its handler has answered; an abort
+ * then would reach whatever still holds the signal (an MCP client sends
+ * notifications/cancelled for a request that already completed), so once the
+ * handler has settled, "cancelled" means nothing to it.
+ */
+function abortOnClientCancel(call: Pick<grpc.ServerUnaryCall<unknown, unknown>, "on" | "off">, ac: AbortController): { settled(): void } {
+  let settled = false;
+  const onCancelled = () => {
+    if (!settled) ac.abort(new RpcError(Status.CANCELLED, "cancelled by client"));
+  };
+  call.on("cancelled", onCancelled);
+  return {
+    settled() {
+      settled = true;
+      call.off("cancelled", onCancelled);
+    },
   };
 }
 

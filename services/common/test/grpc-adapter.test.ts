@@ -93,6 +93,31 @@ describe("grpc adapter over a Unix socket", () => {
     c.close();
   });
 
+  it("does not abort a handler's signal after its call completed normally (unary and stream)", async () => {
+    const signals: AbortSignal[] = [];
+    await serve({
+      status: async (_req, ctx) => {
+        signals.push(ctx.signal);
+        return { serverState: "ok" };
+      },
+      slotAction: async () => ({}),
+      complete: async function* (_req, ctx) {
+        signals.push(ctx.signal);
+        yield { event: { case: "content", value: { text: "x" } } };
+      },
+    });
+    const c = createClient(InferService, sock);
+    for (let i = 0; i < 5; i++) {
+      await c.status({});
+      for await (const _ of c.complete({})) void _;
+    }
+    c.close();
+    // grpc-js reports "cancelled" while closing finished calls; give it time to.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(signals).toHaveLength(10);
+    expect(signals.filter((sg) => sg.aborted).map((sg) => String(sg.reason))).toEqual([]);
+  });
+
   it("tells the handler when the client cancels a stream", async () => {
     let aborted!: () => void;
     const sawAbort = new Promise<void>((r) => (aborted = r));
