@@ -255,7 +255,31 @@ export class LlamaClient {
     }
   }
 
-  private async send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-    return this.retryStale(() => this.pool.request(opts), signal);
+  /**
+   * undici acts on an abort only once the request has a connection; a request
+   * waiting for one (a server that accepts but never answers, e.g. stopped) would
+   * outlive its time limit by the whole connection check. The caller is answered
+   * at the abort; a response that still comes is drained.
+   */
+  private send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const p = this.retryStale(() => this.pool.request(opts), signal);
+    return new Promise<Dispatcher.ResponseData>((resolve, reject) => {
+      const onAbort = () => {
+        reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+        p.then((r) => r.body.dump().catch(() => undefined), () => undefined);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      p.then(
+        (r) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(r);
+        },
+        (e: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+      );
+    });
   }
 }

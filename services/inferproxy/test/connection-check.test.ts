@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import net from "node:net";
 import { join } from "node:path";
 import { ServerCheckError, rawGet } from "../src/connection-check.js";
-import { LlamaClient } from "../src/llama-client.js";
+import { LlamaClient, UpstreamTimeoutError } from "../src/llama-client.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -114,4 +114,12 @@ describe("LlamaClient with a connection check", () => {
       other.stream("/v1/chat/completions", "{}", new AbortController().signal),
     ).rejects.toBeInstanceOf(ServerCheckError);
   });
+
+  it("a request waiting on a connection whose check hangs still ends at its own time limit", async () => {
+    // A stopped llama-server: the kernel accepts the connection, nothing ever answers.
+    const srv = await canned([]);
+    const client = new LlamaClient({ socket_path: srv.path }, { timeoutMs: 10_000, onProps: () => undefined });
+    cleanups.push(() => client.close());
+    await expect(client.json({ method: "GET", path: "/slots", timeoutMs: 100 })).rejects.toBeInstanceOf(UpstreamTimeoutError);
+  }, 5_000); // well before the connection check's own 10 s
 });
