@@ -432,6 +432,37 @@ describe("reasoning control", () => {
 });
 
 describe("slots", () => {
+  it("GET /slots shows the running task live: n_decoded rises while quiet (busy), stands still while silent (hung)", async () => {
+    const c = await client();
+    type S = { id: number; is_processing: boolean; id_task?: number; next_token?: Array<{ n_decoded: number }> };
+    const slot0 = async () => (JSON.parse((await c.send("GET", "/slots")).text) as S[])[0]!;
+    const watch = async (turn: Record<string, unknown>) => {
+      c.sim.enqueue(turn);
+      const seen: S[] = [];
+      let polling = true;
+      const poll = (async () => {
+        while (polling) {
+          const s = await slot0();
+          if (s.is_processing) seen.push(s);
+          await new Promise((r) => setTimeout(r, 60));
+        }
+      })();
+      await c.stream(req([SYSTEM, { role: "user", content: "x" }], { id_slot: 0 }));
+      polling = false;
+      await poll;
+      return seen;
+    };
+    const quiet = await watch({ content: ["a", "b"], quietMs: 400, quietAfterTokens: 1 });
+    const q = quiet.map((s) => s.next_token![0]!.n_decoded);
+    expect(q.length).toBeGreaterThanOrEqual(3);
+    expect(q.at(-1)!).toBeGreaterThan(q[0]!);
+    expect(new Set(quiet.map((s) => s.id_task)).size).toBe(1);
+    const hung = await watch({ content: ["a", "b"], silenceMs: 400, silenceAfterTokens: 1 });
+    expect(hung.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(hung.map((s) => s.next_token![0]!.n_decoded)).size).toBe(1);
+    expect(hung[0]!.id_task).not.toBe(quiet[0]!.id_task);
+  });
+
   it("save, erase and restore bring back the cached prefix", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "llama-sim-save-"));
     const c = await client({ slotSavePath: dir });
