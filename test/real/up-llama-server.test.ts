@@ -55,11 +55,13 @@ describe.skipIf(!haveRealLlama("real llama-server: boxmaker up --llama-server"))
     const daemons = ["inferproxy", "brokerd", "loopd"].map((n) => up.pid(n));
     const serverPid = up.pid("llama-server");
     const sock = join(run(), "llama.sock");
-    const inodeBefore = statSync(sock).ino;
+    const killedAt = Date.now();
+    expect(statSync(sock).ctimeMs).toBeLessThan(killedAt);
     process.kill(serverPid, "SIGKILL");
     await waitFor(() => /llama-server restarted and ready \(pid \d+\)/.test(up.stdout + up.stderr), 90_000, "llama-server restart");
-    // A fresh socket: the stale one was removed before the new server bound.
-    expect(statSync(sock).ino).not.toBe(inodeBefore);
+    // A fresh socket (inode numbers are reused, so compare creation times): the stale one was
+    // removed before the new server bound, or it would have failed to start.
+    expect(statSync(sock).ctimeMs).toBeGreaterThan(killedAt);
 
     // The daemons kept running; the next turns are served by the new server.
     for (const pid of daemons) expect(alive(pid)).toBe(true);
