@@ -24,7 +24,11 @@ export default async function (emit: Emit): Promise<void> {
   }
   const tmp = tempDir("bxb-r-");
   const llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-  const stack = await new Stack(tmp.dir, { upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+  // Parking off: each iteration is a new session on slot 0, and saving the previous one to disk is not time to first token.
+  const stack = await new Stack(tmp.dir, {
+    upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
+    loopd: { parking: { enabled: false } },
+  }).start();
   const client = loopClient(stack.sockets.loopd);
   const agent = new Agent({ connect: { socketPath: llama.socketPath } });
   try {
