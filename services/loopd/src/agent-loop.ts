@@ -101,8 +101,29 @@ export async function runTurn(
   const wall = new AbortController();
   const onTurnAbort = () => wall.abort(signal.reason);
   signal.addEventListener("abort", onTurnAbort);
-  const remaining = budget.wallRemainingMs();
-  const wallTimer = remaining === undefined ? undefined : setTimeout(() => wall.abort(new WallBudgetExceeded()), remaining);
+  let wallTimer: NodeJS.Timeout | undefined;
+  const armWall = () => {
+    const remaining = budget.wallRemainingMs();
+    wallTimer = remaining === undefined ? undefined : setTimeout(() => wall.abort(new WallBudgetExceeded()), remaining);
+  };
+  armWall();
+  // Waiting for a person's decision does not count against the wall clock.
+  const awaitDecision = deps.awaitDecision;
+  if (awaitDecision) {
+    deps = {
+      ...deps,
+      awaitDecision: async (id, sig) => {
+        clearTimeout(wallTimer);
+        budget.pauseWall();
+        try {
+          return await awaitDecision(id, sig);
+        } finally {
+          budget.resumeWall();
+          armWall();
+        }
+      },
+    };
+  }
 
   try {
     for (;;) {

@@ -23,6 +23,9 @@ export class TurnBudget {
   totalTokens = 0;
   thinkingTokens = 0;
   private readonly startedAt: number;
+  /** Time spent waiting for a person (an approval): it does not count against the wall clock. */
+  private pausedMs = 0;
+  private pausedAt: number | undefined;
 
   constructor(
     readonly limits: BudgetLimits,
@@ -32,7 +35,19 @@ export class TurnBudget {
   }
 
   get wallMs(): number {
-    return this.now() - this.startedAt;
+    const now = this.now();
+    return now - this.startedAt - this.pausedMs - (this.pausedAt === undefined ? 0 : now - this.pausedAt);
+  }
+
+  /** Stops the wall clock (a person is being asked); nested calls are not supported. */
+  pauseWall(): void {
+    if (this.pausedAt === undefined) this.pausedAt = this.now();
+  }
+
+  resumeWall(): void {
+    if (this.pausedAt === undefined) return;
+    this.pausedMs += this.now() - this.pausedAt;
+    this.pausedAt = undefined;
   }
 
   /** Milliseconds left on the wall clock, or undefined when unlimited. */

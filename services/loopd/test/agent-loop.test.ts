@@ -160,6 +160,20 @@ describe("agent loop", () => {
     const tool = s.state.history.find((m) => m.json.includes('"tool_call_id":"w"'))!;
     expect(JSON.parse(tool.json).content).toBe("applied p1");
   });
+
+  it("time spent waiting for a person does not count against the wall-clock budget", async () => {
+    const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
+    const { d } = deps([{ toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] }, { content: "written" }], broker, {
+      awaitDecision: async (id) => {
+        await new Promise((r) => setTimeout(r, 300));
+        return { isError: false, content: `applied ${id}` };
+      },
+    });
+    const out = await runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
+    expect(out.finishReason).toBe("stop");
+    expect(out.breach).toBeUndefined();
+    expect(out.wallMs).toBeLessThan(150);
+  });
 });
 
 describe("crash recovery", () => {
