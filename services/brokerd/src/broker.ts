@@ -97,7 +97,7 @@ export class Broker {
       () => guard.secretsInside(),
     );
     const table = builtinTable(config.extra_core_tools);
-    const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log);
+    const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log, { sandbox, roots: guard.roots });
     const broker = new Broker(
       config,
       table,
@@ -111,7 +111,8 @@ export class Broker {
       opts.log,
     );
     if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");
-    await mcp.start();
+    // Never waits on a server: each connects in the background and its tools appear when it is up.
+    mcp.start();
     return broker;
   }
 
@@ -360,6 +361,9 @@ export class Broker {
       this.log.error({ err, tool: tool.name }, "approved action failed");
       return fail(`${tool.name} failed: ${(err as Error).message}`);
     }
+    // An MCP call that errored did not do what was approved (the server was down, refused or timed out,
+    // or the tool itself failed): that is a failure to apply, reported with the server's words.
+    if (tool.kind === "mcp" && r.isError) return fail(`${tool.name} failed: ${r.text}`);
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
     return this.proposals.finish(p, "applied", this.cap(p.session_id, tool, r.text).text);
   }

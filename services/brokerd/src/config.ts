@@ -28,10 +28,33 @@ export interface McpServerConfig {
   cwd?: string;
   url?: string;
   headers: Record<string, string>;
-  /** How policy treats every tool of this server; default write (each call asks a person). */
+  /**
+   * How policy treats a tool of this server whose annotations say nothing
+   * (readOnlyHint → read, destructiveHint → write, openWorldHint → network);
+   * default write (each call asks a person). `tools.<name>.risk` overrides both.
+   */
   risk: Risk;
-  /** Per-call and connect timeout. */
+  /** A call's deadline without progress; progress notifications extend it up to max_total_timeout_ms. */
   timeout_ms: number;
+  /** Starting the server and listing its tools. */
+  connect_timeout_ms: number;
+  /** The hard ceiling for one call, however much progress it reports. */
+  max_total_timeout_ms: number;
+  /** stdio only: run the server in the bwrap sandbox commands use (default true). */
+  sandbox: boolean;
+  /** stdio only: extra paths the sandboxed server may read, or read and write. */
+  ro_paths: string[];
+  rw_paths: string[];
+  /** Hosts the server reaches: granting any gives a sandboxed server the network, and policy sees them on every call. */
+  hosts: string[];
+  /**
+   * Argument names holding paths, checked by the path policy like built-in
+   * tools' paths (and passed on resolved). Unset: path, paths, source,
+   * destination, file, directory when the tool's schema has them; [] turns it off.
+   */
+  path_args?: string[];
+  /** Per-tool overrides. */
+  tools: Record<string, { risk?: Risk; path_args?: string[]; hidden?: boolean }>;
 }
 
 /** A core tool another daemon runs (loopd's spawn_agent): declared here so the epoch's array includes it. */
@@ -241,8 +264,43 @@ export const brokerConfigSchema = {
           headers: { type: "object", additionalProperties: { type: "string" }, required: [], default: {} },
           risk,
           timeout_ms: positive(30_000),
+          connect_timeout_ms: positive(10_000),
+          max_total_timeout_ms: positive(600_000),
+          sandbox: { type: "boolean", default: true },
+          ro_paths: { ...strings, default: [] },
+          rw_paths: { ...strings, default: [] },
+          hosts: { ...strings, default: [] },
+          path_args: { ...strings, nullable: true },
+          tools: {
+            type: "object",
+            default: {},
+            required: [],
+            additionalProperties: {
+              type: "object",
+              additionalProperties: false,
+              properties: {
+                risk: { type: "string", enum: ["read", "write", "exec", "network"], nullable: true },
+                path_args: { ...strings, nullable: true },
+                hidden: { type: "boolean", nullable: true },
+              },
+            },
+          },
         },
-        required: ["transport", "args", "env", "headers", "risk", "timeout_ms"],
+        required: [
+          "transport",
+          "args",
+          "env",
+          "headers",
+          "risk",
+          "timeout_ms",
+          "connect_timeout_ms",
+          "max_total_timeout_ms",
+          "sandbox",
+          "ro_paths",
+          "rw_paths",
+          "hosts",
+          "tools",
+        ],
         // One object shape with a conditional requirement: ajv ignores defaults inside oneOf.
         if: { type: "object", properties: { transport: { type: "string", const: "stdio" } } },
         then: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },

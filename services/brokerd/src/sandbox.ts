@@ -29,6 +29,8 @@ export interface BwrapLayout {
   network: boolean;
   cwd: string;
   command: string;
+  /** A program to run directly instead of `/bin/sh -c command` (an MCP server over stdio). */
+  argv?: string[];
 }
 
 /** The bwrap command line, pure so its shape is tested without running anything. */
@@ -45,7 +47,7 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   for (const r of l.rw) a.push("--bind", r, r);
   for (const p of l.roInside) a.push("--ro-bind", p, p);
   for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
-  a.push("--chdir", l.cwd, "--", "/bin/sh", "-c", l.command);
+  a.push("--chdir", l.cwd, "--", ...(l.argv ?? ["/bin/sh", "-c", l.command]));
   return a;
 }
 
@@ -58,6 +60,17 @@ export const CLEAN_ENV: Readonly<Record<string, string>> = {
 };
 
 export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
+
+/** A long-lived program (an MCP server over stdio) in the same sandbox as commands, with its own extra binds. */
+export interface WrapRequest {
+  argv: string[];
+  cwd: string;
+  /** Read-only extras (the program's runtime and package directory). */
+  ro?: string[];
+  /** Writable extras, beyond the workspace. */
+  rw?: string[];
+  network?: boolean;
+}
 
 export class Sandbox {
   private constructor(
@@ -111,6 +124,28 @@ export class Sandbox {
       network: this.config.network,
       cwd: req.cwd,
       command: req.command,
+    };
+  }
+
+  /**
+   * The bwrap command line that runs `req.argv` inside the sandbox, for a
+   * caller that spawns it itself and keeps its stdio. Secrets are masked as of
+   * now. Only valid when state is "bwrap".
+   */
+  wrap(req: WrapRequest): { command: string; args: string[] } {
+    if (this.state !== "bwrap") throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
+    const l = this.layout({ command: "", cwd: req.cwd, timeoutMs: 0 });
+    const have = (ps: string[] | undefined) => (ps ?? []).filter((p) => existsSync(p));
+    // Extras bind after /tmp's tmpfs (with the protected paths), so one under /tmp stays visible.
+    return {
+      command: this.config.bwrap_path,
+      args: bwrapArgs({
+        ...l,
+        rw: [...l.rw, ...have(req.rw)],
+        roInside: [...have(req.ro), ...l.roInside],
+        network: req.network ?? false,
+        argv: req.argv,
+      }),
     };
   }
 

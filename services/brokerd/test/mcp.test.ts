@@ -14,6 +14,9 @@ const stdio = (extra: Record<string, unknown> = {}) => ({
   args: [FIXTURE],
   risk: "read",
   timeout_ms: 1500,
+  // The fixture's "path" is a remote document name, not a file.
+  path_args: [],
+  sandbox: false,
   ...extra,
 });
 const fast = { initial_ms: 50, max_ms: 200 };
@@ -30,6 +33,7 @@ afterEach(async () => {
 
 /** find_tool, then call_tool: the only way the model reaches an MCP tool. */
 async function viaCallTool(name: string, args: Record<string, unknown> = {}, session = "s1") {
+  await r!.broker.mcp.settled();
   await r!.call("find_tool", { query: name }, session);
   return r!.call("call_tool", { name, arguments: args }, session);
 }
@@ -40,9 +44,10 @@ describe("MCP over stdio (the SDK's own server)", () => {
     const plainSha = plain.broker.toolsArray.sha256;
     await plain.cleanup();
     r = await rig({ mcp_servers: { fx: stdio() }, mcp_reconnect: fast });
+    await r.broker.mcp.settled();
     expect(r.broker.toolsArray.sha256).toBe(plainSha);
     expect(r.broker.table.get("fx.echo")).toMatchObject({ core: false, kind: "mcp", risk: "read" });
-    expect(r.broker.status().mcpServers).toEqual(["fx: ready"]);
+    expect(r.broker.status().mcpServers).toEqual(["fx: ready (6 tools)"]);
     const found = await r.call("find_tool", { query: "echo the given text" });
     expect(found.content).toMatch(/^1 tool|fx\.echo/m);
     expect(found.content).toContain("1. fx.echo: Echo the given text back");
@@ -75,7 +80,7 @@ describe("MCP over stdio (the SDK's own server)", () => {
     expect((await viaCallTool("fx.pid")).content).toBe(pid);
   });
 
-  it("a hung call errors within its timeout, brokerd keeps serving, and the server is restarted", async () => {
+  it("a hung call errors within its timeout, brokerd keeps serving, and a server that still answers pings is kept", async () => {
     r = await rig({ mcp_servers: { fx: stdio() }, mcp_reconnect: fast });
     const firstPid = (await viaCallTool("fx.pid")).content;
     const hung = viaCallTool("fx.hang");
@@ -83,17 +88,8 @@ describe("MCP over stdio (the SDK's own server)", () => {
     expect(meanwhile.decision).toBe("allowed");
     const res = await hung;
     expect(res).toMatchObject({ decision: "allowed", isError: true });
-    expect(res.content).toMatch(/did not answer hang within 1500 ms; the call was abandoned and the server is being restarted/);
-    const later = await vi.waitFor(
-      async () => {
-        const p = await viaCallTool("fx.pid");
-        if (p.isError) throw new Error(p.content);
-        return p.content;
-      },
-      { timeout: 10_000, interval: 50 },
-    );
-    expect(later).toMatch(/^\d+$/);
-    expect(later).not.toBe(firstPid);
+    expect(res.content).toMatch(/did not answer hang within 1500 ms; the call was cancelled \(the server is alive; other calls are unaffected\)/);
+    expect((await viaCallTool("fx.pid")).content).toBe(firstPid);
   });
 
   it("a server that cannot start never blocks brokerd; calls get an error naming it", async () => {
@@ -101,6 +97,7 @@ describe("MCP over stdio (the SDK's own server)", () => {
       mcp_servers: { dead: stdio({ args: ["-e", "process.exit(3)"] }), fx: stdio() },
       mcp_reconnect: { initial_ms: 60_000, max_ms: 60_000 },
     });
+    await r.broker.mcp.settled();
     expect(r.broker.status().mcpServers[0]).toMatch(/^dead: down \(/);
     expect((await viaCallTool("fx.echo", { text: "still" })).content).toBe("echo: still");
     expect(r.broker.table.get("dead.echo")).toBeUndefined();
@@ -110,6 +107,7 @@ describe("MCP over stdio (the SDK's own server)", () => {
 
   it("by default an MCP tool's risk is write: the call is staged and runs on approval", async () => {
     r = await rig({ mcp_servers: { fx: stdio({ risk: undefined }) }, mcp_reconnect: fast });
+    await r.broker.mcp.settled();
     const res = await viaCallTool("fx.echo", { text: "later" });
     expect(res).toMatchObject({ decision: "staged", rule: "default:write" });
     const done = await r.broker.decideProposal(res.proposalId, true, "");
@@ -157,11 +155,12 @@ describe("MCP over Streamable HTTP", () => {
       mcp_servers: { docs: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, risk: "read", timeout_ms: 1000 } },
       mcp_reconnect: fast,
     });
+    await r.broker.mcp.settled();
     expect((await viaCallTool("docs.search", { q: "bwrap" })).content).toBe("results for bwrap");
     const gone = await viaCallTool("docs.gone");
     expect(gone.content).toMatch(/JSON-RPC error -32601.*Tool not found: gone/);
     const hung = await viaCallTool("docs.hang");
-    expect(hung.content).toMatch(/did not answer hang within 1000 ms/);
+    expect(hung.content).toMatch(/did not answer hang within 1000 ms; the call was cancelled/);
 
     // The server goes away entirely, then comes back on the same port.
     http!.closeAllConnections();

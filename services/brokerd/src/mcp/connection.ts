@@ -1,9 +1,13 @@
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "@boxmaker/common";
 import type { McpServerConfig } from "../config.js";
+import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
 import type { ToolText } from "../tool-table.js";
 import { resultToText, rpcErrorToText } from "./convert.js";
 
@@ -12,6 +16,11 @@ export type ConnectionState = "connecting" | "ready" | "down" | "closed";
 export interface Backoff {
   initial_ms: number;
   max_ms: number;
+}
+
+/** What a call produced; `ran` is false when the server never ran it (down, refused, timed out). */
+export interface McpResult extends ToolText {
+  ran: boolean;
 }
 
 /** The delay before reconnect attempt `n` (0-based): doubling, capped. */
@@ -29,19 +38,98 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]).finally(() => clearTimeout(t));
 }
 
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** SIGTERM, then SIGKILL after `graceMs`: a server that ignores SIGTERM does not outlive brokerd. */
+export async function stopProcess(pid: number, graceMs = 1000): Promise<void> {
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const until = Date.now() + graceMs;
+  while (Date.now() < until && alive(pid)) await new Promise((r) => setTimeout(r, 25));
+  if (alive(pid)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+/**
+ * What a stdio server's own program needs to read in the sandbox: the
+ * directory of each absolute path on its command line (node's bin dir, the
+ * script's dir) and the closest enclosing node_modules (its dependencies).
+ */
+export function programPaths(argv: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const a of argv) {
+    if (!isAbsolute(a) || !existsSync(a)) continue;
+    let real: string;
+    try {
+      real = realpathSync(a);
+    } catch {
+      continue;
+    }
+    const dir = statSync(real).isDirectory() ? real : dirname(real);
+    out.add(dir);
+    for (let d = dir; ; d = dirname(d)) {
+      if (d.endsWith("/node_modules")) {
+        out.add(d);
+        break;
+      }
+      if (existsSync(join(d, "node_modules"))) {
+        out.add(join(d, "node_modules"));
+        break;
+      }
+      if (dirname(d) === d) break;
+    }
+  }
+  return [...out];
+}
+
+/** Where and how a server runs, shared by every server of one broker. */
+export interface McpRuntime {
+  sandbox?: Sandbox;
+  /** The workspace roots: a sandboxed server's cwd is the first. */
+  roots: string[];
+}
+
+interface Live {
+  client: Client;
+  transport: Transport;
+}
+
 /**
  * One MCP server. Failures stay inside: a server that dies, hangs or never
  * starts yields tool errors within its timeout and is reconnected in the
  * background with backoff; nothing here throws into brokerd's serving path.
+ * A call that times out is cancelled alone; the server is restarted only
+ * when a ping says it is really gone.
  */
 export class McpConnection {
   state: ConnectionState = "down";
   lastError = "not connected yet";
+  /** Tools hidden because they need a client feature Boxmaker lacks, with why. */
+  unavailable: { tool: string; why: string }[] = [];
+  toolCount = 0;
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
+  /** Every client with a transport open, connecting or connected: close() stops them all. */
+  private readonly live = new Set<Live>();
   private attempt = 0;
   private nextAttemptAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  private firstAttempt: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
@@ -49,26 +137,52 @@ export class McpConnection {
     private readonly backoff: Backoff,
     private readonly log: Logger,
     /** Called with the server's tool list after every successful connect. */
-    private readonly onTools: (tools: Tool[]) => void,
+    private readonly onTools: (tools: Tool[], client: Client) => void,
+    private readonly runtime: McpRuntime = { roots: [] },
   ) {}
+
+  /** Resolves once the first connect attempt has ended, either way. */
+  settled(): Promise<void> {
+    return this.firstAttempt ?? this.connect();
+  }
 
   /** Connects now (or joins a connect in progress); never rejects. */
   connect(): Promise<void> {
     if (this.state === "closed") return Promise.resolve();
     this.connecting ??= this.doConnect().finally(() => (this.connecting = undefined));
+    this.firstAttempt ??= this.connecting;
     return this.connecting;
   }
 
-  private transport() {
+  /** The stdio command line, wrapped in bwrap unless the server opts out. */
+  private stdioSpawn(): { command: string; args: string[]; env: Record<string, string>; cwd?: string } {
+    const c = this.config;
+    const sb = this.runtime.sandbox;
+    if (!c.sandbox || sb?.state === "unsandboxed") {
+      return { command: c.command!, args: c.args, env: { ...getDefaultEnvironment(), ...c.env }, ...(c.cwd ? { cwd: c.cwd } : {}) };
+    }
+    if (!sb || sb.state !== "bwrap") {
+      throw new Error(
+        `no sandbox is available (${sb?.detail ?? "none configured"}); set "sandbox": false on this server to run it unsandboxed`,
+      );
+    }
+    const cwd = c.cwd ?? this.runtime.roots[0] ?? "/";
+    const argv = [c.command!, ...c.args];
+    const wrapped = sb.wrap({
+      argv,
+      cwd,
+      ro: [...programPaths(argv), ...c.ro_paths],
+      rw: c.rw_paths,
+      network: c.hosts.length > 0,
+    });
+    const binDir = isAbsolute(c.command!) ? `${dirname(c.command!)}:` : "";
+    return { command: wrapped.command, args: wrapped.args, env: { ...CLEAN_ENV, PATH: `${binDir}${CLEAN_ENV.PATH}`, ...c.env }, cwd };
+  }
+
+  private transport(): Transport {
     const c = this.config;
     if (c.transport === "stdio") {
-      const t = new StdioClientTransport({
-        command: c.command!,
-        args: c.args,
-        env: { ...getDefaultEnvironment(), ...c.env },
-        ...(c.cwd ? { cwd: c.cwd } : {}),
-        stderr: "pipe",
-      });
+      const t = new StdioClientTransport({ ...this.stdioSpawn(), stderr: "pipe" });
       // Drained so a chatty server cannot block on a full pipe; kept for diagnosis.
       t.stderr?.on("data", (d: Buffer) => this.log.debug({ mcp: this.name, stderr: d.toString().trimEnd() }, "mcp stderr"));
       return t;
@@ -80,9 +194,13 @@ export class McpConnection {
     clearTimeout(this.timer);
     this.state = "connecting";
     const client = new Client({ name: "boxmaker-brokerd", version: "0.1.0" }, { capabilities: {} });
+    let live: Live | undefined;
     try {
-      const timeout = this.config.timeout_ms;
-      await withTimeout(client.connect(this.transport(), { timeout }), timeout, "connecting");
+      const timeout = this.config.connect_timeout_ms;
+      const transport = this.transport();
+      live = { client, transport };
+      this.live.add(live);
+      await withTimeout(client.connect(transport, { timeout }), timeout, "connecting");
       const tools: Tool[] = [];
       let cursor: string | undefined;
       do {
@@ -91,32 +209,51 @@ export class McpConnection {
         cursor = page.nextCursor;
       } while (cursor);
       if (this.closed) {
-        await client.close().catch(() => undefined);
+        await this.stop(live);
         return;
       }
+      const l = live;
       client.onclose = () => {
+        this.live.delete(l);
         if (this.client === client) this.markDown("the connection closed");
       };
       this.client = client;
       this.state = "ready";
       this.attempt = 0;
-      this.log.info({ mcp: this.name, tools: tools.length }, "mcp server connected");
-      this.onTools(tools);
+      this.unavailable = [];
+      const usable = tools.filter((t) => {
+        const why = missingFeature(t);
+        if (why) this.unavailable.push({ tool: t.name, why });
+        return !why;
+      });
+      this.toolCount = usable.length;
+      this.log.info({ mcp: this.name, tools: usable.length, hidden: this.unavailable.length }, "mcp server connected");
+      this.onTools(usable, client);
     } catch (err) {
-      await client.close().catch(() => undefined);
+      if (live) await this.stop(live);
       if (!this.closed) this.markDown((err as Error).message);
     }
   }
 
+  /** Closes one client and makes sure its process is gone. */
+  private async stop(l: Live): Promise<void> {
+    this.live.delete(l);
+    const pid = l.transport instanceof StdioClientTransport ? l.transport.pid : null;
+    // The SDK's close waits up to 4 s for a polite exit; we escalate on our own clock.
+    const closing = l.client.close().catch(() => undefined);
+    if (pid) await stopProcess(pid);
+    await withTimeout(closing, 500, "closing").catch(() => undefined);
+  }
+
   /** Drops the connection (killing a stdio child) and schedules the next attempt. */
-  private markDown(why: string): void {
+  private markDown(why: string, retryNow = false): void {
     if (this.state === "closed") return;
     const old = this.client;
     this.client = undefined;
     this.state = "down";
     this.lastError = why;
-    if (old) void old.close().catch(() => undefined);
-    const delay = backoffDelay(this.backoff, this.attempt++);
+    if (old) for (const l of this.live) if (l.client === old) void this.stop(l);
+    const delay = retryNow ? 0 : backoffDelay(this.backoff, this.attempt++);
     this.nextAttemptAt = Date.now() + delay;
     this.log.warn({ mcp: this.name, why, retryInMs: delay }, "mcp server down");
     clearTimeout(this.timer);
@@ -129,50 +266,110 @@ export class McpConnection {
     return this.state === "closed";
   }
 
-  private unavailable(): ToolText {
+  private unavailableText(): McpResult {
     const wait = Math.max(0, this.nextAttemptAt - Date.now());
     return {
       text: `MCP server "${this.name}" is unavailable (${this.lastError}); brokerd reconnects in about ${Math.ceil(wait / 1000)} s. Try again later or use another tool.`,
       isError: true,
+      ran: false,
     };
   }
 
-  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolText> {
+  /** A client that is ready now, connecting first if the server is due. */
+  async ready(): Promise<Client | undefined> {
     if (this.state === "connecting") await this.connect();
     else if (this.state === "down" && Date.now() >= this.nextAttemptAt) await this.connect();
-    const client = this.client;
-    if (this.state !== "ready" || !client) return this.unavailable();
+    return this.state === "ready" ? this.client : undefined;
+  }
+
+  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpResult> {
+    const r = await this.callOnce(tool, args, signal);
+    if (r !== "retry") return r;
+    // The request never reached a live session (an HTTP server restarted): re-initialise and send it once more.
+    const again = await this.callOnce(tool, args, signal);
+    return again === "retry" ? this.unavailableText() : again;
+  }
+
+  private async callOnce(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpResult | "retry"> {
+    const client = await this.ready();
+    if (!client) return this.unavailableText();
     const timeout = this.config.timeout_ms;
+    const ceiling = Math.max(timeout, this.config.max_total_timeout_ms);
     try {
-      // The SDK's own timeout, plus a race: a transport that swallows the request must not hold us either.
+      // Progress resets the deadline (the SDK sends a progressToken when onprogress is set), up to the ceiling.
+      // The race is for a transport that swallows the request: it must not hold us either.
       const res = await withTimeout(
-        client.callTool({ name: tool, arguments: args }, undefined, { timeout, ...(signal ? { signal } : {}) }),
-        timeout + 50,
+        client.callTool({ name: tool, arguments: args }, undefined, {
+          timeout,
+          maxTotalTimeout: ceiling,
+          resetTimeoutOnProgress: true,
+          onprogress: () => undefined,
+          ...(signal ? { signal } : {}),
+        }),
+        ceiling + 1000,
         `calling ${tool}`,
       );
-      return resultToText(res);
+      return { ...resultToText(res), ran: true };
     } catch (err) {
       if (err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed) {
-        return rpcErrorToText(this.name, tool, err);
+        return { ...rpcErrorToText(this.name, tool, err), ran: false };
       }
       if (signal?.aborted) throw err;
       const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : /longer than/.test((err as Error).message);
-      // A server that hung once is not trusted with the next call: restart it.
-      if (this.client === client) this.markDown(hung ? `no answer within ${timeout} ms` : (err as Error).message);
+      if (hung) {
+        // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
+        const total = /Maximum total timeout/.test((err as Error).message);
+        const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
+          () => true,
+          () => false,
+        );
+        if (!ok && this.client === client) this.markDown(`no answer to ${tool} within ${timeout} ms, nor to a ping`);
+        return {
+          text: total
+            ? `MCP server "${this.name}" did not finish ${tool} within the ${ceiling} ms ceiling, despite progress; the call was cancelled.`
+            : `MCP server "${this.name}" did not answer ${tool} within ${timeout} ms; the call was cancelled${ok ? " (the server is alive; other calls are unaffected)" : " and the server, which no longer answers, is being restarted"}.`,
+          isError: true,
+          ran: false,
+        };
+      }
+      const why = (err as Error).message;
+      const undelivered = sessionLost(err);
+      if (this.client === client) this.markDown(why, undelivered);
+      if (undelivered) return "retry";
       return {
-        text: hung
-          ? `MCP server "${this.name}" did not answer ${tool} within ${timeout} ms; the call was abandoned and the server is being restarted.`
-          : `MCP server "${this.name}" failed during ${tool}: ${(err as Error).message}. It is being reconnected.`,
+        text: `MCP server "${this.name}" failed during ${tool}: ${why}. It is being reconnected.`,
         isError: true,
+        ran: false,
       };
     }
+  }
+
+  /** The pids of this server's processes (bwrap's when sandboxed), for tests and diagnosis. */
+  pids(): number[] {
+    return [...this.live].flatMap((l) => (l.transport instanceof StdioClientTransport && l.transport.pid ? [l.transport.pid] : []));
   }
 
   async close(): Promise<void> {
     this.state = "closed";
     clearTimeout(this.timer);
-    const c = this.client;
     this.client = undefined;
-    await c?.close().catch(() => undefined);
+    await Promise.all([...this.live].map((l) => this.stop(l)));
   }
+}
+
+/**
+ * An HTTP request that provably never reached a session: the server forgot
+ * the session (404, or 400 naming the session id) or refused the connection.
+ */
+function sessionLost(err: unknown): boolean {
+  if (err instanceof StreamableHTTPError) return err.code === 404 || (err.code === 400 && /session/i.test(err.message));
+  const msg = `${(err as Error).message} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
+  return /ECONNREFUSED/.test(msg);
+}
+
+/** Why a tool cannot run here: it needs a client feature Boxmaker does not have. */
+export function missingFeature(t: Tool): string | undefined {
+  const exec = (t as { execution?: { taskSupport?: string } }).execution;
+  if (exec?.taskSupport === "required") return "it requires the MCP tasks extension, which Boxmaker does not support";
+  return undefined;
 }

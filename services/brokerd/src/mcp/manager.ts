@@ -1,24 +1,69 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "@boxmaker/common";
-import type { BrokerConfig, McpServerConfig } from "../config.js";
-import type { ToolDef, ToolTable } from "../tool-table.js";
-import { McpConnection } from "./connection.js";
+import type { BrokerConfig, McpServerConfig, Risk } from "../config.js";
+import type { ResolvedPath } from "../policy/paths.js";
+import { ToolError, type ToolDef, type ToolTable } from "../tool-table.js";
+import { McpConnection, type McpRuntime } from "./connection.js";
+
+/** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
+export const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
+
+/**
+ * Policy's view of one tool: the operator's per-tool override, else the
+ * server's annotations (hints the operator trusted by configuring the
+ * server), else the server-wide risk.
+ */
+export function toolRisk(cfg: McpServerConfig, tool: Tool): Risk {
+  const override = cfg.tools[tool.name]?.risk;
+  if (override) return override;
+  const a = tool.annotations ?? {};
+  if (a.destructiveHint === true && a.readOnlyHint !== true) return "write";
+  if (a.readOnlyHint === true) return a.openWorldHint === true ? "network" : "read";
+  if (a.openWorldHint === true) return "network";
+  if (a.readOnlyHint === false) return "write";
+  return cfg.risk;
+}
+
+/** The arguments of `tool` that name paths: configured per tool or server, else the default names its schema has. */
+export function pathArgs(cfg: McpServerConfig, tool: Tool): string[] {
+  const configured = cfg.tools[tool.name]?.path_args ?? cfg.path_args;
+  if (configured) return configured;
+  const props = tool.inputSchema.properties ? Object.keys(tool.inputSchema.properties) : [];
+  return DEFAULT_PATH_ARGS.filter((p) => props.includes(p));
+}
 
 /** An MCP tool as a table entry `server.tool`: extended only, so the tools array never moves. */
 export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
   const name = `${server}.${tool.name}`;
-  const hosts = cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : [];
+  const hosts = [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts];
+  const risk = toolRisk(cfg, tool);
+  const pathNames = pathArgs(cfg, tool);
   return {
     name,
     description: (tool.description ?? tool.title ?? "").trim() || `${tool.name} from MCP server ${server}`,
     parameters: tool.inputSchema as Record<string, unknown>,
-    risk: cfg.risk,
+    risk,
     core: false,
     kind: "mcp",
     origin: `mcp:${server}`,
-    plan(args: Record<string, unknown>, ctx) {
+    plan(raw: Record<string, unknown>, ctx) {
+      // Path arguments go through the same guard as built-in tools' paths, and on to the server resolved.
+      const args = { ...raw };
+      const paths: ResolvedPath[] = [];
+      const resolve = (v: unknown, arg: string): string => {
+        if (typeof v !== "string") throw new ToolError(`${arg} must be a path string`);
+        const r = ctx.guard.resolve(v, { write: risk === "write" });
+        paths.push(r);
+        return r.abs;
+      };
+      for (const arg of pathNames) {
+        const v = args[arg];
+        if (v === undefined || v === null) continue;
+        args[arg] = Array.isArray(v) ? v.map((x) => resolve(x, arg)) : resolve(v, arg);
+      }
       return {
-        paths: [],
+        paths,
         hosts,
         preview: `${name} ${JSON.stringify(args, null, 1)}`,
         checks: { tool: name, arguments: JSON.stringify(args) },
@@ -30,32 +75,61 @@ export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, con
 
 export class McpManager {
   readonly connections: McpConnection[] = [];
+  /** Each server's connected client, for resources and prompts. */
+  readonly clients = new Map<string, Client>();
 
   constructor(
     servers: BrokerConfig["mcp_servers"],
     backoff: BrokerConfig["mcp_reconnect"],
     table: ToolTable,
     log: Logger,
+    runtime?: McpRuntime,
   ) {
     for (const name of Object.keys(servers).sort()) {
       const cfg = servers[name]!;
-      const conn: McpConnection = new McpConnection(name, cfg, backoff, log, (tools) =>
-        table.replaceOrigin(
-          `mcp:${name}`,
-          tools.map((t) => mcpToolDef(name, cfg, t, conn)),
-        ),
+      const conn: McpConnection = new McpConnection(
+        name,
+        cfg,
+        backoff,
+        log,
+        (tools, client) => {
+          this.clients.set(name, client);
+          table.replaceOrigin(
+            `mcp:${name}`,
+            tools.filter((t) => !cfg.tools[t.name]?.hidden).map((t) => mcpToolDef(name, cfg, t, conn)),
+          );
+        },
+        runtime,
       );
       this.connections.push(conn);
     }
   }
 
-  /** First connect of every server, in parallel; each is bounded by its own timeout and never rejects. */
-  start(): Promise<void> {
-    return Promise.all(this.connections.map((c) => c.connect())).then(() => undefined);
+  /**
+   * Starts every server's first connect in the background: brokerd serves
+   * without waiting, and a server's tools become findable when it is up.
+   */
+  start(): void {
+    for (const c of this.connections) void c.connect();
+  }
+
+  /** Resolves when every server's first attempt has ended (tests, `--wait`). */
+  settled(): Promise<void> {
+    return Promise.all(this.connections.map((c) => c.settled())).then(() => undefined);
+  }
+
+  get(name: string): McpConnection | undefined {
+    return this.connections.find((c) => c.name === name);
   }
 
   status(): string[] {
-    return this.connections.map((c) => `${c.name}: ${c.state}${c.state === "ready" ? "" : ` (${c.lastError})`}`);
+    return this.connections.map((c) => {
+      if (c.state !== "ready") return `${c.name}: ${c.state} (${c.lastError})`;
+      const hidden = c.unavailable.length
+        ? `; unavailable: ${c.unavailable.map((u) => `${u.tool} (${u.why})`).join(", ")}`
+        : "";
+      return `${c.name}: ready (${c.toolCount} tools${hidden})`;
+    });
   }
 
   async close(): Promise<void> {
