@@ -215,8 +215,16 @@ export class Broker {
     return this.run(tool, args, req, signal);
   }
 
-  private context(signal: AbortSignal): ToolContext {
-    return { config: this.config, guard: this.guard, blobs: this.blobs, sandbox: this.sandbox, signal };
+  private context(signal: AbortSignal, tool?: ToolDef): ToolContext {
+    const pathRules = this.config.policy.rules.filter((r) => r.paths && r.effect !== "allow");
+    const pathRuled =
+      tool && pathRules.length
+        ? (rel: string, abs: string) => {
+            const d = decide(pathRules, { read: "allow", write: "allow", exec: "allow", network: "allow" }, { tool: tool.name, risk: tool.risk, paths: [{ rel, abs }], hosts: [] });
+            return d.effect !== "allow";
+          }
+        : undefined;
+    return { config: this.config, guard: this.guard, blobs: this.blobs, sandbox: this.sandbox, signal, ...(pathRuled ? { pathRuled } : {}) };
   }
 
   /** Schema, then plan (path checks), then policy; the same sequence runs again at approval. */
@@ -225,7 +233,7 @@ export class Broker {
     if (bad) return denied("arguments:schema", bad);
     let plan: Plan;
     try {
-      plan = await tool.plan(args, this.context(signal));
+      plan = await tool.plan(args, this.context(signal, tool));
     } catch (err) {
       if (err instanceof Refused) return denied(err.rule, `Refused: ${err.message}.`);
       if (err instanceof ToolError) return denied("tool:invalid-call", err.message);

@@ -106,13 +106,17 @@ const positive = (def: number) => ({ type: "integer", minimum: 1, default: def }
 
 export const DEFAULT_SECRET_PATTERNS = [
   ".env",
+/** Matched case-insensitively against every segment run of a path (see policy/glob.ts). */
   ".env.*",
   "*.pem",
   "*.key",
+  ".envrc",
   "*.p12",
   "*.pfx",
   "id_rsa*",
   "id_dsa*",
+  "*.jks",
+  "*.keystore",
   "id_ecdsa*",
   "id_ed25519*",
   ".ssh",
@@ -123,10 +127,23 @@ export const DEFAULT_SECRET_PATTERNS = [
   ".git-credentials",
   ".npmrc",
   ".pypirc",
+  ".git/config",
   ".docker/config.json",
   ".kube/config",
+  ".pgpass",
+  ".htpasswd",
 ];
 
+  "kubeconfig",
+  "*.kubeconfig",
+  "credentials.json",
+  "client_secret*.json",
+  "service-account*.json",
+  "secrets.yaml",
+  "secrets.yml",
+  "secrets.json",
+  "*.tfstate",
+  "*.tfstate.*",
 export const DEFAULT_RO_PATHS = [
   "/usr",
   "/bin",

@@ -22,6 +22,11 @@ export interface ToolContext {
   readonly blobs: BlobStore;
   readonly sandbox: Sandbox;
   readonly signal: AbortSignal;
+  /**
+   * Whether a path rule denies `rel`, or reserves it for a person, for this
+   * tool: tools that open files the call did not name (search_files) skip those.
+   */
+  readonly pathRuled?: (rel: string, abs: string) => boolean;
 }
 
 /**

@@ -52,8 +52,11 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
  * The path checks every tool runs before touching the disk. Roots and protected
  * paths are canonicalized once, so a workspace under a symlinked /tmp still works.
  */
-/** Large trees no person keeps credentials in; skipping them keeps the walk fast. */
-const SKIP_DIRS = new Set(["node_modules", ".git"]);
+/** Longest path and deepest nesting accepted (also fs-io's walk bounds). */
+const MAX_INPUT_BYTES = 4096;
+const MAX_INPUT_DEPTH = 128;
+/** How many entries the walk for secrets to hide may visit before the command is refused. */
+export const SECRET_WALK_LIMIT = 200_000;
 
 export class PathGuard {
   readonly roots: string[];
@@ -63,7 +66,8 @@ export class PathGuard {
   constructor(roots: readonly string[], protectedPaths: readonly string[], secretPatterns: readonly string[]) {
     this.roots = roots.map((r) => canonicalize(resolve(r)));
     this.protectedPaths = protectedPaths.map((p) => canonicalize(resolve(p)));
-    this.secrets = new PathMatcher(secretPatterns);
+    // Case-insensitive: KEY.PEM and .ENV are the same secrets on every filesystem a person copies them to.
+    this.secrets = new PathMatcher(secretPatterns, { ignoreCase: true });
   }
 
   /**
@@ -76,6 +80,8 @@ export class PathGuard {
       throw new Refused("path:no-workspace", "no workspace is configured, so no path is accessible");
     }
     if (input.includes("\0")) throw new Refused("path:invalid", "the path contains a NUL byte");
+    if (Buffer.byteLength(input) > MAX_INPUT_BYTES) throw new Refused("limit:path-length", `the path is longer than ${MAX_INPUT_BYTES} bytes`);
+    if (input.split("/").length > MAX_INPUT_DEPTH + 1) throw new Refused("limit:path-depth", `the path has more than ${MAX_INPUT_DEPTH} components`);
     const lexical = isAbsolute(input) ? resolve(input) : resolve(this.roots[0]!, input);
     const lexRoot = this.roots.find((r) => within(r, lexical));
     if (!lexRoot) {
@@ -110,31 +116,44 @@ export class PathGuard {
 
   /**
    * Secret files and directories inside the roots, for the sandbox to mask:
-   * a command must not read what read_file may not. Bounded walk; symlinks
-   * are not followed (a link to a secret outside is outside the sandbox anyway).
+   * a command must not read what read_file may not, so node_modules/ and .git/
+   * are walked too. Symlinks are not followed (a link to a secret outside is
+   * outside the sandbox anyway). Fails closed: past `limit` entries it throws
+   * a Refused instead of returning a partial list.
    */
-  secretsInside(limit = 50_000): { path: string; dir: boolean }[] {
+  secretsInside(limit = SECRET_WALK_LIMIT): { path: string; dir: boolean }[] {
     const found: { path: string; dir: boolean }[] = [];
     let seen = 0;
-    const walk = (root: string, dir: string) => {
+    const walk = (root: string, dir: string, depth: number) => {
       let entries: Dirent[];
       try {
         entries = readdirSync(dir, { withFileTypes: true });
-      } catch {
-        return;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR") return; // vanished meanwhile
+        throw new Refused("sandbox:secrets-unknown", `cannot list ${dir} (${code}) to hide the secrets in it, so no command runs`);
+      }
+      seen += entries.length;
+      if (seen > limit) {
+        throw new Refused(
+          "limit:secret-scan",
+          `the workspace has more than ${limit} entries, too many to find every secret file to hide from commands; no command runs (remove generated trees or narrow workspace_roots)`,
+        );
       }
       for (const e of entries) {
-        if (++seen > limit) return;
         const abs = join(dir, e.name);
         if (e.isSymbolicLink()) continue;
         if (this.isSecret(relative(root, abs), abs)) {
           if (e.isDirectory() || e.isFile()) found.push({ path: abs, dir: e.isDirectory() });
           continue;
         }
-        if (e.isDirectory() && !SKIP_DIRS.has(e.name)) walk(root, abs);
+        if (e.isDirectory()) {
+          if (depth >= 4 * MAX_INPUT_DEPTH) throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
+          walk(root, abs, depth + 1);
+        }
       }
     };
-    for (const r of this.roots) walk(r, r);
+    for (const r of this.roots) walk(r, r, 0);
     return found;
   }
 

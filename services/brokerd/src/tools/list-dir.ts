@@ -1,6 +1,6 @@
-import { readdirSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { type ToolDef } from "../tool-table.js";
+import { listDirAt } from "./fs-io.js";
 
 export const listDir: ToolDef = {
   name: "list_dir",
@@ -19,27 +19,19 @@ export const listDir: ToolDef = {
     return {
       paths: [p],
       async execute() {
-        let entries;
-        try {
-          entries = readdirSync(p.abs, { withFileTypes: true });
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === "ENOTDIR") throw new ToolError(`${p.rel} is a file; use read_file`);
-          if (code === "ENOENT") throw new ToolError(`${p.rel} does not exist`);
-          throw err;
-        }
-        entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        // Listed through the fd the no-symlink walk reached: a swap after the check fails the walk.
         const cap = ctx.config.limits.list_max_entries;
+        const { entries, total } = listDirAt(p.root, p.rel, cap);
         const out: string[] = [];
-        for (const e of entries.slice(0, cap)) {
+        for (const e of entries) {
           const rel = p.rel === "." ? e.name : `${p.rel}/${e.name}`;
           const secret = ctx.guard.isSecret(rel, join(p.abs, e.name)) ? "  (secret: not readable)" : "";
-          if (e.isDirectory()) out.push(`${e.name}/${secret}`);
-          else if (e.isSymbolicLink()) out.push(`${e.name} -> ${readlinkSync(join(p.abs, e.name))}${secret}`);
-          else if (e.isFile()) out.push(`${e.name}  ${statSync(join(p.abs, e.name)).size}${secret}`);
+          if (e.kind === "dir") out.push(`${e.name}/${secret}`);
+          else if (e.kind === "symlink") out.push(`${e.name} -> ${e.target}${secret}`);
+          else if (e.kind === "file") out.push(`${e.name}  ${e.size}${secret}`);
           else out.push(`${e.name}  (special file)`);
         }
-        if (entries.length > cap) out.push(`[… ${entries.length - cap} more entries not shown]`);
+        if (total > cap) out.push(`[… ${total - cap} more entries not shown]`);
         if (out.length === 0) out.push("(empty directory)");
         return { text: out.join("\n"), isError: false };
       },

@@ -1,6 +1,15 @@
-import { statSync } from "node:fs";
+import { closeSync } from "node:fs";
 import { ToolError, type ToolDef } from "../tool-table.js";
-import { readCanonical, readLinesStreaming } from "./fs-io.js";
+import { openFileAt, readFileAt, readLinesAt } from "./fs-io.js";
+
+/** How much of one line a ranged read of a huge file keeps. */
+const MAX_LINE_BYTES = 64 * 1024;
+
+function sizeAt(root: string, rel: string): number {
+  const { fd, st } = openFileAt(root, rel);
+  closeSync(fd);
+  return st.size;
+}
 
 export const readFile: ToolDef = {
   name: "read_file",
@@ -31,10 +40,11 @@ export const readFile: ToolDef = {
         const ranged = args.start_line !== undefined || args.end_line !== undefined;
         let lines: string[];
         let total: number | undefined;
-        if (ranged && statSync(p.abs).size > max) {
-          ({ lines, total } = await readLinesStreaming(p.abs, from, to));
+        let cut = false;
+        if (ranged && sizeAt(p.root, p.rel) > max) {
+          ({ lines, total, cut } = await readLinesAt(p.root, p.rel, from, to, { maxLine: MAX_LINE_BYTES, maxBytes: max, signal: ctx.signal }));
         } else {
-          const all = readCanonical(p.abs, max).text.split("\n");
+          const all = readFileAt(p.root, p.rel, max).text.split("\n");
           if (all.length > 1 && all[all.length - 1] === "") all.pop();
           total = all.length;
           lines = all.slice(from - 1, to === Number.MAX_SAFE_INTEGER ? undefined : to);
@@ -45,7 +55,8 @@ export const readFile: ToolDef = {
         }
         const last = from + lines.length - 1;
         const header = ranged ? `[${p.rel}: lines ${from}-${last} of ${total ?? "more"}]\n` : "";
-        return { text: header + lines.join("\n"), isError: false };
+        const note = cut ? `\n[… long lines were cut at ${MAX_LINE_BYTES} bytes, or the range at ${max} bytes]` : "";
+        return { text: header + lines.join("\n") + note, isError: false };
       },
     };
   },

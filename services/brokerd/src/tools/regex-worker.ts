@@ -12,6 +12,8 @@ export interface RegexJob {
   maxMatches: number;
   /** Either files (already path-checked by the caller) or one text. */
   files?: Array<{ rel: string; abs: string }>;
+  /** The workspace root's fd: files are opened component by component below it, O_NOFOLLOW. */
+  rootFd?: number;
   text?: string;
   maxFileBytes: number;
 }
@@ -46,10 +48,26 @@ function scan(rel, text) {
   }
   return true;
 }
+const C = fs.constants;
+function openBelow(rootFd, rel) {
+  const parts = rel.split("/").filter((c) => c !== "" && c !== ".");
+  if (parts.length === 0 || parts.includes("..")) throw new Error("bad path");
+  let cur = rootFd;
+  try {
+    for (let i = 0; i < parts.length - 1; i++) {
+      const next = fs.openSync("/proc/self/fd/" + cur + "/" + parts[i], C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+      if (cur !== rootFd) fs.closeSync(cur);
+      cur = next;
+    }
+    return fs.openSync("/proc/self/fd/" + cur + "/" + parts[parts.length - 1], C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } finally {
+    if (cur !== rootFd) fs.closeSync(cur);
+  }
+}
 if (job.text !== undefined) scan("", job.text);
 else for (const f of job.files) {
   let fd;
-  try { fd = fs.openSync(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW); } catch { continue; }
+  try { fd = openBelow(job.rootFd, f.rel); } catch { continue; }
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile() || st.size > job.maxFileBytes) continue;

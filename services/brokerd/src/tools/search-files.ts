@@ -1,8 +1,13 @@
-import { lstatSync, readdirSync } from "node:fs";
+import { closeSync, constants, lstatSync, openSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { globToRegExp } from "../policy/glob.js";
+import { compileGlob } from "../policy/glob.js";
+import { Refused } from "../policy/refused.js";
 import type { ToolDef } from "../tool-table.js";
+import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-io.js";
 import { checkPattern, runRegex } from "./regex-worker.js";
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+const MAX_GLOB = 256;
 
 const SKIP_DIRS = new Set([".git", "node_modules"]);
 
@@ -28,45 +33,87 @@ export const searchFiles: ToolDef = {
     const ignoreCase = args.ignore_case ?? false;
     checkPattern(args.pattern, ignoreCase);
     const p = ctx.guard.resolve(args.path ?? ".", { write: false });
-    const nameRe = args.glob ? globToRegExp(args.glob) : undefined;
+    if (args.glob !== undefined && args.glob.length > MAX_GLOB) throw new Refused("limit:glob-length", `the glob is longer than ${MAX_GLOB} characters`);
+    const nameRe = args.glob ? compileGlob(args.glob) : undefined;
     const { search_max_files: maxFiles, search_max_matches: maxMatches, max_file_bytes, search_timeout_ms } = ctx.config.limits;
     return {
       paths: [p],
       async execute() {
-        // The walk runs here, where the path rules live: no symlink is followed, no secret is read.
+        // The walk runs here, where the path rules live: every directory is opened through its
+        // parent's fd with O_NOFOLLOW (a swap to a symlink ends that branch), no secret is read,
+        // and a file a path rule denies (or reserves for a person) is not opened.
         const files: Array<{ rel: string; abs: string }> = [];
         let walkTruncated = false;
-        const walk = (abs: string, rel: string) => {
-          if (files.length >= maxFiles) return void (walkTruncated = true);
-          const st = lstatSync(abs, { throwIfNoEntry: false });
-          if (!st || st.isSymbolicLink()) return;
-          if (ctx.guard.isSecret(rel, abs)) return;
-          if (st.isFile()) {
-            const name = rel.slice(rel.lastIndexOf("/") + 1);
-            if (!nameRe || nameRe.test(name)) files.push({ rel, abs });
-            return;
-          }
-          if (!st.isDirectory()) return;
+        let ruled = 0;
+        const admit = (rel: string, abs: string): boolean => {
+          if (ctx.guard.isSecret(rel, abs)) return false;
+          if (ctx.pathRuled?.(rel, abs)) return void ruled++, false;
+          return true;
+        };
+        const take = (rel: string, abs: string) => {
+          const name = rel.slice(rel.lastIndexOf("/") + 1);
+          if (!nameRe || nameRe.test(name)) files.push({ rel, abs });
+        };
+        const walk = (dirfd: number, abs: string, rel: string, depth: number) => {
           let names: string[];
           try {
-            names = readdirSync(abs).sort();
+            names = readdirSync(fdPath(dirfd)).sort();
           } catch {
             return;
           }
           for (const n of names) {
+            if (files.length >= maxFiles) return void (walkTruncated = true);
             if (SKIP_DIRS.has(n)) continue;
-            walk(join(abs, n), rel === "." ? n : `${rel}/${n}`);
+            const childRel = rel === "." ? n : `${rel}/${n}`;
+            const childAbs = join(abs, n);
+            const st = lstatSync(fdPath(dirfd, n), { throwIfNoEntry: false });
+            if (!st || st.isSymbolicLink()) continue;
+            if (!admit(childRel, childAbs)) continue;
+            if (st.isFile()) take(childRel, childAbs);
+            else if (st.isDirectory() && depth < MAX_DEPTH) {
+              let fd: number;
+              try {
+                fd = openSync(fdPath(dirfd, n), DIR_FLAGS);
+              } catch {
+                continue; // became a symlink (ELOOP) or vanished: not followed
+              }
+              try {
+                walk(fd, childAbs, childRel, depth + 1);
+              } finally {
+                closeSync(fd);
+              }
+            }
           }
         };
-        walk(p.abs, p.rel);
-        const r = await runRegex(
-          { pattern: args.pattern, ignoreCase, maxMatches, files, maxFileBytes: max_file_bytes },
-          search_timeout_ms,
-          ctx.signal,
-        );
+        const start = lstatSync(p.abs, { throwIfNoEntry: false });
+        if (start?.isFile()) {
+          const { fd } = openFileAt(p.root, p.rel);
+          closeSync(fd);
+          if (admit(p.rel, p.abs)) take(p.rel, p.abs);
+        } else {
+          const fd = openDirAt(p.root, components(p.rel), p.rel);
+          try {
+            walk(fd, p.abs, p.rel, components(p.rel).length);
+          } finally {
+            closeSync(fd);
+          }
+        }
+        // The worker opens each file by walking its components from this root fd, never by path string.
+        const rootFd = openRoot(p.root);
+        let r;
+        try {
+          r = await runRegex(
+            { pattern: args.pattern, ignoreCase, maxMatches, files, rootFd, maxFileBytes: max_file_bytes },
+            search_timeout_ms,
+            ctx.signal,
+          );
+        } finally {
+          closeSync(rootFd);
+        }
         const out = r.hits.map((h) => `${h.rel}:${h.line}: ${h.text}`);
         if (out.length === 0) out.push(`no matches in ${r.filesScanned} files`);
         if (r.truncated) out.push(`[… stopped at ${maxMatches} matches; narrow the pattern or path]`);
+        if (ruled) out.push(`[${ruled} files or directories were skipped: policy rules deny them or reserve them for review]`);
         if (walkTruncated) out.push(`[… only the first ${maxFiles} files were searched; give a narrower path]`);
         return { text: out.join("\n"), isError: false };
       },
