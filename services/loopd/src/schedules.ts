@@ -8,7 +8,10 @@ import type { ScheduleConfig } from "./config.js";
 export interface ScheduleState extends ScheduleConfig {
   /** Where it came from: config entries cannot be removed through the API. */
   source: "config" | "api";
+  /** The clock cursor runs are counted from (creation time before a first run). */
   lastRunMs: number;
+  /** When it last actually started a run; absent before its first run. */
+  ranMs?: number;
   missedRuns: number;
 }
 
@@ -28,6 +31,13 @@ export function nextRun(cron: string, afterMs: number): number {
 }
 
 export function validateCron(cron: string): void {
+  // cron-parser also takes 4 or 6 fields (seconds); a schedule is the classic five.
+  const fields = cron.trim().split(/\s+/).filter(Boolean);
+  if (fields.length !== 5) {
+    throw invalidArgument(
+      `not a cron expression: "${cron}" has ${fields.length} field${fields.length === 1 ? "" : "s"}; a schedule needs five (minute hour day-of-month month day-of-week), e.g. "30 6 * * *"`,
+    );
+  }
   try {
     CronExpressionParser.parse(cron);
   } catch (err) {
@@ -142,6 +152,7 @@ export class Schedules {
         this.log.warn({ schedule: s.id }, "scheduled run skipped: the previous run is still going");
         continue;
       }
+      s.ranMs = now;
       this.running.add(s.id);
       this.start(s)
         .catch((err: unknown) => this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed"))

@@ -203,7 +203,8 @@ function toSchedule(s: ScheduleState) {
     id: s.id,
     cron: s.cron,
     prompt: s.prompt,
-    lastRunUnixMs: BigInt(s.lastRunMs),
+    // 0 before the first run (the CLI shows "never"), not the creation time the clock counts from.
+    lastRunUnixMs: BigInt(s.ranMs ?? 0),
     nextRunUnixMs: BigInt(nextRun(s.cron, Date.now())),
     missedRuns: s.missedRuns,
   };

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Schedules, runsBetween, type ScheduleState } from "../src/schedules.js";
+import { Schedules, runsBetween, validateCron, type ScheduleState } from "../src/schedules.js";
 import { silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
@@ -13,6 +13,24 @@ afterEach(() => {
 const T0 = Date.parse("2026-11-29T10:00:00Z");
 
 describe("schedules", () => {
+  it("takes only five-field cron expressions", () => {
+    expect(() => validateCron("30 6 * * *")).not.toThrow();
+    expect(() => validateCron("* * * *")).toThrow(/has 4 fields; a schedule needs five/);
+    expect(() => validateCron("0 30 6 * * *")).toThrow(/has 6 fields/);
+    expect(() => validateCron("61 * * * *")).toThrow(/not a cron expression/);
+  });
+
+  it("has no run time before its first run, then the time it started", async () => {
+    vi.useFakeTimers({ now: T0 });
+    const s = new Schedules(tmp.dir, [], async () => undefined, silentLog);
+    s.begin();
+    const added = s.add("*/5 * * * *", "tick");
+    expect(added.ranMs).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(5 * 60_000 + 10);
+    expect(s.list()[0]!.ranMs).toBeGreaterThanOrEqual(T0 + 5 * 60_000);
+    s.stop();
+  });
+
   it("counts every run between two instants", () => {
     expect(runsBetween("*/15 * * * *", T0, T0 + 60 * 60_000)).toHaveLength(4);
     expect(runsBetween("0 3 * * *", T0, T0 + 60 * 60_000)).toHaveLength(0);
