@@ -46,7 +46,7 @@ export function requires(what: string, needs: Requirement[], present: (tool: Req
   const needsLine = `needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
   if (underCi()) throw new Error(`${what} ${needsLine}; under CI=true a missing tool fails the run instead of skipping`);
   const line = `${what}: skipped, ${needsLine}`;
-  console.warn(`[skip] ${line}`);
+  // One line per skip in the end-of-run summary (test/support/skip-summary.ts), not one per worker here.
   const file = skipsFile();
   if (file) appendFileSync(file, `${line}\n`);
   return false;
