@@ -68,7 +68,7 @@ export async function stopProcess(pid: number, graceMs = 1000): Promise<void> {
 /**
  * What a stdio server's own program needs to read in the sandbox: the
  * directory of each absolute path on its command line (node's bin dir, the
- * script's dir) and the closest enclosing node_modules (its dependencies).
+ * script's dir) and every node_modules up the tree (its dependencies).
  */
 export function programPaths(argv: readonly string[]): string[] {
   const out = new Set<string>();
@@ -82,16 +82,9 @@ export function programPaths(argv: readonly string[]): string[] {
     }
     const dir = statSync(real).isDirectory() ? real : dirname(real);
     out.add(dir);
-    for (let d = dir; ; d = dirname(d)) {
-      if (d.endsWith("/node_modules")) {
-        out.add(d);
-        break;
-      }
-      if (existsSync(join(d, "node_modules"))) {
-        out.add(join(d, "node_modules"));
-        break;
-      }
-      if (dirname(d) === d) break;
+    // Node resolves packages through every node_modules up the tree.
+    for (let d = dir; dirname(d) !== d; d = dirname(d)) {
+      if (existsSync(join(d, "node_modules"))) out.add(join(d, "node_modules"));
     }
   }
   return [...out];
