@@ -64,6 +64,17 @@ export interface ExtraCoreTool {
   parameters: Record<string, unknown>;
 }
 
+export interface SandboxLimits {
+  /** RLIMIT_NPROC (not enforced by the kernel for uid 0: run brokerd as its own user). */
+  max_processes: number;
+  /** RLIMIT_DATA: heap and private writable mappings per process. */
+  max_memory_bytes: number;
+  /** RLIMIT_FSIZE: the largest file one process may write (also bounds each file in /tmp). */
+  max_file_bytes: number;
+  /** RLIMIT_NOFILE. */
+  max_open_files: number;
+}
+
 export interface BrokerConfig {
   socket: string;
   state_dir: string;
@@ -82,6 +93,8 @@ export interface BrokerConfig {
     output_cap_bytes: number;
     network: boolean;
     ro_paths: string[];
+    /** Kernel limits on every command (rlimits set inside the sandbox before the command starts). */
+    limits: SandboxLimits;
   };
   result_cap_bytes: number;
   limits: {
@@ -104,19 +117,19 @@ const risk = { type: "string", enum: ["read", "write", "exec", "network"], defau
 const strings = { type: "array", items: { type: "string" } } as const;
 const positive = (def: number) => ({ type: "integer", minimum: 1, default: def }) as const;
 
+/** Matched case-insensitively against every segment run of a path (see policy/glob.ts). */
 export const DEFAULT_SECRET_PATTERNS = [
   ".env",
-/** Matched case-insensitively against every segment run of a path (see policy/glob.ts). */
   ".env.*",
+  ".envrc",
   "*.pem",
   "*.key",
-  ".envrc",
   "*.p12",
   "*.pfx",
-  "id_rsa*",
-  "id_dsa*",
   "*.jks",
   "*.keystore",
+  "id_rsa*",
+  "id_dsa*",
   "id_ecdsa*",
   "id_ed25519*",
   ".ssh",
@@ -125,15 +138,13 @@ export const DEFAULT_SECRET_PATTERNS = [
   ".aws/config",
   ".netrc",
   ".git-credentials",
+  ".git/config",
   ".npmrc",
   ".pypirc",
-  ".git/config",
-  ".docker/config.json",
-  ".kube/config",
   ".pgpass",
   ".htpasswd",
-];
-
+  ".docker/config.json",
+  ".kube/config",
   "kubeconfig",
   "*.kubeconfig",
   "credentials.json",
@@ -144,6 +155,8 @@ export const DEFAULT_SECRET_PATTERNS = [
   "secrets.json",
   "*.tfstate",
   "*.tfstate.*",
+];
+
 export const DEFAULT_RO_PATHS = [
   "/usr",
   "/bin",
@@ -223,8 +236,20 @@ export const brokerConfigSchema = {
         output_cap_bytes: positive(1024 * 1024),
         network: { type: "boolean", default: false },
         ro_paths: { ...strings, default: DEFAULT_RO_PATHS },
+        limits: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            max_processes: positive(256),
+            max_memory_bytes: positive(1024 * 1024 * 1024),
+            max_file_bytes: positive(512 * 1024 * 1024),
+            max_open_files: positive(1024),
+          },
+          required: ["max_processes", "max_memory_bytes", "max_file_bytes", "max_open_files"],
+        },
       },
-      required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths"],
+      required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths", "limits"],
     },
     result_cap_bytes: positive(16 * 1024),
     limits: {

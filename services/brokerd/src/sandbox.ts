@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import type { BrokerConfig } from "./config.js";
+import type { BrokerConfig, SandboxLimits } from "./config.js";
 import { Refused } from "./policy/refused.js";
 
 export interface SandboxRequest {
@@ -29,6 +29,8 @@ export interface BwrapLayout {
   network: boolean;
   cwd: string;
   command: string;
+  /** Kernel limits set (ulimit) before `command` runs; absent: none. */
+  limits?: SandboxLimits;
   /** A program to run directly instead of `/bin/sh -c command` (an MCP server over stdio). */
   argv?: string[];
 }
@@ -47,8 +49,24 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   for (const r of l.rw) a.push("--bind", r, r);
   for (const p of l.roInside) a.push("--ro-bind", p, p);
   for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
-  a.push("--chdir", l.cwd, "--", ...(l.argv ?? ["/bin/sh", "-c", l.command]));
+  a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits)));
   return a;
+}
+
+/**
+ * `/bin/sh -c command`, with the rlimits set first by a wrapper shell that then
+ * execs the command's shell: processes (`-p` in dash, `-u` in bash), data
+ * segment, file size, open files. A limit the shell cannot set fails the run.
+ */
+export function shellArgv(command: string, limits?: SandboxLimits): string[] {
+  if (!limits) return ["/bin/sh", "-c", command];
+  const kb = (b: number) => Math.max(1, Math.floor(b / 1024));
+  const blocks = (b: number) => Math.max(1, Math.floor(b / 512));
+  const script =
+    `{ ulimit -p ${limits.max_processes} 2>/dev/null || ulimit -u ${limits.max_processes}; } && ` +
+    `ulimit -d ${kb(limits.max_memory_bytes)} && ulimit -f ${blocks(limits.max_file_bytes)} && ulimit -n ${limits.max_open_files} ` +
+    `|| { echo "boxmaker: cannot set the sandbox's resource limits" >&2; exit 126; }; exec /bin/sh -c "$1"`;
+  return ["/bin/sh", "-c", script, "sh", command];
 }
 
 /** Only what a build needs; nothing of brokerd's own environment (tokens, sockets) leaks in. */
@@ -121,6 +139,7 @@ export class Sandbox {
       rw: this.rw,
       roInside: this.roInside,
       hidden: this.secrets(),
+      limits: this.config.limits,
       network: this.config.network,
       cwd: req.cwd,
       command: req.command,
@@ -154,7 +173,7 @@ export class Sandbox {
     const [cmd, args] =
       this.state === "bwrap"
         ? [this.config.bwrap_path, bwrapArgs(this.layout(req))]
-        : ["/bin/sh", ["-c", req.command]];
+        : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
     const cap = this.config.output_cap_bytes;
     return new Promise((resolve, reject) => {
       const child = spawn(cmd, args, {
@@ -185,22 +204,45 @@ export class Sandbox {
           /* already gone */
         }
       };
+      // A process that left the group (setsid) may keep our pipes open: after the
+      // kill, wait this long for them to close, then stop reading and answer.
+      const PIPE_GRACE_MS = 300;
+      let graceTimer: NodeJS.Timeout | undefined;
+      let exited: { code: number | null; sig: NodeJS.Signals | null } | undefined;
+      let settled = false;
+      const settle = (code: number | null, sig: string | null) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        clearTimeout(graceTimer);
+        signal?.removeEventListener("abort", onAbort);
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        resolve({ exitCode: code, signal: sig, output: Buffer.concat(chunks).toString("utf8"), droppedBytes: dropped, timedOut });
+      };
+      const killAndWait = () => {
+        kill();
+        clearTimeout(graceTimer);
+        graceTimer = setTimeout(() => settle(exited?.code ?? null, exited?.sig ?? (timedOut ? "SIGKILL" : null)), PIPE_GRACE_MS);
+      };
       const timer = setTimeout(() => {
         timedOut = true;
-        kill();
+        killAndWait();
       }, req.timeoutMs);
-      const onAbort = () => kill();
+      const onAbort = () => killAndWait();
       signal?.addEventListener("abort", onAbort, { once: true });
       child.once("error", (err) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         reject(err);
       });
-      child.once("close", (code, sig) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        resolve({ exitCode: code, signal: sig, output: Buffer.concat(chunks).toString("utf8"), droppedBytes: dropped, timedOut });
+      // The command's shell ended: whatever it left running in its group goes with it
+      // (bwrap's pid namespace does the same for sandboxed runs).
+      child.once("exit", (code, sig) => {
+        exited = { code, sig };
+        killAndWait();
       });
+      child.once("close", (code, sig) => settle(code, sig));
     });
   }
 }

@@ -195,7 +195,12 @@ export interface LineRange {
   total: number | undefined;
   /** A line longer than the per-line cap was cut. */
   cut: boolean;
+  /** The scan stopped at MAX_SCAN_BYTES before reaching the range's end. */
+  stopped?: number;
 }
+
+/** How far one ranged read scans a file before it stops and says so. */
+export const MAX_SCAN_BYTES = 64 * 1024 * 1024;
 
 /**
  * A line range of a file too large to load whole: read in chunks (async, so
@@ -208,8 +213,9 @@ export async function readLinesAt(
   rel: string,
   from: number,
   to: number,
-  opts: { maxLine: number; maxBytes: number; signal?: AbortSignal },
+  opts: { maxLine: number; maxBytes: number; maxScan?: number; signal?: AbortSignal },
 ): Promise<LineRange> {
+  const maxScan = opts.maxScan ?? MAX_SCAN_BYTES;
   const { fd } = openFileAt(root, rel);
   const buf = Buffer.alloc(64 * 1024);
   const lines: string[] = [];
@@ -240,7 +246,12 @@ export async function readLinesAt(
       opts.signal?.throwIfAborted();
       const { bytesRead } = await readAsync(fd, buf, 0, buf.length, pos);
       if (bytesRead === 0) break;
+      if (pos === 0 && buf.subarray(0, Math.min(bytesRead, 8192)).includes(0)) throw new ToolError(`${rel} is a binary file; not shown`);
       pos += bytesRead;
+      if (pos > maxScan) {
+        if (pending && line >= from && line <= to) endLine();
+        return { lines, total: undefined, cut: true, stopped: maxScan };
+      }
       let start = 0;
       const chunk = buf.subarray(0, bytesRead);
       for (;;) {
