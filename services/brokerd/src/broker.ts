@@ -197,7 +197,7 @@ export class Broker {
       if (bad) return denied("arguments:schema", bad);
       const query = (args as { query: string }).query;
       const found = this.searchIndex().search(query, this.config.find_tool_results);
-      this.disclosure.disclose(req.sessionId, found.map((f) => f.tool.name));
+      this.disclosure.disclose(req.sessionId, found.flatMap((f) => [f.tool.name, ...(f.also ?? [])]));
       return { decision: "allowed", content: formatFound(query, found), isError: false, rule: "meta:find_tool" };
     }
     if (tool.name === "call_tool") {

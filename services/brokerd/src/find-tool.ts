@@ -1,3 +1,4 @@
+import { STOPWORDS, SYNONYM_GROUPS } from "./find-tool-synonyms.js";
 import type { ToolDef } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
 
@@ -10,15 +11,38 @@ export function words(text: string): string[] {
     .filter((w) => w.length > 1 || /[0-9]/.test(w));
 }
 
-/** Cheap stemming so "issues"/"issue" and "reading"/"read" meet. */
-function stem(w: string): string {
-  if (w.length > 5 && w.endsWith("ing")) return w.slice(0, -3);
-  if (w.length > 4 && w.endsWith("es") && !w.endsWith("ses")) return w.slice(0, -2);
-  if (w.length > 3 && w.endsWith("s") && !w.endsWith("ss")) return w.slice(0, -1);
-  return w;
+/**
+ * Cheap stemming so "issues"/"issue", "reading"/"read", "created"/"create" and
+ * "directories"/"directory" meet: suffixes off, a final e off, a doubled final
+ * consonant ("runn") single.
+ */
+export function stem(w: string): string {
+  if (w.length > 4 && w.endsWith("ies")) return `${w.slice(0, -3)}y`;
+  let s = w;
+  if (s.length > 5 && s.endsWith("ing")) s = s.slice(0, -3);
+  else if (s.length > 4 && s.endsWith("ed")) s = s.slice(0, -2);
+  else if (s.length > 4 && s.endsWith("es") && !s.endsWith("ses")) s = s.slice(0, -2);
+  else if (s.length > 3 && s.endsWith("s") && !s.endsWith("ss")) s = s.slice(0, -1);
+  if (s.length > 4 && s.endsWith("e")) s = s.slice(0, -1);
+  if (s.length > 3 && s !== w && s[s.length - 1] === s[s.length - 2] && !/[aeiouls]/.test(s[s.length - 1]!)) s = s.slice(0, -1);
+  return s;
 }
 
+/** stem → the synonym groups ("~3") it belongs to. */
+const CONCEPTS = new Map<string, string[]>();
+SYNONYM_GROUPS.forEach((g, i) => {
+  for (const w of g) {
+    const s = stem(w);
+    const list = CONCEPTS.get(s) ?? [];
+    if (!list.includes(`~${i}`)) list.push(`~${i}`);
+    CONCEPTS.set(s, list);
+  }
+});
+
 const FIELD_WEIGHT = { name: 3, param: 1.5, description: 1 } as const;
+/** A synonym is a weaker signal than the word itself, a word's prefix weaker still. */
+const SYNONYM = 0.6;
+const PREFIX = 0.5;
 
 function paramNames(schema: Record<string, unknown>): string[] {
   const props = schema.properties;
@@ -28,33 +52,61 @@ function paramNames(schema: Record<string, unknown>): string[] {
 export interface Ranked {
   tool: ToolDef;
   score: number;
+  /** The same tool (name, description, schema) offered by other servers too. */
+  also?: string[];
 }
 
+/** A tool's name without its `server.` prefix. */
+const bare = (name: string) => name.slice(name.indexOf(".") + 1);
+
 /**
- * An inverted index over the extended tools: term → (tool, best field weight).
- * Scores are weight × idf summed over query terms, with a prefix match worth
- * half, so rare words ("jira") outrank common ones ("get").
+ * An inverted index over the extended tools: term → (tool, best field weight),
+ * where terms are word stems and synonym groups. A query word scores, per
+ * tool, the best of its exact stem, a synonym and a prefix, weighted by idf
+ * so rare words ("jira") outrank common ones ("get"); tools matching more of
+ * the query's words rank higher. Identical tools from several servers are
+ * one entry.
  */
 export class ToolIndex {
   private readonly tools: ToolDef[];
+  private readonly also: string[][];
   private readonly postings = new Map<string, Map<number, number>>();
   private readonly vocab: string[];
 
   constructor(tools: readonly ToolDef[]) {
-    this.tools = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const byKey = new Map<string, number>();
+    this.tools = [];
+    this.also = [];
+    for (const t of sorted) {
+      const key = `${bare(t.name)}\0${t.description}\0${stableStringify(t.parameters)}`;
+      const seen = byKey.get(key);
+      if (seen !== undefined) {
+        this.also[seen]!.push(t.name);
+        continue;
+      }
+      byKey.set(key, this.tools.length);
+      this.tools.push(t);
+      this.also.push([]);
+    }
     this.tools.forEach((t, i) => {
+      const put = (term: string, weight: number) => {
+        let m = this.postings.get(term);
+        if (!m) this.postings.set(term, (m = new Map()));
+        if ((m.get(i) ?? 0) < weight) m.set(i, weight);
+      };
       const add = (text: string, weight: number) => {
-        for (const w of words(text).map(stem)) {
-          let m = this.postings.get(w);
-          if (!m) this.postings.set(w, (m = new Map()));
-          if ((m.get(i) ?? 0) < weight) m.set(i, weight);
+        for (const w of words(text)) {
+          const s = stem(w);
+          put(s, weight);
+          for (const c of CONCEPTS.get(s) ?? []) put(c, weight);
         }
       };
       add(t.description, FIELD_WEIGHT.description);
       for (const p of paramNames(t.parameters)) add(p, FIELD_WEIGHT.param);
       add(t.name, FIELD_WEIGHT.name);
     });
-    this.vocab = [...this.postings.keys()];
+    this.vocab = [...this.postings.keys()].filter((v) => !v.startsWith("~"));
   }
 
   get size(): number {
@@ -64,27 +116,42 @@ export class ToolIndex {
   search(query: string, limit: number): Ranked[] {
     const n = this.tools.length;
     const scores = new Map<number, number>();
+    const matched = new Map<number, number>();
     const q = query.trim().toLowerCase();
-    const exact = this.tools.findIndex((t) => t.name.toLowerCase() === q);
-    if (exact >= 0) scores.set(exact, 100);
+    const exact = this.tools.findIndex((t) => t.name.toLowerCase() === q || bare(t.name).toLowerCase() === q);
     const idf = (df: number) => Math.log(1 + n / df);
-    for (const term of new Set(words(query).map(stem))) {
-      const hit = this.postings.get(term);
-      if (hit) for (const [i, w] of hit) scores.set(i, (scores.get(i) ?? 0) + w * idf(hit.size));
-      // Partial words ("repo" → "repository") count for half, once per tool.
-      if (term.length < 3) continue;
-      const partial = new Map<number, number>();
-      for (const v of this.vocab) {
-        if (v === term || !(v.startsWith(term) || (v.length >= 3 && term.startsWith(v)))) continue;
-        const m = this.postings.get(v)!;
-        for (const [i, w] of m) partial.set(i, Math.max(partial.get(i) ?? 0, 0.5 * w * idf(m.size)));
+    const all = words(query);
+    const kept = all.filter((w) => !STOPWORDS.has(w));
+    const terms = [...new Set((kept.length ? kept : all).map(stem))];
+    for (const term of terms) {
+      // Per tool, the best way this query word matches it.
+      const best = new Map<number, number>();
+      const offer = (m: Map<number, number> | undefined, factor: number) => {
+        if (!m) return;
+        const f = factor * idf(m.size);
+        for (const [i, w] of m) if ((best.get(i) ?? 0) < w * f) best.set(i, w * f);
+      };
+      offer(this.postings.get(term), 1);
+      for (const c of CONCEPTS.get(term) ?? []) offer(this.postings.get(c), SYNONYM);
+      // Partial words ("repo" → "repository").
+      if (term.length >= 3) {
+        for (const v of this.vocab) {
+          if (v === term || !(v.startsWith(term) || (v.length >= 3 && term.startsWith(v)))) continue;
+          offer(this.postings.get(v), PREFIX);
+        }
       }
-      for (const [i, s] of partial) scores.set(i, (scores.get(i) ?? 0) + s);
+      for (const [i, s] of best) {
+        scores.set(i, (scores.get(i) ?? 0) + s);
+        matched.set(i, (matched.get(i) ?? 0) + 1);
+      }
     }
+    // Covering more of the query counts: "list files in a directory" prefers a tool about both.
+    for (const [i, s] of scores) scores.set(i, s * (0.5 + (0.5 * matched.get(i)!) / Math.max(1, terms.length)));
+    if (exact >= 0) scores.set(exact, 100 + (scores.get(exact) ?? 0));
     return [...scores]
       .sort((a, b) => b[1] - a[1] || a[0] - b[0])
       .slice(0, limit)
-      .map(([i, score]) => ({ tool: this.tools[i]!, score }));
+      .map(([i, score]) => ({ tool: this.tools[i]!, score, ...(this.also[i]!.length ? { also: this.also[i] } : {}) }));
   }
 }
 
@@ -96,8 +163,10 @@ export function formatFound(query: string, found: readonly Ranked[]): string {
   const lines = [
     `${found.length} tool${found.length > 1 ? "s" : ""} found. Use one through call_tool: call_tool({"name": "<name>", "arguments": {…}}).`,
   ];
-  found.forEach(({ tool }, i) => {
-    lines.push("", `${i + 1}. ${tool.name}: ${tool.description}`, `   parameters: ${stableStringify(tool.parameters)}`);
+  found.forEach(({ tool, also }, i) => {
+    lines.push("", `${i + 1}. ${tool.name}: ${tool.description}`);
+    if (also?.length) lines.push(`   (the same tool is also offered as ${also.join(", ")})`);
+    lines.push(`   parameters: ${stableStringify(tool.parameters)}`);
   });
   return lines.join("\n");
 }
