@@ -84,6 +84,12 @@ describe("boxmaker up's generated configs", () => {
     expect(() => planUp({ llamaServer: "/bin/llama-server" }, host)).toThrow("--llama-server needs --model");
     expect(() => planUp({ llamaSim: true, sandbox: "none", runtimeDir: `/${"x".repeat(100)}` }, host)).toThrow(UpFlagError);
     expect(() => planUp({ upstreamUrl: "unix:/x", sandbox: "none" }, host)).toThrow(/must start with http/);
+    // A workspace inside Boxmaker's own source or state is refused with what to do instead.
+    expect(() => planUp({ llamaSim: true, sandbox: "none" }, { ...host, cwd: "/src/boxmaker/docs", installRoot: "/src/boxmaker" })).toThrow(
+      /the workspace \/src\/boxmaker\/docs is inside Boxmaker's own source \(\/src\/boxmaker\).*pass --workspace DIR/,
+    );
+    expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/h/.local/state/boxmaker/x"] }, host)).toThrow(/state directory/);
+    expect(planUp({ llamaSim: true, sandbox: "none", workspace: ["/h"] }, host).settings.workspaceRoots).toEqual(["/h"]);
   });
 });
 

@@ -16,6 +16,8 @@ import { register as registerApprove } from "./commands/approve.js";
 import { register as registerStatus } from "./commands/status.js";
 import { register as registerTools } from "./commands/tools.js";
 import { register as registerSchedule } from "./commands/schedule.js";
+import { register as registerCompact } from "./commands/compact.js";
+import { register as registerProposals } from "./commands/proposals.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -36,9 +38,11 @@ for (const register of [
   registerAttach,
   registerCancel,
   registerApprove,
+  registerProposals,
   registerStatus,
   registerTools,
   registerSchedule,
+  registerCompact,
 ]) {
   register(program, globals);
 }

@@ -13,6 +13,8 @@ export interface StreamOptions {
   reasoning: boolean;
   /** Keep going after a turn ends (attach --follow); the stream's end or Ctrl-C stops it. */
   untilStreamEnd?: boolean;
+  /** Sees every event (in-place approval questions). */
+  onEvent?: (ev: SessionEvent) => void;
 }
 
 /** Prints a stream of session events until its turn ends; returns the exit code. */
@@ -31,7 +33,9 @@ export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: St
   try {
     for await (const ev of events) {
       if (opts.json) process.stdout.write(`${jsonOf(SessionEventSchema, ev)}\n`);
-      else renderer!.handle(ev);
+      // Before rendering: a withdrawn question must end its line before the result prints.
+      opts.onEvent?.(ev);
+      if (!opts.json) renderer!.handle(ev);
       outcome.handle(ev);
       if (outcome.done) {
         exit = outcome.exitCode;
@@ -55,8 +59,14 @@ export async function sendAndRender(
   client: LoopClient,
   sessionId: string,
   text: string,
-  opts: StreamOptions & { budgets?: BudgetsInit },
+  opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean },
 ): Promise<ExitCode> {
+  // On a terminal a staged call is asked about right here (approve/reject elsewhere still work).
+  let approvals: import("./in-place-approval.js").InPlaceApprovals | undefined;
+  if (opts.askInPlace && !opts.json && process.stdin.isTTY) {
+    const { InPlaceApprovals } = await import("./in-place-approval.js");
+    approvals = new InPlaceApprovals(client, styleFor(process.stderr));
+  }
   const ctrlC = new CtrlC(() => {
     process.stderr.write("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
@@ -72,8 +82,9 @@ export async function sendAndRender(
   for (const sig of STOP_SIGNALS) process.on(sig, stopHandler);
   try {
     const events = client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) });
-    return await renderEvents(events, opts);
+    return await renderEvents(events, { ...opts, ...(approvals ? { onEvent: (ev) => approvals.handle(ev) } : {}) });
   } finally {
+    approvals?.dispose();
     ctrlC.dispose();
     for (const sig of STOP_SIGNALS) process.off(sig, stopHandler);
   }

@@ -50,6 +50,9 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
 
     // The waiting turn resumed on its own: the tool result closes the frame, then the answer.
     const first = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the first turn to end");
+    // The chat pane had asked in place too; the decision from the other pane withdrew its question.
+    expect(first).toContain("approve? [y]es · [n]o, reject · [d]iff in full · [l]ater");
+    expect(first).toContain("(decided elsewhere: applied)");
     expect(first).toMatch(/│ Created hello\.txt[^\n]*\n└ ok/);
     expect(first).toContain("I wrote hello.txt for you.");
     expect(readFileSync(join(t.stack.workspace, "hello.txt"), "utf8")).toBe("hello from the model\n");
@@ -66,6 +69,54 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
 
     await tmux.keys(chat, "C-d");
     expect(await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit")).toContain("[exit 0]");
+  });
+
+  it("asks in place in chat: d shows the whole diff, y applies it and the turn carries on", async () => {
+    const content = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join("\\n");
+    t.stack.sim.enqueue({
+      toolCalls: [{ id: "call-ip1", name: "write_file", arguments: `{"path": "inplace.txt", "content": "${content}\\n"}` }],
+    });
+    t.stack.sim.enqueue({ content: "Wrote inplace.txt." });
+    tmux = new Tmux();
+    const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
+    await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+    await tmux.type(chat, "write inplace.txt");
+    const asked = await tmux.waitFor(chat, (s) => s.includes("[l]ater"), "the in-place question");
+    expect(asked).toMatch(/^\+line 1$/m);
+    expect(asked).toMatch(/… \d+ more lines \(d shows them all\)/);
+    expect(asked).not.toMatch(/^\+line 30$/m);
+    await tmux.type(chat, "d");
+    const full = await tmux.waitFor(chat, (s) => /^\+line 30$/m.test(s), "the full diff");
+    expect(full.match(/\[l\]ater/g)?.length).toBe(2);
+    await tmux.type(chat, "y");
+    const done = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the turn to end");
+    expect(done).toMatch(/│ Created inplace\.txt/);
+    expect(done).toContain("Wrote inplace.txt.");
+    expect(done).not.toContain("decided elsewhere");
+    expect(readFileSync(join(t.stack.workspace, "inplace.txt"), "utf8")).toContain("line 30\n");
+    await tmux.keys(chat, "C-d");
+    expect(await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit")).toContain("[exit 0]");
+  });
+
+  it("asks in place in run: n with a reason rejects, the model is told, and run exits 4", async () => {
+    t.stack.sim.enqueue({
+      toolCalls: [{ id: "call-ip2", name: "write_file", arguments: '{"path": "nope.txt", "content": "no\\n"}' }],
+    });
+    t.stack.sim.enqueue({ content: "Understood, I left it alone." });
+    tmux = new Tmux();
+    const pane = await tmux.start(Tmux.cliLine(["run", "write", "nope.txt"], env()));
+    await tmux.waitFor(pane, (s) => s.includes("[l]ater"), "the in-place question");
+    await tmux.type(pane, "n");
+    await tmux.waitFor(pane, (s) => s.includes("reason for the model"), "the reason question");
+    await tmux.type(pane, "use notes.txt instead");
+    const done = await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");
+    expect(done).toContain("the operator rejected this");
+    expect(done).toContain("use notes.txt instead");
+    expect(done).toContain("Understood, I left it alone.");
+    expect(done).toContain("[exit 4]");
+    expect(existsSync(join(t.stack.workspace, "nope.txt"))).toBe(false);
+    const msgs = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
+    expect(msgs.find((m) => m.role === "tool")?.content).toContain("use notes.txt instead");
   });
 
   it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {

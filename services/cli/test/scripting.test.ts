@@ -226,7 +226,15 @@ describe("boxmaker through pipes", () => {
     const runner = spawnCli(["run", "--json", "write", "nope.txt"]);
     await until(() => runner.stdout().includes("TOOL_DECISION_STAGED"), "the staged decision");
     const decision = events(runner.stdout()).find((e) => e.tool_decision)!.tool_decision;
-    const r = await t.stack.cli(["reject", "--json", decision.proposal_id, "--reason", "not today"]);
+    // `proposals` lists what waits: id, session, tool, a one-line preview, its age.
+    const listed = await t.stack.cli(["proposals"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${decision.proposal_id}\\s+s-\\S+\\s+write_file\\s+\\d+s ago\\s+nope\\.txt \\(\\+1 -0\\)$`, "m"));
+    // Without a terminal nobody can be asked: --yes is required.
+    const unconfirmed = await t.stack.cli(["reject", decision.proposal_id]);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain("reject without a terminal needs --yes (-y)");
+    const r = await t.stack.cli(["reject", "-y", "--json", decision.proposal_id, "--reason", "not today"]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ id: decision.proposal_id, state: "rejected", tool: "write_file" });
     expect(r.stderr).toContain("+++ b/nope.txt");
@@ -243,13 +251,17 @@ describe("boxmaker through pipes", () => {
     expect(added).toMatchObject({ cron: "30 6 * * *", prompt: "water the plants" });
     const ls = await t.stack.cli(["schedule", "ls"]);
     expect(ls.stdout).toMatch(new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+.*water the plants$`, "m"));
+    expect(ls.stdout).toMatch(new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+never\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:30`, "m"));
+    const four = await t.stack.cli(["schedule", "add", "* * * *", "hi"]);
+    expect(four.code).toBe(2);
+    expect(four.stderr).toContain("has 4 fields; a schedule needs five");
     const rm = await t.stack.cli(["schedule", "rm", added.id]);
     expect(rm).toMatchObject({ code: 0, stdout: `removed schedule ${added.id}\n` });
     expect((await t.stack.cli(["schedule", "rm", added.id])).code).toBe(1);
   });
 
   it("every command has --help with examples", async () => {
-    for (const cmd of ["run", "chat", "ls", "show", "attach", "cancel", "approve", "reject", "status", "tools", "schedule"]) {
+    for (const cmd of ["run", "chat", "ls", "show", "attach", "cancel", "approve", "reject", "proposals", "status", "tools", "schedule"]) {
       const r = await runCli([cmd, "--help"]);
       expect(r.code, cmd).toBe(0);
       expect(r.stdout, cmd).toContain("Examples:");

@@ -20,9 +20,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .addHelpText(
       "after",
       `
-On a terminal, asks before applying unless --yes. brokerd re-checks the
-file or command against the current disk before it applies anything.
-Exit 0 when applied, 1 when applying failed, 4 when you answered no.
+On a terminal, asks before applying unless --yes; without a terminal
+(a script, a pipe) --yes is required. brokerd re-checks the file or command
+against the current disk before it applies anything. \`boxmaker proposals\`
+lists what waits. Exit 0 when applied, 1 when applying failed, 4 when you
+answered no.
 
 Examples:
   boxmaker approve p-7f3a
@@ -35,18 +37,29 @@ Examples:
     .description("reject a staged write or command; the waiting turn is told so")
     .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
     .option("-r, --reason <text>", "why, passed on to the model")
+    .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
     .option("--json", "print the decided proposal as JSON")
     .addHelpText(
       "after",
       `
+On a terminal, asks before rejecting unless --yes; without a terminal
+--yes is required.
+
 Examples:
   boxmaker reject p-7f3a
+  boxmaker reject -y p-7f3a
   boxmaker reject p-7f3a --reason "keep the old config; edit config.local instead"`,
     )
     .action((id: string, opts: DecideFlags) => decide(globals, id, false, opts));
 }
 
 async function decide(globals: () => GlobalOptions, id: string, approve: boolean, opts: DecideFlags): Promise<void> {
+  const verb = approve ? "approve" : "reject";
+  // Without a terminal nobody can be asked: a script must say so explicitly.
+  if (!opts.yes && !process.stdin.isTTY) {
+    const { UsageError } = await import("../usage-error.js");
+    throw new UsageError(`${verb} without a terminal needs --yes (-y): there is nobody to ask for confirmation`);
+  }
   const { findProposal } = await import("../proposals.js");
   const { renderProposal, stateText } = await import("../render/proposal.js");
   const { styleFor } = await import("../render/style.js");
@@ -62,9 +75,9 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
       process.exitCode = ExitCode.failed;
       return;
     }
-    if (approve && !opts.yes && process.stdin.isTTY) {
+    if (!opts.yes) {
       const { confirm } = await import("../confirm.js");
-      if (!(await confirm(`Apply this ${p.tool}?`))) {
+      if (!(await confirm(approve ? `Apply this ${p.tool}?` : `Reject this ${p.tool}?`))) {
         process.stderr.write(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
         process.exitCode = ExitCode.needsApproval;
         return;

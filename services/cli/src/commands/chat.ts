@@ -56,6 +56,14 @@ Examples:
         if (interactive) note("Enter sends · Ctrl-C cancels a turn · Ctrl-D quits");
         let last: ExitCode = ExitCode.ok;
         for await (const text of interactive ? promptLines(style) : stdinLines()) {
+          if (text.trim() === "/compact") {
+            if (!sessionId) note("nothing to compact yet");
+            else {
+              const { compactedText } = await import("./compact.js");
+              note(compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
+            }
+            continue;
+          }
           if (!sessionId) {
             // Created on the first message so the session's title says what it is about.
             const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
@@ -65,6 +73,7 @@ Examples:
           last = await sendAndRender(client, sessionId, text, {
             json: !!opts.json,
             reasoning: !!opts.reasoning,
+            askInPlace: true,
             ...(budgets ? { budgets } : {}),
           });
         }

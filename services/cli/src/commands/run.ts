@@ -39,6 +39,7 @@ Examples:
         process.exitCode = await sendAndRender(client, s.id, text, {
           json: !!opts.json,
           reasoning: !!opts.reasoning,
+          askInPlace: true,
           ...(budgets ? { budgets } : {}),
         });
       } finally {

@@ -74,9 +74,7 @@ export class TurnRenderer {
         break;
       case "thinkingCap":
         this.endReasoning();
-        this.line(
-          s.yellow(`thinking cap reached at ${e.value.reasoningTokens} tokens${e.value.accepted ? "" : ` (${e.value.message})`}`),
-        );
+        this.line(s.yellow(thinkingCapText(e.value.reasoningTokens, e.value.accepted, e.value.message)));
         break;
       case "toolCall":
         this.endReasoning();
@@ -93,6 +91,31 @@ export class TurnRenderer {
         this.line(s.cyan("└ ") + (e.value.isError ? s.red(`error${more}`) : s.dim(`ok${more}`)));
         break;
       }
+      case "inputSpilled": {
+        const v = e.value;
+        const kb = (n: bigint) => `${(Number(n) / 1024).toFixed(1)} KB`;
+        this.line(
+          s.dim(
+            `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
+              `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`,
+          ),
+        );
+        break;
+      }
+      case "compacted": {
+        const v = e.value;
+        this.endReasoning();
+        this.line(
+          s.dim(
+            `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
+              (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
+              `, ${v.keptMessages} kept` +
+              (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
+              (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : ""),
+          ),
+        );
+        break;
+      }
       case "budgetBreach":
         this.endReasoning();
         this.line(s.red(`budget ${e.value.budget} reached: ${e.value.used} of ${e.value.limit}`));
@@ -107,6 +130,8 @@ export class TurnRenderer {
           `${prompt} prompt tokens (${Math.round(e.value.cacheHitRatio * 100)}% cached)`,
           `${t?.predictedN ?? 0} generated`,
           `${(e.value.wallMs / 1000).toFixed(1)} s`,
+          ...(e.value.spilledBlocks ? [`${e.value.spilledBlocks} input block${e.value.spilledBlocks === 1 ? "" : "s"} spilled`] : []),
+          ...(e.value.compactions ? [`${e.value.compactions} compaction${e.value.compactions === 1 ? "" : "s"}`] : []),
         ].join(" · ");
         this.line(s.dim(`— ${summary}`));
         break;
@@ -124,6 +149,21 @@ export class TurnRenderer {
     this.progress.clear();
     if (!this.atLineStart) this.write("\n");
   }
+}
+
+/**
+ * What the thinking cap did, in words. The event's count is where the cap
+ * fired (the --max-thinking budget left), not the reasoning the reply ended
+ * up with: the server keeps streaming while the stop request travels, and a
+ * reply that finished first ("no active completion for this id") kept all of
+ * its reasoning.
+ */
+export function thinkingCapText(capTokens: number, accepted: boolean, message: string): string {
+  if (accepted) return `thinking cap: reasoning stopped after ${capTokens} tokens (the thinking budget); the model answers now`;
+  if (/no active completion/i.test(message)) {
+    return `thinking cap of ${capTokens} tokens reached, but the reply had already finished when llama-server was asked to stop reasoning; nothing was cut`;
+  }
+  return `thinking cap of ${capTokens} tokens reached; llama-server refused to stop reasoning (${message})`;
 }
 
 export function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {

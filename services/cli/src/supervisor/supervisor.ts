@@ -215,6 +215,7 @@ export class Supervisor {
       rows.unshift(["upstream", u.kind === "url" ? u.url : this.upstreamSocket()]);
     }
     if (this.parking) rows.push(["parking", this.parking]);
+    rows.push(["workspace", this.o.settings.workspaceRoots.join(", ")]);
     rows.push(["configs", layout.configDir]);
     rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
     const w = Math.max(...rows.map(([k]) => k.length));

@@ -1,8 +1,9 @@
-import { delimiter, join, resolve } from "node:path";
+import { delimiter, join, relative, resolve, isAbsolute } from "node:path";
 import { existsSync } from "node:fs";
 import type { StackSettings, Upstream } from "./configs.js";
 import { checkSocketPaths, defaultRuntimeDir, defaultStateDir, layoutFor, type Layout } from "./layout.js";
 import { DEFAULT_RESTART_POLICY, type RestartPolicyOptions } from "./restart-policy.js";
+import { installRoot } from "./install-paths.js";
 
 /** `boxmaker up`'s flags as commander hands them over. */
 export interface UpFlags {
@@ -41,6 +42,8 @@ export interface Host {
   home: string;
   tmp: string;
   uid: number;
+  /** Boxmaker's own source (brokerd never writes there); default: this checkout or store path. */
+  installRoot?: string;
 }
 
 export function planUp(f: UpFlags, host: Host): UpPlan {
@@ -61,13 +64,30 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
     sandbox = { mode: "bwrap", bwrapPath };
   }
 
+  const workspaceRoots = (f.workspace?.length ? f.workspace : [host.cwd]).map((w) => resolve(host.cwd, w));
+  const protectedRoots: Array<[string, string]> = [
+    [host.installRoot ?? installRoot, "Boxmaker's own source"],
+    [layout.stateDir, "Boxmaker's state directory"],
+    [layout.runtimeDir, "Boxmaker's runtime directory"],
+    ["/etc/boxmaker", "Boxmaker's configuration"],
+  ];
+  for (const w of workspaceRoots) {
+    const hit = protectedRoots.find(([p]) => within(p, w));
+    if (hit) {
+      throw new UpFlagError(
+        `the workspace ${w} is inside ${hit[1]} (${hit[0]}), which the agent may never write to; ` +
+          `run \`boxmaker up\` from your project's directory or pass --workspace DIR`,
+      );
+    }
+  }
+
   const maxRestarts = positiveInt("--max-restarts", f.maxRestarts, DEFAULT_RESTART_POLICY.maxRestarts, true);
   const readyTimeoutS = positiveInt("--ready-timeout", f.readyTimeout, 900, false);
   return {
     layout,
     upstream,
     settings: {
-      workspaceRoots: (f.workspace?.length ? f.workspace : [host.cwd]).map((w) => resolve(host.cwd, w)),
+      workspaceRoots,
       sandbox,
       logLevel: f.logLevel ?? "info",
     },
@@ -113,4 +133,10 @@ export function findOnPath(bin: string, path: string): string | undefined {
     if (dir && existsSync(join(dir, bin))) return join(dir, bin);
   }
   return undefined;
+}
+
+/** `inner` is `outer` or below it. */
+function within(outer: string, inner: string): boolean {
+  const r = relative(outer, inner);
+  return r === "" || (!r.startsWith("..") && !isAbsolute(r));
 }

@@ -1,0 +1,73 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("proposals")
+    .description("list staged writes and commands waiting for a person")
+    .option("-a, --all", "include decided proposals")
+    .option("-s, --session <id>", "only this session's")
+    .option("--json", "print the ListProposals response as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Each row: id, session, tool, a one-line preview (the file or the command),
+and how long it has waited. Decide with \`boxmaker approve ID\` or
+\`boxmaker reject ID\`; \`run\` and \`chat\` on a terminal also ask in place.
+
+Examples:
+  boxmaker proposals
+  boxmaker proposals --json | jq -r '.proposals[].id'`,
+    )
+    .action(async (opts: { all?: boolean; session?: string; json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.listProposals({ includeDecided: !!opts.all, sessionId: opts.session ?? "" });
+        res.proposals.sort((a, b) => Number(a.createdUnixMs - b.createdUnixMs));
+        if (opts.json) {
+          const { ListProposalsResponseSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(ListProposalsResponseSchema, res);
+        }
+        if (!res.proposals.length) {
+          process.stderr.write(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
+          return;
+        }
+        const { styleFor } = await import("../render/style.js");
+        const { stateText } = await import("../render/proposal.js");
+        const { ago, table, visibleLength } = await import("../render/text.js");
+        const s = styleFor(process.stdout);
+        const rows = [
+          ["ID", "SESSION", "TOOL", ...(opts.all ? ["STATE"] : []), "AGE", "PREVIEW"].map((h) => s.bold(h)),
+          ...res.proposals.map((p) => [
+            p.id,
+            p.sessionId,
+            p.tool,
+            ...(opts.all ? [stateText(p.state, s)] : []),
+            ago(p.createdUnixMs),
+            oneLinePreview(p.tool, p.preview, p.argumentsJson),
+          ]),
+        ];
+        process.stdout.write(`${table(rows, visibleLength)}\n`);
+      } finally {
+        client.close();
+      }
+    });
+}
+
+/** The file a diff touches (with its size of change), or the command; at most 70 characters. */
+export function oneLinePreview(tool: string, preview: string, argumentsJson: string): string {
+  const lines = preview.split("\n");
+  const target = lines.find((l) => l.startsWith("+++ "))?.slice(4).replace(/^b\//, "");
+  let text: string;
+  if (target) {
+    const added = lines.filter((l) => l.startsWith("+") && !l.startsWith("+++")).length;
+    const removed = lines.filter((l) => l.startsWith("-") && !l.startsWith("---")).length;
+    text = `${target} (+${added} -${removed})`;
+  } else {
+    text = lines.find((l) => l.trim())?.trim() || argumentsJson || tool;
+  }
+  text = text.replace(/\s+/g, " ");
+  return text.length > 70 ? `${text.slice(0, 69)}…` : text;
+}

@@ -1,0 +1,141 @@
+import { createInterface } from "node:readline/promises";
+import { ToolDecision, type Proposal, type SessionEvent } from "@boxmaker/common/client";
+import type { LoopClient } from "./connection.js";
+import { renderProposal } from "./render/proposal.js";
+import type { Style } from "./render/style.js";
+
+/** Diff lines shown before the question; `d` shows the whole proposal. */
+const PREVIEW_LINES = 20;
+
+/**
+ * Asks, in the terminal running the turn, about each call the turn stages:
+ * approve, reject with a reason, show the full diff, or leave it for later.
+ * `boxmaker approve`/`reject` from elsewhere still work: whoever decides
+ * first wins, and a question whose proposal was decided (or whose wait ran
+ * out) is withdrawn when the turn's tool result arrives.
+ */
+export class InPlaceApprovals {
+  private readonly open = new Map<string, AbortController>();
+  private readonly asking: Promise<void>[] = [];
+  /** A question is on the screen, its line not ended yet. */
+  private prompting = false;
+
+  constructor(
+    private readonly client: LoopClient,
+    private readonly style: Style,
+    private readonly err: NodeJS.WritableStream = process.stderr,
+    private readonly input: NodeJS.ReadableStream = process.stdin,
+  ) {}
+
+  handle(ev: SessionEvent): void {
+    const e = ev.event;
+    if (e.case === "toolDecision" && e.value.decision === ToolDecision.STAGED && e.value.proposalId) {
+      this.asking.push(this.ask(e.value.proposalId));
+    } else if (e.case === "toolResult" && e.value.proposalId) {
+      const ac = this.open.get(e.value.proposalId);
+      if (ac) {
+        if (this.prompting) this.err.write("\n");
+        this.prompting = false;
+        ac.abort();
+        const st = e.value.proposalState;
+        this.note(
+          st === "pending"
+            ? `(no decision in time; the model was told it is pending — \`boxmaker approve ${e.value.proposalId}\` later)`
+            : `(decided elsewhere: ${st})`,
+        );
+      }
+    }
+  }
+
+  dispose(): void {
+    for (const ac of this.open.values()) ac.abort();
+  }
+
+  private note(text: string): void {
+    this.err.write(`${this.style.dim(text)}\n`);
+  }
+
+  private async ask(id: string): Promise<void> {
+    const ac = new AbortController();
+    this.open.set(id, ac);
+    try {
+      const p = await this.proposal(id);
+      if (!p || ac.signal.aborted) return;
+      this.err.write(preview(p, this.style, PREVIEW_LINES));
+      for (;;) {
+        const a = (await this.question(`${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `, ac.signal))
+          ?.trim()
+          .toLowerCase();
+        if (a === undefined || a === "" || a === "l" || a === "later") {
+          if (!ac.signal.aborted) this.note(`left pending; \`boxmaker approve ${id}\` or \`boxmaker reject ${id}\` from any terminal`);
+          return;
+        }
+        if (a === "d" || a === "diff") {
+          this.err.write(renderProposal(p, this.style));
+          continue;
+        }
+        if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal));
+        if (a === "n" || a === "no") {
+          const reason = await this.question("reason for the model (optional): ", ac.signal);
+          if (reason === undefined) return;
+          return void (await this.decide(id, false, reason.trim(), ac.signal));
+        }
+      }
+    } finally {
+      this.open.delete(id);
+    }
+  }
+
+  private async proposal(id: string): Promise<Proposal | undefined> {
+    try {
+      const { proposals } = await this.client.listProposals({ includeDecided: true });
+      return proposals.find((p) => p.id === id);
+    } catch (err) {
+      this.note(`cannot show proposal ${id}: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  private async decide(id: string, approve: boolean, reason: string, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    // Answered here: the tool result that follows is this decision, not someone else's.
+    this.open.delete(id);
+    try {
+      await this.client.decideProposal({ id, approve, reason });
+    } catch (err) {
+      // Someone else was quicker: their decision stands.
+      this.note(`not ${approve ? "approved" : "rejected"} here: ${(err as Error).message}`);
+    }
+  }
+
+  /** One line from the terminal; undefined on Ctrl-C, Ctrl-D or when withdrawn. */
+  private async question(q: string, signal: AbortSignal): Promise<string | undefined> {
+    if (signal.aborted) return undefined;
+    const rl = createInterface({ input: this.input, output: this.err, terminal: true });
+    this.prompting = true;
+    try {
+      return await new Promise<string | undefined>((resolve) => {
+        rl.once("SIGINT", () => {
+          this.prompting = false;
+          this.err.write("\n");
+          resolve(undefined);
+        });
+        rl.once("close", () => resolve(undefined));
+        // Withdrawn (decided elsewhere): handle() has ended the line already.
+        rl.question(q, { signal }).then(resolve, () => resolve(undefined));
+      });
+    } finally {
+      this.prompting = false;
+      rl.close();
+    }
+  }
+}
+
+/** The proposal's head and the first lines of its diff or command. */
+export function preview(p: Proposal, s: Style, maxLines: number): string {
+  const full = renderProposal(p, s).replace(/\n$/, "").split("\n");
+  // Three head lines (id, where from, blank), then the body.
+  const bodyLen = full.length - 3;
+  if (bodyLen <= maxLines) return `${full.join("\n")}\n`;
+  return `${[...full.slice(0, 3 + maxLines), s.dim(`… ${bodyLen - maxLines} more lines (d shows them all)`)].join("\n")}\n`;
+}
