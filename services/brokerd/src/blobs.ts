@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "./tool-table.js";
 
@@ -8,29 +8,187 @@ const HEX = /^[0-9a-f]{64}$/;
 
 export const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
-/** Content-addressed store: a result is kept whole, once, under its sha256. */
+export interface BlobStoreOptions {
+  /** Above this many bytes the least recently used unpinned blobs are evicted; 0 = no cap. */
+  capBytes?: number;
+  now?: () => number;
+}
+
+export interface BlobStat {
+  blobs: number;
+  bytes: number;
+  capBytes: number;
+  pinned: number;
+  evicted: number;
+  evictedBytes: number;
+}
+
+interface Entry {
+  bytes: number;
+  used: number;
+}
+
+const PINS = "pins.json";
+
+/**
+ * Content-addressed store: a text is kept whole, once, under its sha256.
+ * Bounded: above `capBytes` the least recently used blobs go, except those a
+ * live session's current epoch pins (loopd tells brokerd which) and the one
+ * just stored. Every operation is synchronous in brokerd's one thread, so an
+ * eviction can never interleave with a pin or a put.
+ */
 export class BlobStore {
-  constructor(readonly dir: string) {
+  private readonly index = new Map<string, Entry>();
+  private total = 0;
+  private readonly pins = new Map<string, Set<string>>();
+  private evicted = 0;
+  private evictedBytes = 0;
+  readonly capBytes: number;
+  private readonly now: () => number;
+
+  constructor(
+    readonly dir: string,
+    opts: BlobStoreOptions = {},
+  ) {
+    this.capBytes = opts.capBytes ?? 0;
+    this.now = opts.now ?? Date.now;
     mkdirSync(dir, { recursive: true, mode: 0o750 });
+    this.scan();
+    this.loadPins();
   }
 
   private pathOf(hash: string): string {
     return join(this.dir, hash.slice(0, 2), hash);
   }
 
+  /** The index is the directory: sizes and last use (mtime, touched on every read) of every stored blob. */
+  private scan(): void {
+    for (const sub of readdirSync(this.dir)) {
+      if (!/^[0-9a-f]{2}$/.test(sub)) continue;
+      for (const f of readdirSync(join(this.dir, sub))) {
+        const p = join(this.dir, sub, f);
+        if (f.endsWith(".tmp")) {
+          try {
+            unlinkSync(p); // a put that died before its rename
+          } catch {
+            // gone already
+          }
+          continue;
+        }
+        if (!HEX.test(f)) continue;
+        try {
+          const st = statSync(p);
+          this.index.set(f, { bytes: st.size, used: st.mtimeMs });
+          this.total += st.size;
+        } catch {
+          // vanished while scanning
+        }
+      }
+    }
+  }
+
+  private loadPins(): void {
+    try {
+      const raw = JSON.parse(readFileSync(join(this.dir, PINS), "utf8")) as Record<string, string[]>;
+      for (const [owner, hashes] of Object.entries(raw)) this.pins.set(owner, new Set(hashes.filter((h) => HEX.test(h))));
+    } catch {
+      // none yet (or unreadable: loopd re-pins after every turn)
+    }
+  }
+
+  private savePins(): void {
+    const obj: Record<string, string[]> = {};
+    for (const [owner, set] of this.pins) if (set.size) obj[owner] = [...set].sort();
+    const p = join(this.dir, PINS);
+    const tmp = `${p}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(obj), { mode: 0o640 });
+    renameSync(tmp, p);
+  }
+
+  has(hash: string): boolean {
+    return this.index.has(hash);
+  }
+
   put(text: string): string {
+    return this.putEx(text).hash;
+  }
+
+  putEx(text: string): { hash: string; bytes: number; existed: boolean } {
     const hash = sha256(text);
     const p = this.pathOf(hash);
-    try {
-      statSync(p);
-      return hash;
-    } catch {
+    const bytes = Buffer.byteLength(text);
+    const existed = this.index.has(hash);
+    if (existed) {
+      this.touch(hash);
+    } else {
       mkdirSync(join(this.dir, hash.slice(0, 2)), { recursive: true, mode: 0o750 });
       const tmp = `${p}.${process.pid}.tmp`;
       writeFileSync(tmp, text, { mode: 0o640 });
       renameSync(tmp, p);
-      return hash;
+      this.index.set(hash, { bytes, used: this.now() });
+      this.total += bytes;
     }
+    this.evict(hash);
+    return { hash, bytes, existed };
+  }
+
+  private touch(hash: string): void {
+    const e = this.index.get(hash);
+    if (!e) return;
+    e.used = this.now();
+    try {
+      const t = new Date(e.used);
+      utimesSync(this.pathOf(hash), t, t);
+    } catch {
+      // the order survives in memory until a restart
+    }
+  }
+
+  private pinned(): Set<string> {
+    const all = new Set<string>();
+    for (const set of this.pins.values()) for (const h of set) all.add(h);
+    return all;
+  }
+
+  /** Least recently used first, never a pinned blob nor `keep`, until the store is under its cap. */
+  private evict(keep: string): void {
+    if (!this.capBytes || this.total <= this.capBytes) return;
+    const pinned = this.pinned();
+    const victims = [...this.index].filter(([h]) => h !== keep && !pinned.has(h)).sort((a, b) => a[1].used - b[1].used);
+    for (const [h, e] of victims) {
+      if (this.total <= this.capBytes) break;
+      try {
+        unlinkSync(this.pathOf(h));
+      } catch {
+        // already gone: drop it from the index all the same
+      }
+      this.index.delete(h);
+      this.total -= e.bytes;
+      this.evicted++;
+      this.evictedBytes += e.bytes;
+    }
+  }
+
+  /** Replaces what `owner` pins; an empty list releases it. Returns how many of the hashes are not stored. */
+  pin(owner: string, refs: readonly string[]): { pinned: number; missing: number } {
+    const hashes = new Set(refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => HEX.test(h)));
+    const before = this.pins.get(owner);
+    const same = before && before.size === hashes.size && [...hashes].every((h) => before.has(h));
+    if (hashes.size) this.pins.set(owner, hashes);
+    else this.pins.delete(owner);
+    if (!same && (hashes.size || before)) this.savePins();
+    return { pinned: hashes.size, missing: [...hashes].filter((h) => !this.index.has(h)).length };
+  }
+
+  stat(): BlobStat {
+    return {
+      blobs: this.index.size,
+      bytes: this.total,
+      capBytes: this.capBytes,
+      pinned: [...this.pinned()].filter((h) => this.index.has(h)).length,
+      evicted: this.evicted,
+      evictedBytes: this.evictedBytes,
+    };
   }
 
   /** Accepts `blob:sha256:<hex>` or the bare hex; anything else is the model's mistake. */
@@ -42,10 +200,21 @@ export class BlobStore {
 
   get(ref: string): string {
     const hash = BlobStore.parseRef(ref);
+    let text: string;
     try {
-      return readFileSync(this.pathOf(hash), "utf8");
+      text = readFileSync(this.pathOf(hash), "utf8");
     } catch {
-      throw new ToolError(`no blob ${BLOB_PREFIX}${hash} is stored`);
+      const cap = this.capBytes ? ` (the store keeps at most ${Math.round(this.capBytes / 1048576)} MiB and evicts the least recently used)` : "";
+      throw new ToolError(
+        `no blob ${BLOB_PREFIX}${hash} is stored: it was evicted from the blob store${cap}, or never stored. ` +
+          `Its excerpt in the conversation is all that is left; re-run the command or re-read the file to get the whole text again.`,
+      );
     }
+    if (!this.index.has(hash)) {
+      this.index.set(hash, { bytes: Buffer.byteLength(text), used: this.now() });
+      this.total += Buffer.byteLength(text);
+    }
+    this.touch(hash);
+    return text;
   }
 }

@@ -102,7 +102,7 @@ export class Broker {
       config,
       table,
       guard,
-      new BlobStore(join(config.state_dir, "blobs")),
+      new BlobStore(join(config.state_dir, "blobs"), { capBytes: config.blob_cap_bytes }),
       new ProposalStore(join(config.state_dir, "proposals")),
       sandbox,
       mcp,
@@ -313,6 +313,13 @@ export class Broker {
       `Read more with call_tool({"name": "read_blob", "arguments": {"blob": "${ref}", "start_line": 1, "end_line": 200}}) ` +
       `or call_tool({"name": "grep_blob", "arguments": {"blob": "${ref}", "pattern": "…"}}).]`;
     return { text: `${note}\n${ex.text}`, blob: hash };
+  }
+
+  /** A text loopd spilled from a session's input; the session may read and grep it from now on. */
+  putBlob(session: string, text: string): { hash: string; bytes: number; existed: boolean } {
+    const r = this.blobs.putEx(text);
+    if (session) this.disclosure.disclose(session, ["read_blob", "grep_blob"]);
+    return r;
   }
 
   listProposals(sessionId: string, includeDecided: boolean): ProposalRecord[] {

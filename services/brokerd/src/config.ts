@@ -97,6 +97,8 @@ export interface BrokerConfig {
     limits: SandboxLimits;
   };
   result_cap_bytes: number;
+  /** The blob store's size cap; the least recently used unpinned blobs go above it. 0 = no cap. */
+  blob_cap_bytes: number;
   limits: {
     max_argument_bytes: number;
     max_file_bytes: number;
@@ -252,6 +254,7 @@ export const brokerConfigSchema = {
       required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths", "limits"],
     },
     result_cap_bytes: positive(16 * 1024),
+    blob_cap_bytes: { type: "integer", minimum: 0, default: 4 * 1024 * 1024 * 1024 },
     limits: {
       type: "object",
       additionalProperties: false,

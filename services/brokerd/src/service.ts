@@ -54,5 +54,21 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
     listProposals: (req) => ({ proposals: broker.listProposals(req.sessionId, req.includeDecided).map(proposal) }),
     decideProposal: async (req) => ({ proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)) }),
     brokerStatus: () => broker.status(),
+    putBlob: (req) => {
+      const r = broker.putBlob(req.sessionId, req.text);
+      return { sha256: r.hash, bytes: BigInt(r.bytes), existed: r.existed };
+    },
+    pinBlobs: (req) => broker.blobs.pin(req.owner, req.sha256),
+    blobStat: () => {
+      const s = broker.blobs.stat();
+      return {
+        blobs: s.blobs,
+        bytes: BigInt(s.bytes),
+        capBytes: BigInt(s.capBytes),
+        pinned: s.pinned,
+        evicted: BigInt(s.evicted),
+        evictedBytes: BigInt(s.evictedBytes),
+      };
+    },
   };
 }

@@ -17,6 +17,7 @@ import { register as registerStatus } from "./commands/status.js";
 import { register as registerTools } from "./commands/tools.js";
 import { register as registerSchedule } from "./commands/schedule.js";
 import { register as registerCompact } from "./commands/compact.js";
+import { register as registerCompact } from "./commands/compact.js";
 import { register as registerProposals } from "./commands/proposals.js";
 
 const program = new Command("boxmaker")
@@ -42,6 +43,7 @@ for (const register of [
   registerStatus,
   registerTools,
   registerSchedule,
+  registerCompact,
   registerCompact,
 ]) {
   register(program, globals);

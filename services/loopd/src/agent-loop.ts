@@ -12,7 +12,9 @@ import {
 } from "@boxmaker/common";
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { buildMessagesJson, replayJson } from "./replay.js";
-import { estimateTokens, lastAssistantIndex } from "./compaction.js";
+import { lastAssistantIndex } from "./compaction.js";
+import { recordPromptCount, tokensOf } from "./token-counts.js";
+import type { SpilledBlock } from "./prepass/index.js";
 import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
 import { epochMessages, unansweredToolCalls, type SessionState } from "./session-state.js";
@@ -40,6 +42,8 @@ export interface LoopDeps {
   beforeRequest?: (s: Session, signal: AbortSignal) => Promise<void>;
   /** Makes room after the server refused a prompt as too long (compaction); true when it did. */
   recoverOverflow?: (s: Session, signal: AbortSignal) => Promise<boolean>;
+  /** The inbound pre-pass: large blocks of the user's text go to the blob store before the message is logged. */
+  prepass?: (s: Session, text: string, signal: AbortSignal) => Promise<{ text: string; blocks: SpilledBlock[] }>;
   /** Sees each response's timings (parking verification, context tracking). */
   afterResponse?: (s: Session, final: FinalMessage) => void;
 }
@@ -92,10 +96,18 @@ export async function runTurn(
   // A previous turn that could not close its records (a write failed) is closed
   // now, before anything new: no tool call may stay unanswered under the new message.
   if (s.state.turnOpen || unansweredToolCalls(s.state).length) closeInterruptedTurn(s);
-  const userJson = userMessageJson(withNotes(userText, s.state.pendingNotes));
+  const pre = deps.prepass ? await deps.prepass(s, userText, signal) : { text: userText, blocks: [] };
+  const epochAtStart = epoch();
+  const userJson = userMessageJson(withNotes(pre.text, s.state.pendingNotes));
   s.append({ t: "turn_start", turn, at: Date.now() });
   s.append({ t: "message", epoch: epoch(), json: userJson, at: Date.now() });
   s.turnStartedSeq = Number(publish({ case: "turnStarted", value: { turn, slot: s.state.slot } }).seq);
+  for (const b of pre.blocks) {
+    publish({
+      case: "inputSpilled",
+      value: { blobSha256: b.hash, kind: b.kind, bytes: BigInt(b.bytes), lines: b.lines, shownBytes: BigInt(b.shownBytes), form: b.form },
+    });
+  }
 
   // The wall-clock budget must also stop a request that is still streaming.
   const wall = new AbortController();
@@ -142,11 +154,15 @@ export async function runTurn(
         break;
       }
       let final: FinalMessage;
+      let sentBytes = promptBytes(s.state);
       try {
         final = await streamCompletion(s, turn, budget, deps, wall.signal, requestMaxTokens);
       } catch (err) {
-        // The estimate missed: the server says the prompt does not fit. Compact once and retry.
-        if (!isContextOverflow(err) || !(await deps.recoverOverflow?.(s, wall.signal))) throw err;
+        // The server says the prompt does not fit (and counted it). Spill, compact once and retry.
+        if (!isContextOverflow(err)) throw err;
+        recordPromptCount(s.state, sentBytes, Number((err as RpcError).details.n_prompt_tokens) || 0);
+        if (!(await deps.recoverOverflow?.(s, wall.signal))) throw err;
+        sentBytes = promptBytes(s.state);
         requestMaxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
         if (requestMaxTokens < 1) {
           out.breach = { budget: "total_tokens", limit: limits.max_total_tokens, used: budget.totalTokens };
@@ -166,6 +182,7 @@ export async function runTurn(
       out.predictedMs += t?.predictedMs ?? 0;
       // What the slot now holds; the next request adds to it (compaction watches this).
       s.state.contextTokens = (t?.cacheN ?? 0) + (t?.promptN ?? 0) + (t?.predictedN ?? 0);
+      recordPromptCount(s.state, sentBytes, (t?.cacheN ?? 0) + (t?.promptN ?? 0));
       deps.afterResponse?.(s, final);
 
       if (final.toolCalls.length === 0) {
@@ -262,6 +279,8 @@ export async function runTurn(
         cacheHitRatio: seen ? out.cacheN / seen : 0,
         wallMs: out.wallMs,
         finalText: out.finalText,
+        spilledBlocks: pre.blocks.length,
+        compactions: epoch() - epochAtStart,
       },
     });
   }
@@ -288,13 +307,18 @@ export function turnError(err: unknown): RpcError {
 export function estimateNewPromptTokens(st: SessionState): number {
   const messages = epochMessages(st);
   if (st.contextTokens > 0) {
-    return messages.slice(lastAssistantIndex(messages) + 1).reduce((a, m) => a + estimateTokens(m.json), 0);
+    return messages.slice(lastAssistantIndex(messages) + 1).reduce((a, m) => a + tokensOf(st, m.json), 0);
   }
   return (
-    estimateTokens(st.epoch.systemJson) +
-    estimateTokens(st.epoch.toolsJson) +
-    messages.reduce((a, m) => a + estimateTokens(replayJson(m)), 0)
+    tokensOf(st, st.epoch.systemJson) +
+    tokensOf(st, st.epoch.toolsJson) +
+    messages.reduce((a, m) => a + tokensOf(st, replayJson(m)), 0)
   );
+}
+
+/** The bytes of the next request's prompt (messages and tools), set against the server's count of its tokens. */
+function promptBytes(st: SessionState): number {
+  return Buffer.byteLength(buildMessagesJson(st)) + Buffer.byteLength(st.epoch.toolsJson);
 }
 
 function isContextOverflow(err: unknown): boolean {

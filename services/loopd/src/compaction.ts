@@ -1,9 +1,11 @@
 import type { ClientOf, InferService, Logger } from "@boxmaker/common";
 import { RpcError, Status } from "@boxmaker/common";
-import { buildMessagesJson } from "./replay.js";
+import { buildMessagesJson, replayJson } from "./replay.js";
 import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
 import { systemMessageJson, userMessageJson } from "./messages.js";
 import type { Session } from "./session-store.js";
+import { blobRefs } from "./prepass/index.js";
+import { bytesPerToken, tokensOf } from "./token-counts.js";
 
 export interface CompactionSettings {
   /** Compact when the next request would fill more than this share of the slot's context. */
@@ -16,13 +18,20 @@ export const SUMMARY_REQUEST =
   "everything above that you will need to continue: the task, decisions, facts learned, file paths, blob pointers " +
   "(blob:sha256:…) and open questions. Quote exact values; do not call tools.";
 
-/** Roughly how many tokens a JSON message text adds; deliberately pessimistic (3 bytes per token). */
+const SUMMARY_REQUEST_AFTER_FOLDS =
+  "[Boxmaker compaction] The conversation is about to outgrow the context window. The summary in the system prompt " +
+  "is kept as it is. Write a concise summary of only the conversation after it: the task, decisions, facts learned, " +
+  "file paths, blob pointers (blob:sha256:…) and open questions. Quote exact values; do not call tools.";
+
+export const FOLD_HEADING = "## Summary of the earlier conversation";
+
+/** Roughly how many tokens a JSON message text adds at 3 bytes per token (before the server has counted anything). */
 export const estimateTokens = (json: string) => Math.ceil(Buffer.byteLength(json) / 3) + 8;
 
 /**
  * Whether the next request might overflow: what the slot held after the last
- * response (the server's own count) plus an estimate of what was appended
- * since, plus room for the answer.
+ * response (the server's own count) plus what was appended since (at the
+ * session's measured bytes per token), plus room for the answer.
  */
 export function needsCompaction(
   contextTokens: number,
@@ -30,9 +39,10 @@ export function needsCompaction(
   maxTokens: number,
   nCtx: number,
   threshold: number,
+  tokens: (json: string) => number = estimateTokens,
 ): boolean {
   if (!nCtx) return false;
-  const next = contextTokens + appendedSince.reduce((a, m) => a + estimateTokens(m.json), 0);
+  const next = contextTokens + appendedSince.reduce((a, m) => a + tokens(m.json), 0);
   return next + Math.min(maxTokens, nCtx / 4) > nCtx * threshold;
 }
 
@@ -51,15 +61,52 @@ export function recentToKeep(messages: readonly StoredMessage[], keep: number): 
 }
 
 export function compactedSystemJson(systemPrompt: string, summary: string): string {
-  return systemMessageJson(`${systemPrompt}\n\n## Summary of the earlier conversation\n${summary}`);
+  return systemMessageJson(`${systemPrompt}\n\n${FOLD_HEADING}\n${summary}`);
 }
 
+/** The folds an epoch's system message carries (everything after the heading), verbatim; "" when none. */
+export function foldsOf(systemJson: string): string {
+  const content = (JSON.parse(systemJson) as { content?: unknown }).content;
+  if (typeof content !== "string") return "";
+  const i = content.indexOf(`\n${FOLD_HEADING}\n`);
+  return i < 0 ? "" : content.slice(i + FOLD_HEADING.length + 2);
+}
+
+/** How many folds a text holds. */
+export const foldCount = (folds: string) => (folds.match(/^\[Boxmaker fold \d+:/gm) ?? []).length;
+
 /**
- * Starts a new epoch: the model summarises the old one (a request that reuses
- * the whole cached prefix, so it costs only the instruction and the answer),
- * then the log records the boundary, the new system prompt with the summary,
- * and the recent messages again, verbatim. Old epochs stay in the log for
- * history; artifacts stay in the blob store behind their pointers.
+ * One fold: the summary of some turns in a marked block, with the blobs those
+ * turns referenced listed again so their pointers outlive the turns.
+ */
+export function foldBlock(n: number, epoch: number, messages: number, summary: string, blobs: readonly string[]): string {
+  const lines = [`[Boxmaker fold ${n}: ${messages} messages of epoch ${epoch}]`, summary.trim()];
+  if (blobs.length) lines.push(`Blobs these turns referenced (read_blob / grep_blob): ${blobs.join(" ")}`);
+  lines.push(`[end of fold ${n}]`);
+  return lines.join("\n");
+}
+
+export interface CompactResult {
+  epoch: number;
+  reason: "auto" | "overflow" | "request";
+  beforeTokens: number;
+  foldedMessages: number;
+  keptMessages: number;
+  summaryBytes: number;
+  carriedFoldBytes: number;
+  spilledBlocks: number;
+}
+
+/** Spills large blocks of a message text to the blob store (the inbound pre-pass with a given threshold). */
+export type Spill = (s: Session, text: string, thresholdBytes: number, signal: AbortSignal) => Promise<{ text: string; blocks: number }>;
+
+/**
+ * Starts a new epoch. Old turns are folded once into a marked block; on
+ * re-growth the earlier folds are carried verbatim and only the newer turns
+ * are summarised. The model summarises with a request that reuses the whole
+ * cached prefix when that fits, else from a clipped transcript. The recent
+ * messages are carried verbatim, except that after an overflow a message too
+ * big for the context is spilled to the blob store. Old epochs stay in the log.
  */
 export class Compactor {
   private nCtx = new Map<number, number>();
@@ -70,6 +117,7 @@ export class Compactor {
     private readonly settings: CompactionSettings,
     private readonly systemPrompt: string,
     private readonly maxTokens: number,
+    private readonly spill?: Spill,
   ) {}
 
   async slotContext(slot: number, signal: AbortSignal): Promise<number> {
@@ -82,46 +130,137 @@ export class Compactor {
     return n;
   }
 
-  /** Compacts when the next request would come too close to the slot's context size. */
-  async maybeCompact(s: Session, signal: AbortSignal): Promise<boolean> {
-    const nCtx = await this.slotContext(s.state.slot, signal);
-    const messages = epochMessages(s.state);
+  /** Compacts when the next request would come too close to the slot's context size, and there are old turns to fold. */
+  async maybeCompact(s: Session, signal: AbortSignal): Promise<CompactResult | undefined> {
+    const st = s.state;
+    const messages = epochMessages(st);
+    if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
+    const nCtx = await this.slotContext(st.slot, signal);
     const since = messages.slice(lastAssistantIndex(messages) + 1);
-    if (!needsCompaction(s.state.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold)) return false;
-    await this.compact(s, signal);
-    return true;
+    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, (j) => tokensOf(st, j))) return undefined;
+    return this.compact(s, signal, "auto");
   }
 
-  async compact(s: Session, signal: AbortSignal): Promise<void> {
+  /** After the server refused a prompt as too long: fold and spill whatever makes it fit. */
+  recover(s: Session, signal: AbortSignal): Promise<CompactResult | undefined> {
+    return this.compact(s, signal, "overflow");
+  }
+
+  async compact(s: Session, signal: AbortSignal, reason: CompactResult["reason"] = "auto"): Promise<CompactResult | undefined> {
     const st = s.state;
     const before = st.contextTokens;
-    const summary = await this.summarise(st, signal);
-    const kept = recentToKeep(epochMessages(st), this.settings.keep_recent_messages);
+    const nCtx = await this.slotContext(st.slot, signal).catch(() => 0);
+    const messages = epochMessages(st);
+    // A session asked to compact by a person folds everything but its last turn.
+    const keep = reason === "request" ? 0 : this.settings.keep_recent_messages;
+    let kept = recentToKeep(messages, keep);
+    if (reason === "request" && kept.length === messages.length) kept = [];
+    const folded = messages.slice(0, messages.length - kept.length);
+
+    // After an overflow, a carried message bigger than a quarter of the context goes to the blob store.
+    let spilled = 0;
+    const keptJson: string[] = [];
+    const spillAbove = reason === "overflow" && nCtx ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4)) : 0;
+    for (const m of kept) {
+      let json = m.json;
+      if (spillAbove && this.spill && Buffer.byteLength(json) > spillAbove) {
+        const msg = JSON.parse(json) as { role?: string; content?: unknown };
+        if (typeof msg.content === "string" && (msg.role === "user" || msg.role === "tool")) {
+          const r = await this.spill(s, msg.content, spillAbove, signal);
+          if (r.blocks) {
+            spilled += r.blocks;
+            msg.content = r.text;
+            json = JSON.stringify(msg);
+          }
+        }
+      }
+      keptJson.push(json);
+    }
+    if (folded.length === 0 && spilled === 0) return undefined;
+
+    const carried = foldsOf(st.epoch.systemJson);
+    let folds = carried;
+    let summaryBytes = 0;
+    if (folded.length) {
+      const summary = await this.summarise(st, folded, carried, nCtx, reason !== "auto", signal);
+      summaryBytes = Buffer.byteLength(summary);
+      const blobs = blobRefs([carried, ...folded.map((m) => m.json)].join("\n")).filter((b) => !carried.includes(b));
+      const block = foldBlock(foldCount(carried) + 1, st.epoch.epoch, folded.length, summary, blobs);
+      folds = carried ? `${carried}\n\n${block}` : block;
+    }
     const epoch = st.epoch.epoch + 1;
     const at = Date.now();
     s.append({
       t: "epoch",
       epoch,
-      system_json: compactedSystemJson(this.systemPrompt, summary),
+      system_json: folds ? compactedSystemJson(this.systemPrompt, folds) : st.epoch.systemJson,
       tools_json: st.epoch.toolsJson,
       summary_of_seq: s.log.length,
       at,
     });
-    for (const m of kept) s.append({ t: "message", epoch, json: m.json, at, carried: true });
-    // Unknown until the server reads the new epoch; the estimate restarts from zero.
+    for (const json of keptJson) s.append({ t: "message", epoch, json, at, carried: true });
+    // Unknown until the server reads the new epoch.
     st.contextTokens = 0;
-    this.log.info({ session: s.id, epoch, before_tokens: before, kept: kept.length }, "compacted into a new epoch");
+    const out: CompactResult = {
+      epoch,
+      reason,
+      beforeTokens: before,
+      foldedMessages: folded.length,
+      keptMessages: kept.length,
+      summaryBytes,
+      carriedFoldBytes: Buffer.byteLength(carried),
+      spilledBlocks: spilled,
+    };
+    this.log.info({ session: s.id, ...out }, "compacted into a new epoch");
+    s.events.publish({ case: "compacted", value: out });
+    return out;
   }
 
-  private async summarise(st: SessionState, signal: AbortSignal): Promise<string> {
+  private async summarise(
+    st: SessionState,
+    folded: readonly StoredMessage[],
+    carried: string,
+    nCtx: number,
+    mayNotFit: boolean,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const request = carried ? SUMMARY_REQUEST_AFTER_FOLDS : SUMMARY_REQUEST;
     const base = buildMessagesJson(st);
-    const messagesJson = `${base.slice(0, -1)},${userMessageJson(SUMMARY_REQUEST)}]`;
+    const wholeTokens = Math.ceil(Buffer.byteLength(base) / bytesPerToken(st));
+    const fits = nCtx === 0 || (!mayNotFit && wholeTokens + 1024 + Math.min(this.maxTokens, 4096) < nCtx);
+    let messagesJson: string;
+    let toolsJson = st.epoch.toolsJson;
+    if (fits) {
+      // Reuses the slot's cached prefix: costs only the instruction and the answer.
+      messagesJson = `${base.slice(0, -1)},${userMessageJson(request)}]`;
+    } else {
+      // A transcript of the turns to fold, clipped to half the context.
+      const budget = Math.floor((nCtx * bytesPerToken(st)) / 2);
+      const per = Math.max(400, Math.floor(budget / Math.max(1, folded.length)));
+      const lines: string[] = [];
+      let used = 0;
+      for (const m of folded) {
+        const msg = JSON.parse(replayJson(m)) as { role?: string; content?: unknown; tool_calls?: unknown };
+        let text = typeof msg.content === "string" ? msg.content : JSON.stringify(msg.content ?? "");
+        if (msg.tool_calls) text += ` [tool calls: ${JSON.stringify(msg.tool_calls)}]`;
+        if (text.length > per) text = `${text.slice(0, per / 2)} […] ${text.slice(-per / 2)}`;
+        const line = `${msg.role}: ${text}`;
+        if (used + line.length > budget) break;
+        lines.push(line);
+        used += line.length;
+      }
+      const earlier = carried ? `Earlier summary (kept as it is, do not repeat it):\n${carried}\n\n` : "";
+      messagesJson = `[${systemMessageJson(this.systemPrompt)},${userMessageJson(
+        `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
+      )}]`;
+      toolsJson = "";
+    }
     let text = "";
     for await (const ev of this.infer.complete(
       {
         slot: st.slot,
         messagesJson,
-        toolsJson: st.epoch.toolsJson,
+        toolsJson,
         maxTokens: Math.min(this.maxTokens, 4096),
         thinkingCapTokens: 512,
         requestId: `${st.id}/compaction`,

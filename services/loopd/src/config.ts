@@ -23,6 +23,8 @@ export interface LoopdConfig {
   /** How long a turn waits for a person to approve a staged write before telling the model it is still pending. */
   approval_wait_ms: number;
   compaction: { threshold: number; keep_recent_messages: number };
+  /** The inbound pre-pass: blocks of a person's message above threshold_bytes are reduced, excerpted and spilled to blobs. */
+  prepass: { enabled: boolean; threshold_bytes: number; excerpt_bytes: number };
   schedules: ScheduleConfig[];
   log_level: LogLevel;
 }
@@ -82,6 +84,17 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
       properties: {
         threshold: { type: "number", exclusiveMinimum: 0, maximum: 1, default: 0.85 },
         keep_recent_messages: { type: "integer", minimum: 0, default: 8 },
+      },
+      required: [],
+      default: {},
+    },
+    prepass: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        enabled: { type: "boolean", default: true },
+        threshold_bytes: { type: "integer", minimum: 1024, default: 32_768 },
+        excerpt_bytes: { type: "integer", minimum: 512, default: 6_144 },
       },
       required: [],
       default: {},

@@ -142,6 +142,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
       if (!s.state.archived) s.append({ t: "archived", at: Date.now() });
+      runner.pinBlobs(s); // an archived session pins nothing
       return sessionInfo(s);
     },
 
@@ -184,6 +185,11 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         })),
         sessions: store.list().length,
       };
+    },
+
+    async compactSession(req) {
+      const r = await runner.compactNow(req.sessionId);
+      return { ...(r ? { compacted: r } : {}), session: sessionInfo(runner.get(req.sessionId)) };
     },
 
     async addSchedule(req) {

@@ -15,7 +15,9 @@ import type { SessionRoleName } from "./session-log.js";
 import type { Session, SessionStore } from "./session-store.js";
 import { SlotScheduler } from "./slot-pinning.js";
 import { ApprovalWaits } from "./approvals.js";
-import { Compactor } from "./compaction.js";
+import { Compactor, type CompactResult, type Spill } from "./compaction.js";
+import { blobRefs, prepass, type PrepassResult } from "./prepass/index.js";
+import { epochMessages } from "./session-state.js";
 import { cutForPerson } from "./error-text.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
@@ -43,7 +45,11 @@ export class SessionRunner {
   constructor(private readonly d: RunnerDeps) {
     this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
-    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, d.config.system_prompt, d.config.max_tokens);
+    const spill: Spill = async (s, text, threshold, signal) => {
+      const r = await this.spill(s, text, threshold, signal);
+      return { text: r.text, blocks: r.blocks.length };
+    };
+    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, d.config.system_prompt, d.config.max_tokens, spill);
     this.loopDeps = {
       infer: d.infer,
       broker: d.broker,
@@ -54,12 +60,66 @@ export class SessionRunner {
       beforeRequest: async (s, signal) => {
         await this.compactor.maybeCompact(s, signal);
       },
-      recoverOverflow: async (s, signal) => {
-        await this.compactor.compact(s, signal);
-        return true;
-      },
+      recoverOverflow: async (s, signal) => !!(await this.compactor.recover(s, signal)),
+      prepass: (s, text, signal) =>
+        d.config.prepass.enabled ? this.spill(s, text, d.config.prepass.threshold_bytes, signal) : Promise.resolve({ text, blocks: [] }),
       afterResponse: (s, final) => this.parking.verify(s.id, final),
     };
+  }
+
+  /**
+   * The pre-pass with its blobs stored: each spilled block goes to brokerd,
+   * which returns the same hash. When brokerd cannot take it, the text goes
+   * on whole (an overflow is then recovered from like any other).
+   */
+  async spill(s: Session, text: string, thresholdBytes: number, signal: AbortSignal): Promise<PrepassResult> {
+    const r = prepass(text, { threshold_bytes: thresholdBytes, excerpt_bytes: this.d.config.prepass.excerpt_bytes });
+    try {
+      for (const b of r.blocks) {
+        const put = await this.d.broker.putBlob({ sessionId: s.id, text: b.text }, { signal, timeoutMs: 30_000 });
+        if (put.sha256 !== b.hash) throw new Error(`brokerd stored the block as ${put.sha256}, expected ${b.hash}`);
+      }
+    } catch (err) {
+      signal.throwIfAborted();
+      this.d.log.warn({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not spill input to the blob store; sending it whole");
+      return { text, blocks: [] };
+    }
+    if (r.blocks.length) {
+      this.d.log.info(
+        { session: s.id, blocks: r.blocks.map((b) => ({ blob: b.hash, kind: b.kind, bytes: b.bytes, shown_bytes: b.shownBytes, form: b.form })) },
+        "input spilled to the blob store",
+      );
+    }
+    return r;
+  }
+
+  /** Pins the blobs the session's current epoch names, so the store never evicts them; best effort. */
+  pinBlobs(s: Session): void {
+    const st = s.state;
+    const refs = st.archived ? [] : blobRefs([st.epoch.systemJson, ...epochMessages(st).map((m) => m.json)].join("\n"));
+    this.d.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
+      this.d.log.debug({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not pin blobs");
+    });
+  }
+
+  /** Folds a session now (`boxmaker compact`), on its slot like a turn. */
+  async compactNow(id: string): Promise<CompactResult | undefined> {
+    const s = this.get(id);
+    if (s.state.archived) throw failedPrecondition(`session ${id} is archived`);
+    if (s.running) throw failedPrecondition(`session ${id} is running a turn; wait for it or cancel it`);
+    const ac = new AbortController();
+    s.running = ac;
+    let release: (() => void) | undefined;
+    try {
+      release = await this.slots.acquire(s.state.slot, s.id, ac.signal, () => undefined);
+      await this.parking.arrive(s.state.slot, s.id, ac.signal);
+      const r = await this.compactor.compact(s, ac.signal, "request");
+      this.pinBlobs(s);
+      return r;
+    } finally {
+      release?.();
+      s.running = undefined;
+    }
   }
 
   get slotsConfig(): LoopdConfig["slots"] {
@@ -133,7 +193,9 @@ export class SessionRunner {
         }),
       );
       await this.parking.arrive(slot, s.id, signal);
-      return await runTurn(s, text, limits, this.loopDeps, signal);
+      const out = await runTurn(s, text, limits, this.loopDeps, signal);
+      this.pinBlobs(s);
+      return out;
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
       const message = err instanceof Error ? err.message : String(err);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/broker.proto.
  */
 export const file_boxmaker_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASJoChNTZWFyY2hUb29sc1Jlc3BvbnNlEiYKBGNvcmUYASADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRIpCgdtYXRjaGVzGAIgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkqfAoMVG9vbERlY2lzaW9uEh0KGVRPT0xfREVDSVNJT05fVU5TUEVDSUZJRUQQABIZChVUT09MX0RFQ0lTSU9OX0FMTE9XRUQQARIYChRUT09MX0RFQ0lTSU9OX0RFTklFRBACEhgKFFRPT0xfREVDSVNJT05fU1RBR0VEEAMy+wMKDUJyb2tlclNlcnZpY2USRwoIR2V0VG9vbHMSHC5ib3htYWtlci52MS5HZXRUb29sc1JlcXVlc3QaHS5ib3htYWtlci52MS5HZXRUb29sc1Jlc3BvbnNlEkcKCENhbGxUb29sEhwuYm94bWFrZXIudjEuQ2FsbFRvb2xSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQ2FsbFRvb2xSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASJoChNTZWFyY2hUb29sc1Jlc3BvbnNlEiYKBGNvcmUYASADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRIpCgdtYXRjaGVzGAIgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQqfAoMVG9vbERlY2lzaW9uEh0KGVRPT0xfREVDSVNJT05fVU5TUEVDSUZJRUQQABIZChVUT09MX0RFQ0lTSU9OX0FMTE9XRUQQARIYChRUT09MX0RFQ0lTSU9OX0RFTklFRBACEhgKFFRPT0xfREVDSVNJT05fU1RBR0VEEAMy0wUKDUJyb2tlclNlcnZpY2USRwoIR2V0VG9vbHMSHC5ib3htYWtlci52MS5HZXRUb29sc1JlcXVlc3QaHS5ib3htYWtlci52MS5HZXRUb29sc1Jlc3BvbnNlEkcKCENhbGxUb29sEhwuYm94bWFrZXIudjEuQ2FsbFRvb2xSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQ2FsbFRvb2xSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USRAoHUHV0QmxvYhIbLmJveG1ha2VyLnYxLlB1dEJsb2JSZXF1ZXN0GhwuYm94bWFrZXIudjEuUHV0QmxvYlJlc3BvbnNlEkcKCFBpbkJsb2JzEhwuYm94bWFrZXIudjEuUGluQmxvYnNSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUGluQmxvYnNSZXNwb25zZRJHCghCbG9iU3RhdBIcLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVxdWVzdBodLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message boxmaker.v1.GetToolsRequest
@@ -447,6 +447,160 @@ export const BrokerStatusResponseSchema: GenMessage<BrokerStatusResponse> = /*@_
   messageDesc(file_boxmaker_v1_broker, 13);
 
 /**
+ * @generated from message boxmaker.v1.PutBlobRequest
+ */
+export type PutBlobRequest = Message<"boxmaker.v1.PutBlobRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.PutBlobRequest.
+ * Use `create(PutBlobRequestSchema)` to create a new message.
+ */
+export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 14);
+
+/**
+ * @generated from message boxmaker.v1.PutBlobResponse
+ */
+export type PutBlobResponse = Message<"boxmaker.v1.PutBlobResponse"> & {
+  /**
+   * @generated from field: string sha256 = 1;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: uint64 bytes = 2;
+   */
+  bytes: bigint;
+
+  /**
+   * It was stored already.
+   *
+   * @generated from field: bool existed = 3;
+   */
+  existed: boolean;
+};
+
+/**
+ * Describes the message boxmaker.v1.PutBlobResponse.
+ * Use `create(PutBlobResponseSchema)` to create a new message.
+ */
+export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 15);
+
+/**
+ * @generated from message boxmaker.v1.PinBlobsRequest
+ */
+export type PinBlobsRequest = Message<"boxmaker.v1.PinBlobsRequest"> & {
+  /**
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+
+  /**
+   * Hex digests; empty releases the owner's pins.
+   *
+   * @generated from field: repeated string sha256 = 2;
+   */
+  sha256: string[];
+};
+
+/**
+ * Describes the message boxmaker.v1.PinBlobsRequest.
+ * Use `create(PinBlobsRequestSchema)` to create a new message.
+ */
+export const PinBlobsRequestSchema: GenMessage<PinBlobsRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 16);
+
+/**
+ * @generated from message boxmaker.v1.PinBlobsResponse
+ */
+export type PinBlobsResponse = Message<"boxmaker.v1.PinBlobsResponse"> & {
+  /**
+   * @generated from field: uint32 pinned = 1;
+   */
+  pinned: number;
+
+  /**
+   * Of those, how many are not stored (evicted earlier or never stored).
+   *
+   * @generated from field: uint32 missing = 2;
+   */
+  missing: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.PinBlobsResponse.
+ * Use `create(PinBlobsResponseSchema)` to create a new message.
+ */
+export const PinBlobsResponseSchema: GenMessage<PinBlobsResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 17);
+
+/**
+ * @generated from message boxmaker.v1.BlobStatRequest
+ */
+export type BlobStatRequest = Message<"boxmaker.v1.BlobStatRequest"> & {
+};
+
+/**
+ * Describes the message boxmaker.v1.BlobStatRequest.
+ * Use `create(BlobStatRequestSchema)` to create a new message.
+ */
+export const BlobStatRequestSchema: GenMessage<BlobStatRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 18);
+
+/**
+ * @generated from message boxmaker.v1.BlobStatResponse
+ */
+export type BlobStatResponse = Message<"boxmaker.v1.BlobStatResponse"> & {
+  /**
+   * @generated from field: uint32 blobs = 1;
+   */
+  blobs: number;
+
+  /**
+   * @generated from field: uint64 bytes = 2;
+   */
+  bytes: bigint;
+
+  /**
+   * @generated from field: uint64 cap_bytes = 3;
+   */
+  capBytes: bigint;
+
+  /**
+   * @generated from field: uint32 pinned = 4;
+   */
+  pinned: number;
+
+  /**
+   * @generated from field: uint64 evicted = 5;
+   */
+  evicted: bigint;
+
+  /**
+   * @generated from field: uint64 evicted_bytes = 6;
+   */
+  evictedBytes: bigint;
+};
+
+/**
+ * Describes the message boxmaker.v1.BlobStatResponse.
+ * Use `create(BlobStatResponseSchema)` to create a new message.
+ */
+export const BlobStatResponseSchema: GenMessage<BlobStatResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 19);
+
+/**
  * @generated from enum boxmaker.v1.ToolDecision
  */
 export enum ToolDecision {
@@ -542,6 +696,36 @@ export const BrokerService: GenService<{
     methodKind: "unary";
     input: typeof BrokerStatusRequestSchema;
     output: typeof BrokerStatusResponseSchema;
+  },
+  /**
+   * Stores a text in the blob store (loopd spills large user input); the
+   * session may then use read_blob and grep_blob on it.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.PutBlob
+   */
+  putBlob: {
+    methodKind: "unary";
+    input: typeof PutBlobRequestSchema;
+    output: typeof PutBlobResponseSchema;
+  },
+  /**
+   * Replaces the set of blobs an owner (a session's current epoch) pins;
+   * pinned blobs are never evicted.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.PinBlobs
+   */
+  pinBlobs: {
+    methodKind: "unary";
+    input: typeof PinBlobsRequestSchema;
+    output: typeof PinBlobsResponseSchema;
+  },
+  /**
+   * @generated from rpc boxmaker.v1.BrokerService.BlobStat
+   */
+  blobStat: {
+    methodKind: "unary";
+    input: typeof BlobStatRequestSchema;
+    output: typeof BlobStatResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_broker, 0);

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/loop.proto.
  */
 export const file_boxmaker_v1_loop: GenFile = /*@__PURE__*/
-  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIqwCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEIlYKC1NlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIlCgdidWRnZXRzGAMgASgLMhQuYm94bWFrZXIudjEuQnVkZ2V0cyI2Cg1Gb2xsb3dSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIogFCgxTZXNzaW9uRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRILCgNzZXEYAiABKAQSMAoMdHVybl9zdGFydGVkGAMgASgLMhguYm94bWFrZXIudjEuVHVyblN0YXJ0ZWRIABIuCgd3YWl0aW5nGAQgASgLMhsuYm94bWFrZXIudjEuV2FpdGluZ0ZvclNsb3RIABIvCghwcm9ncmVzcxgFIAEoCzIbLmJveG1ha2VyLnYxLlByb21wdFByb2dyZXNzSAASKwoJcmVhc29uaW5nGAYgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASKQoHY29udGVudBgHIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEjMKCXRvb2xfY2FsbBgIIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xDYWxsUmVxdWVzdGVkSAASNwoNdG9vbF9kZWNpc2lvbhgJIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbkV2ZW50SAASLgoLdG9vbF9yZXN1bHQYCiABKAsyFy5ib3htYWtlci52MS5Ub29sUmVzdWx0SAASMgoNYnVkZ2V0X2JyZWFjaBgLIAEoCzIZLmJveG1ha2VyLnYxLkJ1ZGdldEJyZWFjaEgAEioKCXR1cm5fZG9uZRgMIAEoCzIVLmJveG1ha2VyLnYxLlR1cm5Eb25lSAASLgoLdHVybl9mYWlsZWQYDSABKAsyFy5ib3htYWtlci52MS5UdXJuRmFpbGVkSAASNQoMdGhpbmtpbmdfY2FwGA4gASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAQgcKBWV2ZW50IikKC1R1cm5TdGFydGVkEgwKBHR1cm4YASABKA0SDAoEc2xvdBgCIAEoDSJJCg5XYWl0aW5nRm9yU2xvdBIMCgRzbG90GAEgASgNEhAKCHBvc2l0aW9uGAIgASgNEhcKD2hlbGRfYnlfc2Vzc2lvbhgDIAEoCSJFChFUb29sQ2FsbFJlcXVlc3RlZBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJInQKEVRvb2xEZWNpc2lvbkV2ZW50Eg8KB2NhbGxfaWQYASABKAkSKwoIZGVjaXNpb24YAiABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgDIAEoCRITCgtwcm9wb3NhbF9pZBgEIAEoCSJ7CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhYKDnByb3Bvc2FsX3N0YXRlGAYgASgJIjsKDEJ1ZGdldEJyZWFjaBIOCgZidWRnZXQYASABKAkSDQoFbGltaXQYAiABKAQSDAoEdXNlZBgDIAEoBCKaAQoIVHVybkRvbmUSFQoNZmluaXNoX3JlYXNvbhgBIAEoCRISCgppdGVyYXRpb25zGAIgASgNEiUKB3RpbWluZ3MYAyABKAsyFC5ib3htYWtlci52MS5UaW1pbmdzEhcKD2NhY2hlX2hpdF9yYXRpbxgEIAEoARIPCgd3YWxsX21zGAUgASgBEhIKCmZpbmFsX3RleHQYBiABKAkiKwoKVHVybkZhaWxlZBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiLwoTTGlzdFNlc3Npb25zUmVxdWVzdBIYChBpbmNsdWRlX2FyY2hpdmVkGAEgASgIIkIKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEioKCHNlc3Npb25zGAEgAygLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8iHwoRR2V0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiwwEKDkhpc3RvcnlNZXNzYWdlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRINCgVlcG9jaBgCIAEoDRISCgphdF91bml4X21zGAMgASgDEisKCGRlY2lzaW9uGAQgASgOMhkuYm94bWFrZXIudjEuVG9vbERlY2lzaW9uEgwKBHJ1bGUYBSABKAkSEAoIaXNfZXJyb3IYBiABKAgSEwoLcHJvcG9zYWxfaWQYByABKAkSFgoOcHJvcG9zYWxfc3RhdGUYCCABKAkibgoSR2V0U2Vzc2lvblJlc3BvbnNlEikKB3Nlc3Npb24YASABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxItCghtZXNzYWdlcxgCIAMoCzIbLmJveG1ha2VyLnYxLkhpc3RvcnlNZXNzYWdlIicKEUNhbmNlbFR1cm5SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiJwoSQ2FuY2VsVHVyblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCIjChVBcmNoaXZlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiEwoRTG9vcFN0YXR1c1JlcXVlc3QiUAoMRGFlbW9uSGVhbHRoEgwKBG5hbWUYASABKAkSDgoGc29ja2V0GAIgASgJEhEKCXJlYWNoYWJsZRgDIAEoCBIPCgdtZXNzYWdlGAQgASgJInIKClNsb3RIb2xkZXISDAoEc2xvdBgBIAEoDRIMCgRyb2xlGAIgASgJEhcKD3J1bm5pbmdfc2Vzc2lvbhgDIAEoCRIXCg9xdWV1ZWRfc2Vzc2lvbnMYBCADKAkSFgoOY2FjaGVkX3Nlc3Npb24YBSABKAki3gEKEkxvb3BTdGF0dXNSZXNwb25zZRIqCgdkYWVtb25zGAEgAygLMhkuYm94bWFrZXIudjEuRGFlbW9uSGVhbHRoEi8KBWluZmVyGAIgASgLMiAuYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXNwb25zZRIxCgZicm9rZXIYAyABKAsyIS5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXNwb25zZRImCgVzbG90cxgEIAMoCzIXLmJveG1ha2VyLnYxLlNsb3RIb2xkZXISEAoIc2Vzc2lvbnMYBSABKA0ifQoIU2NoZWR1bGUSCgoCaWQYASABKAkSDAoEY3JvbhgCIAEoCRIOCgZwcm9tcHQYAyABKAkSGAoQbGFzdF9ydW5fdW5peF9tcxgEIAEoAxIYChBuZXh0X3J1bl91bml4X21zGAUgASgDEhMKC21pc3NlZF9ydW5zGAYgASgNIjIKEkFkZFNjaGVkdWxlUmVxdWVzdBIMCgRjcm9uGAEgASgJEg4KBnByb21wdBgCIAEoCSIWChRMaXN0U2NoZWR1bGVzUmVxdWVzdCJBChVMaXN0U2NoZWR1bGVzUmVzcG9uc2USKAoJc2NoZWR1bGVzGAEgAygLMhUuYm94bWFrZXIudjEuU2NoZWR1bGUiIwoVUmVtb3ZlU2NoZWR1bGVSZXF1ZXN0EgoKAmlkGAEgASgJIikKFlJlbW92ZVNjaGVkdWxlUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCCp5CgtTZXNzaW9uUm9sZRIcChhTRVNTSU9OX1JPTEVfVU5TUEVDSUZJRUQQABIVChFTRVNTSU9OX1JPTEVfTUFJThABEhkKFVNFU1NJT05fUk9MRV9TVUJBR0VOVBACEhoKFlNFU1NJT05fUk9MRV9TQ0hFRFVMRUQQAzLqCAoLTG9vcFNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SPQoEU2VuZBIYLmJveG1ha2VyLnYxLlNlbmRSZXF1ZXN0GhkuYm94bWFrZXIudjEuU2Vzc2lvbkV2ZW50MAESQQoGRm9sbG93EhouYm94bWFrZXIudjEuRm9sbG93UmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABElMKDExpc3RTZXNzaW9ucxIgLmJveG1ha2VyLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIS5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJNCgpHZXRTZXNzaW9uEh4uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlcXVlc3QaHy5ib3htYWtlci52MS5HZXRTZXNzaW9uUmVzcG9uc2USTQoKQ2FuY2VsVHVybhIeLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXF1ZXN0Gh8uYm94bWFrZXIudjEuQ2FuY2VsVHVyblJlc3BvbnNlEk4KDkFyY2hpdmVTZXNzaW9uEiIuYm94bWFrZXIudjEuQXJjaGl2ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USSQoGU3RhdHVzEh4uYm94bWFrZXIudjEuTG9vcFN0YXR1c1JlcXVlc3QaHy5ib3htYWtlci52MS5Mb29wU3RhdHVzUmVzcG9uc2USRQoLQWRkU2NoZWR1bGUSHy5ib3htYWtlci52MS5BZGRTY2hlZHVsZVJlcXVlc3QaFS5ib3htYWtlci52MS5TY2hlZHVsZRJWCg1MaXN0U2NoZWR1bGVzEiEuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0U2NoZWR1bGVzUmVzcG9uc2USWQoOUmVtb3ZlU2NoZWR1bGUSIi5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlcXVlc3QaIy5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlc3BvbnNlYgZwcm90bzM", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
+  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIqwCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEIlYKC1NlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIlCgdidWRnZXRzGAMgASgLMhQuYm94bWFrZXIudjEuQnVkZ2V0cyI2Cg1Gb2xsb3dSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIukFCgxTZXNzaW9uRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRILCgNzZXEYAiABKAQSMAoMdHVybl9zdGFydGVkGAMgASgLMhguYm94bWFrZXIudjEuVHVyblN0YXJ0ZWRIABIuCgd3YWl0aW5nGAQgASgLMhsuYm94bWFrZXIudjEuV2FpdGluZ0ZvclNsb3RIABIvCghwcm9ncmVzcxgFIAEoCzIbLmJveG1ha2VyLnYxLlByb21wdFByb2dyZXNzSAASKwoJcmVhc29uaW5nGAYgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASKQoHY29udGVudBgHIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEjMKCXRvb2xfY2FsbBgIIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xDYWxsUmVxdWVzdGVkSAASNwoNdG9vbF9kZWNpc2lvbhgJIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbkV2ZW50SAASLgoLdG9vbF9yZXN1bHQYCiABKAsyFy5ib3htYWtlci52MS5Ub29sUmVzdWx0SAASMgoNYnVkZ2V0X2JyZWFjaBgLIAEoCzIZLmJveG1ha2VyLnYxLkJ1ZGdldEJyZWFjaEgAEioKCXR1cm5fZG9uZRgMIAEoCzIVLmJveG1ha2VyLnYxLlR1cm5Eb25lSAASLgoLdHVybl9mYWlsZWQYDSABKAsyFy5ib3htYWtlci52MS5UdXJuRmFpbGVkSAASNQoMdGhpbmtpbmdfY2FwGA4gASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEjIKDWlucHV0X3NwaWxsZWQYDyABKAsyGS5ib3htYWtlci52MS5JbnB1dFNwaWxsZWRIABIrCgljb21wYWN0ZWQYECABKAsyFi5ib3htYWtlci52MS5Db21wYWN0ZWRIAEIHCgVldmVudCJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkidAoRVG9vbERlY2lzaW9uRXZlbnQSDwoHY2FsbF9pZBgBIAEoCRIrCghkZWNpc2lvbhgCIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIMCgRydWxlGAMgASgJEhMKC3Byb3Bvc2FsX2lkGAQgASgJInsKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgSEwoLcHJvcG9zYWxfaWQYBSABKAkSFgoOcHJvcG9zYWxfc3RhdGUYBiABKAkiOwoMQnVkZ2V0QnJlYWNoEg4KBmJ1ZGdldBgBIAEoCRINCgVsaW1pdBgCIAEoBBIMCgR1c2VkGAMgASgEIscBCghUdXJuRG9uZRIVCg1maW5pc2hfcmVhc29uGAEgASgJEhIKCml0ZXJhdGlvbnMYAiABKA0SJQoHdGltaW5ncxgDIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFwoPY2FjaGVfaGl0X3JhdGlvGAQgASgBEg8KB3dhbGxfbXMYBSABKAESEgoKZmluYWxfdGV4dBgGIAEoCRIWCg5zcGlsbGVkX2Jsb2NrcxgHIAEoDRITCgtjb21wYWN0aW9ucxgIIAEoDSIrCgpUdXJuRmFpbGVkEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSIvChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhgKEGluY2x1ZGVfYXJjaGl2ZWQYASABKAgiQgoUTGlzdFNlc3Npb25zUmVzcG9uc2USKgoIc2Vzc2lvbnMYASADKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIfChFHZXRTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSLDAQoOSGlzdG9yeU1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg0KBWVwb2NoGAIgASgNEhIKCmF0X3VuaXhfbXMYAyABKAMSKwoIZGVjaXNpb24YBCABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgFIAEoCRIQCghpc19lcnJvchgGIAEoCBITCgtwcm9wb3NhbF9pZBgHIAEoCRIWCg5wcm9wb3NhbF9zdGF0ZRgIIAEoCSJuChJHZXRTZXNzaW9uUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEi0KCG1lc3NhZ2VzGAIgAygLMhsuYm94bWFrZXIudjEuSGlzdG9yeU1lc3NhZ2UiJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSLeAQoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyp5CgtTZXNzaW9uUm9sZRIcChhTRVNTSU9OX1JPTEVfVU5TUEVDSUZJRUQQABIVChFTRVNTSU9OX1JPTEVfTUFJThABEhkKFVNFU1NJT05fUk9MRV9TVUJBR0VOVBACEhoKFlNFU1NJT05fUk9MRV9TQ0hFRFVMRUQQAzLFCQoLTG9vcFNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SPQoEU2VuZBIYLmJveG1ha2VyLnYxLlNlbmRSZXF1ZXN0GhkuYm94bWFrZXIudjEuU2Vzc2lvbkV2ZW50MAESQQoGRm9sbG93EhouYm94bWFrZXIudjEuRm9sbG93UmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABElMKDExpc3RTZXNzaW9ucxIgLmJveG1ha2VyLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIS5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJNCgpHZXRTZXNzaW9uEh4uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlcXVlc3QaHy5ib3htYWtlci52MS5HZXRTZXNzaW9uUmVzcG9uc2USTQoKQ2FuY2VsVHVybhIeLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXF1ZXN0Gh8uYm94bWFrZXIudjEuQ2FuY2VsVHVyblJlc3BvbnNlEk4KDkFyY2hpdmVTZXNzaW9uEiIuYm94bWFrZXIudjEuQXJjaGl2ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USSQoGU3RhdHVzEh4uYm94bWFrZXIudjEuTG9vcFN0YXR1c1JlcXVlc3QaHy5ib3htYWtlci52MS5Mb29wU3RhdHVzUmVzcG9uc2USRQoLQWRkU2NoZWR1bGUSHy5ib3htYWtlci52MS5BZGRTY2hlZHVsZVJlcXVlc3QaFS5ib3htYWtlci52MS5TY2hlZHVsZRJWCg1MaXN0U2NoZWR1bGVzEiEuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0U2NoZWR1bGVzUmVzcG9uc2USWQoOUmVtb3ZlU2NoZWR1bGUSIi5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlcXVlc3QaIy5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlc3BvbnNlElkKDkNvbXBhY3RTZXNzaW9uEiIuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GiMuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
 
 /**
  * @generated from message boxmaker.v1.Budgets
@@ -309,6 +309,18 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
      */
     value: ThinkingCapFired;
     case: "thinkingCap";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.InputSpilled input_spilled = 15;
+     */
+    value: InputSpilled;
+    case: "inputSpilled";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.Compacted compacted = 16;
+     */
+    value: Compacted;
+    case: "compacted";
   } | { case: undefined; value?: undefined };
 };
 
@@ -318,6 +330,119 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
  */
 export const SessionEventSchema: GenMessage<SessionEvent> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_loop, 5);
+
+/**
+ * A large block of the user's message went to the blob store; the message
+ * carries a marked excerpt naming it.
+ *
+ * @generated from message boxmaker.v1.InputSpilled
+ */
+export type InputSpilled = Message<"boxmaker.v1.InputSpilled"> & {
+  /**
+   * @generated from field: string blob_sha256 = 1;
+   */
+  blobSha256: string;
+
+  /**
+   * log | source | json | diff | prose
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: uint64 bytes = 3;
+   */
+  bytes: bigint;
+
+  /**
+   * @generated from field: uint32 lines = 4;
+   */
+  lines: number;
+
+  /**
+   * Bytes the message carries for the block instead.
+   *
+   * @generated from field: uint64 shown_bytes = 5;
+   */
+  shownBytes: bigint;
+
+  /**
+   * excerpt | reduced
+   *
+   * @generated from field: string form = 6;
+   */
+  form: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.InputSpilled.
+ * Use `create(InputSpilledSchema)` to create a new message.
+ */
+export const InputSpilledSchema: GenMessage<InputSpilled> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 6);
+
+/**
+ * The session was folded into a new epoch.
+ *
+ * @generated from message boxmaker.v1.Compacted
+ */
+export type Compacted = Message<"boxmaker.v1.Compacted"> & {
+  /**
+   * @generated from field: uint32 epoch = 1;
+   */
+  epoch: number;
+
+  /**
+   * auto | overflow | request
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * Tokens the slot held before (the server's count), 0 when unknown.
+   *
+   * @generated from field: uint32 before_tokens = 3;
+   */
+  beforeTokens: number;
+
+  /**
+   * @generated from field: uint32 folded_messages = 4;
+   */
+  foldedMessages: number;
+
+  /**
+   * @generated from field: uint32 kept_messages = 5;
+   */
+  keptMessages: number;
+
+  /**
+   * @generated from field: uint32 summary_bytes = 6;
+   */
+  summaryBytes: number;
+
+  /**
+   * Bytes of earlier folds carried verbatim.
+   *
+   * @generated from field: uint32 carried_fold_bytes = 7;
+   */
+  carriedFoldBytes: number;
+
+  /**
+   * Large messages that were spilled to blobs on the way.
+   *
+   * @generated from field: uint32 spilled_blocks = 8;
+   */
+  spilledBlocks: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.Compacted.
+ * Use `create(CompactedSchema)` to create a new message.
+ */
+export const CompactedSchema: GenMessage<Compacted> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 7);
 
 /**
  * @generated from message boxmaker.v1.TurnStarted
@@ -339,7 +464,7 @@ export type TurnStarted = Message<"boxmaker.v1.TurnStarted"> & {
  * Use `create(TurnStartedSchema)` to create a new message.
  */
 export const TurnStartedSchema: GenMessage<TurnStarted> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 6);
+  messageDesc(file_boxmaker_v1_loop, 8);
 
 /**
  * @generated from message boxmaker.v1.WaitingForSlot
@@ -368,7 +493,7 @@ export type WaitingForSlot = Message<"boxmaker.v1.WaitingForSlot"> & {
  * Use `create(WaitingForSlotSchema)` to create a new message.
  */
 export const WaitingForSlotSchema: GenMessage<WaitingForSlot> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 7);
+  messageDesc(file_boxmaker_v1_loop, 9);
 
 /**
  * @generated from message boxmaker.v1.ToolCallRequested
@@ -395,7 +520,7 @@ export type ToolCallRequested = Message<"boxmaker.v1.ToolCallRequested"> & {
  * Use `create(ToolCallRequestedSchema)` to create a new message.
  */
 export const ToolCallRequestedSchema: GenMessage<ToolCallRequested> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 8);
+  messageDesc(file_boxmaker_v1_loop, 10);
 
 /**
  * @generated from message boxmaker.v1.ToolDecisionEvent
@@ -427,7 +552,7 @@ export type ToolDecisionEvent = Message<"boxmaker.v1.ToolDecisionEvent"> & {
  * Use `create(ToolDecisionEventSchema)` to create a new message.
  */
 export const ToolDecisionEventSchema: GenMessage<ToolDecisionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 9);
+  messageDesc(file_boxmaker_v1_loop, 11);
 
 /**
  * @generated from message boxmaker.v1.ToolResult
@@ -472,7 +597,7 @@ export type ToolResult = Message<"boxmaker.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 10);
+  messageDesc(file_boxmaker_v1_loop, 12);
 
 /**
  * @generated from message boxmaker.v1.BudgetBreach
@@ -501,7 +626,7 @@ export type BudgetBreach = Message<"boxmaker.v1.BudgetBreach"> & {
  * Use `create(BudgetBreachSchema)` to create a new message.
  */
 export const BudgetBreachSchema: GenMessage<BudgetBreach> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 11);
+  messageDesc(file_boxmaker_v1_loop, 13);
 
 /**
  * @generated from message boxmaker.v1.TurnDone
@@ -542,6 +667,20 @@ export type TurnDone = Message<"boxmaker.v1.TurnDone"> & {
    * @generated from field: string final_text = 6;
    */
   finalText: string;
+
+  /**
+   * Blocks of the user's message spilled to the blob store.
+   *
+   * @generated from field: uint32 spilled_blocks = 7;
+   */
+  spilledBlocks: number;
+
+  /**
+   * Compactions during the turn.
+   *
+   * @generated from field: uint32 compactions = 8;
+   */
+  compactions: number;
 };
 
 /**
@@ -549,7 +688,7 @@ export type TurnDone = Message<"boxmaker.v1.TurnDone"> & {
  * Use `create(TurnDoneSchema)` to create a new message.
  */
 export const TurnDoneSchema: GenMessage<TurnDone> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 12);
+  messageDesc(file_boxmaker_v1_loop, 14);
 
 /**
  * @generated from message boxmaker.v1.TurnFailed
@@ -573,7 +712,7 @@ export type TurnFailed = Message<"boxmaker.v1.TurnFailed"> & {
  * Use `create(TurnFailedSchema)` to create a new message.
  */
 export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 13);
+  messageDesc(file_boxmaker_v1_loop, 15);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsRequest
@@ -590,7 +729,7 @@ export type ListSessionsRequest = Message<"boxmaker.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 14);
+  messageDesc(file_boxmaker_v1_loop, 16);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsResponse
@@ -607,7 +746,7 @@ export type ListSessionsResponse = Message<"boxmaker.v1.ListSessionsResponse"> &
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 15);
+  messageDesc(file_boxmaker_v1_loop, 17);
 
 /**
  * @generated from message boxmaker.v1.GetSessionRequest
@@ -624,7 +763,7 @@ export type GetSessionRequest = Message<"boxmaker.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 16);
+  messageDesc(file_boxmaker_v1_loop, 18);
 
 /**
  * @generated from message boxmaker.v1.HistoryMessage
@@ -681,7 +820,7 @@ export type HistoryMessage = Message<"boxmaker.v1.HistoryMessage"> & {
  * Use `create(HistoryMessageSchema)` to create a new message.
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 17);
+  messageDesc(file_boxmaker_v1_loop, 19);
 
 /**
  * @generated from message boxmaker.v1.GetSessionResponse
@@ -703,7 +842,7 @@ export type GetSessionResponse = Message<"boxmaker.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 18);
+  messageDesc(file_boxmaker_v1_loop, 20);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnRequest
@@ -720,7 +859,7 @@ export type CancelTurnRequest = Message<"boxmaker.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 19);
+  messageDesc(file_boxmaker_v1_loop, 21);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnResponse
@@ -737,7 +876,7 @@ export type CancelTurnResponse = Message<"boxmaker.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 20);
+  messageDesc(file_boxmaker_v1_loop, 22);
 
 /**
  * @generated from message boxmaker.v1.ArchiveSessionRequest
@@ -754,7 +893,7 @@ export type ArchiveSessionRequest = Message<"boxmaker.v1.ArchiveSessionRequest">
  * Use `create(ArchiveSessionRequestSchema)` to create a new message.
  */
 export const ArchiveSessionRequestSchema: GenMessage<ArchiveSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 21);
+  messageDesc(file_boxmaker_v1_loop, 23);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusRequest
@@ -767,7 +906,7 @@ export type LoopStatusRequest = Message<"boxmaker.v1.LoopStatusRequest"> & {
  * Use `create(LoopStatusRequestSchema)` to create a new message.
  */
 export const LoopStatusRequestSchema: GenMessage<LoopStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 22);
+  messageDesc(file_boxmaker_v1_loop, 24);
 
 /**
  * @generated from message boxmaker.v1.DaemonHealth
@@ -799,7 +938,7 @@ export type DaemonHealth = Message<"boxmaker.v1.DaemonHealth"> & {
  * Use `create(DaemonHealthSchema)` to create a new message.
  */
 export const DaemonHealthSchema: GenMessage<DaemonHealth> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 23);
+  messageDesc(file_boxmaker_v1_loop, 25);
 
 /**
  * @generated from message boxmaker.v1.SlotHolder
@@ -839,7 +978,7 @@ export type SlotHolder = Message<"boxmaker.v1.SlotHolder"> & {
  * Use `create(SlotHolderSchema)` to create a new message.
  */
 export const SlotHolderSchema: GenMessage<SlotHolder> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 24);
+  messageDesc(file_boxmaker_v1_loop, 26);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusResponse
@@ -876,7 +1015,7 @@ export type LoopStatusResponse = Message<"boxmaker.v1.LoopStatusResponse"> & {
  * Use `create(LoopStatusResponseSchema)` to create a new message.
  */
 export const LoopStatusResponseSchema: GenMessage<LoopStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 25);
+  messageDesc(file_boxmaker_v1_loop, 27);
 
 /**
  * @generated from message boxmaker.v1.Schedule
@@ -918,7 +1057,7 @@ export type Schedule = Message<"boxmaker.v1.Schedule"> & {
  * Use `create(ScheduleSchema)` to create a new message.
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 26);
+  messageDesc(file_boxmaker_v1_loop, 28);
 
 /**
  * @generated from message boxmaker.v1.AddScheduleRequest
@@ -940,7 +1079,7 @@ export type AddScheduleRequest = Message<"boxmaker.v1.AddScheduleRequest"> & {
  * Use `create(AddScheduleRequestSchema)` to create a new message.
  */
 export const AddScheduleRequestSchema: GenMessage<AddScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 27);
+  messageDesc(file_boxmaker_v1_loop, 29);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesRequest
@@ -953,7 +1092,7 @@ export type ListSchedulesRequest = Message<"boxmaker.v1.ListSchedulesRequest"> &
  * Use `create(ListSchedulesRequestSchema)` to create a new message.
  */
 export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 28);
+  messageDesc(file_boxmaker_v1_loop, 30);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesResponse
@@ -970,7 +1109,7 @@ export type ListSchedulesResponse = Message<"boxmaker.v1.ListSchedulesResponse">
  * Use `create(ListSchedulesResponseSchema)` to create a new message.
  */
 export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 29);
+  messageDesc(file_boxmaker_v1_loop, 31);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleRequest
@@ -987,7 +1126,7 @@ export type RemoveScheduleRequest = Message<"boxmaker.v1.RemoveScheduleRequest">
  * Use `create(RemoveScheduleRequestSchema)` to create a new message.
  */
 export const RemoveScheduleRequestSchema: GenMessage<RemoveScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 30);
+  messageDesc(file_boxmaker_v1_loop, 32);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleResponse
@@ -1004,7 +1143,46 @@ export type RemoveScheduleResponse = Message<"boxmaker.v1.RemoveScheduleResponse
  * Use `create(RemoveScheduleResponseSchema)` to create a new message.
  */
 export const RemoveScheduleResponseSchema: GenMessage<RemoveScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 31);
+  messageDesc(file_boxmaker_v1_loop, 33);
+
+/**
+ * @generated from message boxmaker.v1.CompactSessionRequest
+ */
+export type CompactSessionRequest = Message<"boxmaker.v1.CompactSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.CompactSessionRequest.
+ * Use `create(CompactSessionRequestSchema)` to create a new message.
+ */
+export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 34);
+
+/**
+ * @generated from message boxmaker.v1.CompactSessionResponse
+ */
+export type CompactSessionResponse = Message<"boxmaker.v1.CompactSessionResponse"> & {
+  /**
+   * @generated from field: boxmaker.v1.Compacted compacted = 1;
+   */
+  compacted?: Compacted | undefined;
+
+  /**
+   * @generated from field: boxmaker.v1.SessionInfo session = 2;
+   */
+  session?: SessionInfo | undefined;
+};
+
+/**
+ * Describes the message boxmaker.v1.CompactSessionResponse.
+ * Use `create(CompactSessionResponseSchema)` to create a new message.
+ */
+export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 35);
 
 /**
  * @generated from enum boxmaker.v1.SessionRole
@@ -1158,6 +1336,16 @@ export const LoopService: GenService<{
     methodKind: "unary";
     input: typeof RemoveScheduleRequestSchema;
     output: typeof RemoveScheduleResponseSchema;
+  },
+  /**
+   * Folds a session's older turns into a new epoch now (`boxmaker compact`).
+   *
+   * @generated from rpc boxmaker.v1.LoopService.CompactSession
+   */
+  compactSession: {
+    methodKind: "unary";
+    input: typeof CompactSessionRequestSchema;
+    output: typeof CompactSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_loop, 0);
