@@ -145,6 +145,30 @@ describe("server-everything over stdio", () => {
     expect(sum.content).toMatch(/5/);
   });
 
+  it("images and blob resources become blobs with a pointer; resources are listed and read through extended tools", async () => {
+    r = await rig({ mcp_servers: { ev: everything() } });
+    await r.broker.mcp.settled();
+    const img = await viaCallTool("ev.get-tiny-image");
+    const ref = /stored as (blob:sha256:[0-9a-f]{64})/.exec(img.content)?.[1];
+    expect(img.content).toMatch(/\[image: image\/png, \d+ bytes, stored as blob:sha256:/);
+    await r.call("find_tool", { query: "read blob" });
+    const blob = await r.call("call_tool", { name: "read_blob", arguments: { blob: ref } });
+    expect(blob.content).toContain("data:image/png;base64,iVBOR");
+
+    const found = await r.call("find_tool", { query: "read a resource from an MCP server" });
+    expect(found.content).toMatch(/read_resource/);
+    await r.call("find_tool", { query: "list resources" });
+    const list = await r.call("call_tool", { name: "list_resources", arguments: { server: "ev" } });
+    expect(list).toMatchObject({ decision: "allowed", isError: false });
+    const uri = /^(demo:\/\/resource\/static\/document\/\S+)/m.exec(list.content)?.[1];
+    expect(uri).toBeDefined();
+    const text = await r.call("call_tool", { name: "read_resource", arguments: { server: "ev", uri } });
+    expect(text).toMatchObject({ decision: "allowed", isError: false });
+    expect(text.content.length).toBeGreaterThan(20);
+    const bin = await r.call("call_tool", { name: "read_resource", arguments: { server: "ev", uri: "demo://resource/dynamic/blob/7" } });
+    expect(bin.content).toMatch(/\[resource demo:\/\/resource\/dynamic\/blob\/7: .*stored as blob:sha256:/);
+  });
+
   it("shutdown leaves no server process", async () => {
     r = await rig({ mcp_servers: { ev: everything(), ev2: everything() } });
     await r.broker.mcp.settled();

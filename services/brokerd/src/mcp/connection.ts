@@ -9,7 +9,7 @@ import type { Logger } from "@boxmaker/common";
 import type { McpServerConfig } from "../config.js";
 import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
 import type { ToolText } from "../tool-table.js";
-import { resultToText, rpcErrorToText } from "./convert.js";
+import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
 
 export type ConnectionState = "connecting" | "ready" | "down" | "closed";
 
@@ -275,15 +275,15 @@ export class McpConnection {
     return this.state === "ready" ? this.client : undefined;
   }
 
-  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpResult> {
-    const r = await this.callOnce(tool, args, signal);
+  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal, store?: StoreBlob): Promise<McpResult> {
+    const r = await this.callOnce(tool, args, signal, store);
     if (r !== "retry") return r;
     // The request never reached a live session (an HTTP server restarted): re-initialise and send it once more.
-    const again = await this.callOnce(tool, args, signal);
+    const again = await this.callOnce(tool, args, signal, store);
     return again === "retry" ? this.unavailableText() : again;
   }
 
-  private async callOnce(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpResult | "retry"> {
+  private async callOnce(tool: string, args: Record<string, unknown>, signal?: AbortSignal, store?: StoreBlob): Promise<McpResult | "retry"> {
     const client = await this.ready();
     if (!client) return this.unavailableText();
     const timeout = this.config.timeout_ms;
@@ -302,7 +302,7 @@ export class McpConnection {
         ceiling + 1000,
         `calling ${tool}`,
       );
-      return { ...resultToText(res), ran: true };
+      return { ...resultToText(res, store), ran: true };
     } catch (err) {
       if (err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed) {
         return { ...rpcErrorToText(this.name, tool, err), ran: false };

@@ -8,18 +8,37 @@ type ContentItem = { type: string; [k: string]: unknown };
  * have answered failures with isError false and an error text, so the content
  * goes back verbatim either way and is_error only carries the flag through.
  */
-export function resultToText(res: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown }): ToolText {
+/** Stores a text as a blob and returns its sha256 (the broker's blob store). */
+export type StoreBlob = (text: string) => string;
+
+/**
+ * Binary content (an image, audio, a blob resource) as one line of text the
+ * model and the operator can reach: stored whole as a `data:` URL blob, with
+ * the pointer in the result. Without a store it is only described.
+ */
+export function binaryToText(kind: string, mime: unknown, data: unknown, store?: StoreBlob, uri?: string): string {
+  const type = typeof mime === "string" && mime ? mime : "application/octet-stream";
+  const b64 = typeof data === "string" ? data : "";
+  const size = Math.floor((b64.replace(/=+$/, "").length * 3) / 4);
+  const what = `${kind}${uri ? ` ${uri}` : ""}: ${type}, ${size} bytes`;
+  if (!store || !b64) return `[${what}, not shown]`;
+  const ref = `blob:sha256:${store(`data:${type};base64,${b64}`)}`;
+  return `[${what}, stored as ${ref} (one line, a data: URL); read it with call_tool({"name": "read_blob", "arguments": {"blob": "${ref}"}})]`;
+}
+
+export function resultToText(
+  res: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown },
+  store?: StoreBlob,
+): ToolText {
   const parts: string[] = [];
   const content = Array.isArray(res.content) ? (res.content as ContentItem[]) : [];
   for (const c of content) {
     if (c.type === "text" && typeof c.text === "string") parts.push(c.text);
-    else if (c.type === "image" || c.type === "audio") {
-      const size = typeof c.data === "string" ? Math.floor((c.data.length * 3) / 4) : 0;
-      parts.push(`[${c.type}: ${String(c.mimeType ?? "unknown type")}, ${size} bytes, not shown]`);
-    } else if (c.type === "resource" && c.resource && typeof c.resource === "object") {
-      const r = c.resource as { uri?: string; text?: string };
-      parts.push(typeof r.text === "string" ? r.text : `[resource ${r.uri ?? ""}, binary, not shown]`);
-    } else if (c.type === "resource_link") parts.push(`[resource link: ${String(c.uri ?? "")}]`);
+    else if (c.type === "image" || c.type === "audio") parts.push(binaryToText(c.type, c.mimeType, c.data, store));
+    else if (c.type === "resource" && c.resource && typeof c.resource === "object") {
+      const r = c.resource as { uri?: string; text?: string; blob?: string; mimeType?: string };
+      parts.push(typeof r.text === "string" ? r.text : binaryToText("resource", r.mimeType, r.blob, store, r.uri));
+    } else if (c.type === "resource_link") parts.push(`[resource link: ${String(c.uri ?? "")}; read it with read_resource]`);
     else parts.push(JSON.stringify(c));
   }
   if (parts.length === 0 && res.structuredContent !== undefined) parts.push(JSON.stringify(res.structuredContent));

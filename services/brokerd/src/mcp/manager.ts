@@ -5,6 +5,7 @@ import type { BrokerConfig, McpServerConfig, Risk } from "../config.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError, type ToolDef, type ToolTable } from "../tool-table.js";
 import { McpConnection, type McpRuntime } from "./connection.js";
+import { binaryToText } from "./convert.js";
 
 /** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
 export const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
@@ -67,7 +68,7 @@ export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, con
         hosts,
         preview: `${name} ${JSON.stringify(args, null, 1)}`,
         checks: { tool: name, arguments: JSON.stringify(args) },
-        execute: () => conn.call(tool.name, args, ctx.signal),
+        execute: () => conn.call(tool.name, args, ctx.signal, (text) => ctx.blobs.put(text)),
       };
     },
   };
@@ -103,6 +104,70 @@ export class McpManager {
       );
       this.connections.push(conn);
     }
+    if (this.connections.length) for (const d of this.resourceTools(servers)) table.add(d);
+  }
+
+  /** Resources are reached through two extended tools; each call names its server. */
+  private resourceTools(servers: BrokerConfig["mcp_servers"]): ToolDef[] {
+    const names = this.connections.map((c) => c.name);
+    const serverParam = { type: "string", enum: names, description: "The MCP server offering the resource" };
+    const hostsOf = (server: string) => {
+      const cfg = servers[server];
+      return cfg ? [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts] : [];
+    };
+    const client = async (server: string) => {
+      const conn = this.get(server);
+      const c = conn && (await conn.ready());
+      if (!conn || !c) throw new ToolError(`MCP server "${server}" is not available${conn ? ` (${conn.lastError})` : ""}`);
+      if (!c.getServerCapabilities()?.resources) throw new ToolError(`MCP server "${server}" offers no resources`);
+      return { c, timeout: servers[server]!.timeout_ms };
+    };
+    const common = { core: false, kind: "mcp" as const, origin: "mcp", risk: "read" as const };
+    return [
+      {
+        ...common,
+        name: "list_resources",
+        description: "List the resources (documents, files, data) an MCP server offers, with their URIs for read_resource",
+        parameters: { type: "object", properties: { server: serverParam, cursor: { type: "string" } }, required: ["server"], additionalProperties: false },
+        plan: (args: { server: string; cursor?: string }) => ({
+          paths: [],
+          hosts: hostsOf(args.server),
+          execute: async () => {
+            const { c, timeout } = await client(args.server);
+            const page = await c.listResources(args.cursor ? { cursor: args.cursor } : undefined, { timeout });
+            const lines = page.resources.map((r) => `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ""}${r.description ? ` — ${r.description}` : ""}`);
+            if (page.nextCursor) lines.push(`[more: call again with "cursor": "${page.nextCursor}"]`);
+            return { text: lines.length ? lines.join("\n") : `MCP server "${args.server}" lists no resources.`, isError: false };
+          },
+        }),
+      },
+      {
+        ...common,
+        name: "read_resource",
+        description: "Read a resource from an MCP server by its URI (text as is; binary stored as a blob with a pointer)",
+        parameters: {
+          type: "object",
+          properties: { server: serverParam, uri: { type: "string", description: "The resource URI, e.g. from list_resources or a resource link" } },
+          required: ["server", "uri"],
+          additionalProperties: false,
+        },
+        plan: (args: { server: string; uri: string }, ctx) => ({
+          paths: [],
+          hosts: hostsOf(args.server),
+          preview: `read_resource ${args.server} ${args.uri}`,
+          execute: async () => {
+            const { c, timeout } = await client(args.server);
+            const res = await c.readResource({ uri: args.uri }, { timeout });
+            const parts = res.contents.map((r) =>
+              "text" in r && typeof r.text === "string"
+                ? r.text
+                : binaryToText("resource", r.mimeType, (r as { blob?: string }).blob, (t) => ctx.blobs.put(t), r.uri),
+            );
+            return { text: parts.join("\n") || "(the resource is empty)", isError: false };
+          },
+        }),
+      },
+    ];
   }
 
   /**
