@@ -187,3 +187,36 @@ describe("MCP over Streamable HTTP", () => {
     expect(back.content).toBe("results for again");
   });
 });
+
+describe("MCP tool mapping", async () => {
+  const { toolRisk, pathArgs } = await import("../src/mcp/manager.js");
+  const { missingFeature, programPaths } = await import("../src/mcp/connection.js");
+  const { parseBrokerConfig } = await import("../src/config.js");
+  const cfg = (extra: Record<string, unknown> = {}) =>
+    parseBrokerConfig({ mcp_servers: { s: { transport: "stdio", command: "x", ...extra } } }).mcp_servers.s!;
+  const t = (annotations: Record<string, unknown> | undefined, props: string[] = []) =>
+    ({ name: "t", inputSchema: { type: "object", properties: Object.fromEntries(props.map((p) => [p, {}])) }, ...(annotations ? { annotations } : {}) }) as never;
+
+  it("risk: annotations, else the server's risk; a per-tool override wins", () => {
+    expect(toolRisk(cfg(), t({ readOnlyHint: true }))).toBe("read");
+    expect(toolRisk(cfg(), t({ readOnlyHint: true, openWorldHint: true }))).toBe("network");
+    expect(toolRisk(cfg(), t({ destructiveHint: true }))).toBe("write");
+    expect(toolRisk(cfg(), t({ readOnlyHint: false, destructiveHint: false }))).toBe("write");
+    expect(toolRisk(cfg({ risk: "read" }), t(undefined))).toBe("read");
+    expect(toolRisk(cfg({ tools: { t: { risk: "exec" } } }), t({ readOnlyHint: true }))).toBe("exec");
+  });
+
+  it("path arguments: defaults the schema has, else configured per server or tool", () => {
+    expect(pathArgs(cfg(), t(undefined, ["path", "content"]))).toEqual(["path"]);
+    expect(pathArgs(cfg({ path_args: [] }), t(undefined, ["path"]))).toEqual([]);
+    expect(pathArgs(cfg({ tools: { t: { path_args: ["where"] } } }), t(undefined, ["path"]))).toEqual(["where"]);
+  });
+
+  it("tools needing tasks are unavailable; a program's dirs and node_modules are bound read-only", () => {
+    expect(missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "required" } } as never)).toMatch(/tasks/);
+    expect(missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "optional" } } as never)).toBeUndefined();
+    const paths = programPaths([process.execPath, FIXTURE]);
+    expect(paths).toContain(fileURLToPath(new URL("./fixtures", import.meta.url)));
+    expect(paths.some((p) => p.endsWith("/node_modules"))).toBe(true);
+  });
+});
