@@ -17,8 +17,9 @@ import { register as registerStatus } from "./commands/status.js";
 import { register as registerTools } from "./commands/tools.js";
 import { register as registerSchedule } from "./commands/schedule.js";
 import { register as registerCompact } from "./commands/compact.js";
-import { register as registerCompact } from "./commands/compact.js";
 import { register as registerProposals } from "./commands/proposals.js";
+import { register as registerSessionAdmin } from "./commands/session-admin.js";
+import { register as registerExport } from "./commands/export.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -40,10 +41,11 @@ for (const register of [
   registerCancel,
   registerApprove,
   registerProposals,
+  registerSessionAdmin,
+  registerExport,
   registerStatus,
   registerTools,
   registerSchedule,
-  registerCompact,
   registerCompact,
 ]) {
   register(program, globals);

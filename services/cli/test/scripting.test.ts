@@ -260,8 +260,52 @@ describe("boxmaker through pipes", () => {
     expect((await t.stack.cli(["schedule", "rm", added.id])).code).toBe(1);
   });
 
+  it("rename, export (md and jsonl), archive and rm a session; schedule run starts one now", async () => {
+    writeFileSync(join(t.stack.workspace, "life.txt"), "alive\n");
+    t.stack.sim.enqueue({ reasoning: "look first", toolCalls: [{ id: "c-life", name: "read_file", arguments: '{"path": "life.txt"}' }] });
+    t.stack.sim.enqueue({ content: "It says alive." });
+    const run = await t.stack.cli(["run", "--json", "read", "life.txt"]);
+    const id = events(run.stdout)[0]!.session_id as string;
+
+    const renamed = await t.stack.cli(["rename", id, "reading", "life"]);
+    expect(renamed.stdout).toBe(`session ${id} is now "reading life"\n`);
+    const md = await t.stack.cli(["export", id, "--reasoning"]);
+    expect(md.code).toBe(0);
+    expect(md.stdout).toMatch(/^# reading life\n/);
+    expect(md.stdout).toContain("## You");
+    expect(md.stdout).toContain("read life.txt");
+    expect(md.stdout).toContain("### Tool call: `read_file`");
+    expect(md.stdout).toMatch(/Decision: allowed/);
+    expect(md.stdout).toContain("alive");
+    expect(md.stdout).toContain("look first");
+    expect(md.stdout).toContain("It says alive.");
+    expect((await t.stack.cli(["export", id])).stdout).not.toContain("look first");
+    const jl = (await t.stack.cli(["export", "--format", "jsonl", id])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(jl.map((x) => x.message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(jl[2]).toMatchObject({ decision: "allowed", is_error: false });
+
+    expect((await t.stack.cli(["archive", id])).stdout).toContain(`archived session ${id}`);
+    expect((await t.stack.cli(["ls"])).stdout).not.toContain(id);
+    expect((await t.stack.cli(["ls", "-a"])).stdout).toContain(id);
+    const unconfirmed = await t.stack.cli(["rm", id]);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain("rm without a terminal needs --yes");
+    expect(await t.stack.cli(["rm", "-y", id])).toMatchObject({ code: 0, stdout: `deleted session ${id}\n` });
+    expect((await t.stack.cli(["ls", "-a"])).stdout).not.toContain(id);
+    expect((await t.stack.cli(["show", id])).code).toBe(1);
+
+    t.stack.sim.enqueue({ content: "Scheduled hello." });
+    const added = JSON.parse((await t.stack.cli(["schedule", "add", "--json", "0 3 * * *", "say", "hello"])).stdout);
+    const started = await t.stack.cli(["schedule", "run", added.id]);
+    expect(started.stdout).toMatch(/^started session s-\S+; `boxmaker attach s-\S+` to watch it\n$/);
+    const ls = await t.stack.cli(["schedule", "ls"]);
+    expect(ls.stdout).not.toMatch(new RegExp(`^${added.id}.*never`, "m"));
+    expect((await t.stack.cli(["schedule", "run", "sch-nope"])).stderr).toContain("no schedule sch-nope");
+    await t.stack.cli(["schedule", "rm", added.id]);
+  });
+
   it("every command has --help with examples", async () => {
-    for (const cmd of ["run", "chat", "ls", "show", "attach", "cancel", "approve", "reject", "proposals", "status", "tools", "schedule"]) {
+    for (const cmd of ["run", "chat", "ls", "show", "attach", "cancel", "approve", "reject", "proposals", "status", "tools", "schedule", "archive", "rm", "rename", "export"]) {
       const r = await runCli([cmd, "--help"]);
       expect(r.code, cmd).toBe(0);
       expect(r.stdout, cmd).toContain("Examples:");

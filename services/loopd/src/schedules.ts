@@ -2,7 +2,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync, fsyncSync, openSyn
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { CronExpressionParser } from "cron-parser";
-import { invalidArgument, type Logger } from "@boxmaker/common";
+import { invalidArgument, notFound, type Logger } from "@boxmaker/common";
 import type { ScheduleConfig } from "./config.js";
 
 export interface ScheduleState extends ScheduleConfig {
@@ -115,6 +115,19 @@ export class Schedules {
     this.persist();
     this.arm();
     return s;
+  }
+
+  /** The schedule with this id; NOT_FOUND names how to list them. */
+  get(id: string): ScheduleState {
+    const s = this.items.get(id);
+    if (!s) throw notFound(`no schedule ${id}; \`boxmaker schedule ls\` lists them`);
+    return s;
+  }
+
+  /** Records a run started by hand (`schedule run`): it shows as the last run; the cron clock is unchanged. */
+  markRan(id: string): void {
+    this.get(id).ranMs = this.now();
+    this.persist();
   }
 
   remove(id: string): boolean {

@@ -146,6 +146,20 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       return sessionInfo(s);
     },
 
+    async deleteSession(req) {
+      const s = runner.get(req.id);
+      if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
+      return { deleted: store.delete(s.id) };
+    },
+
+    async renameSession(req) {
+      const s = runner.get(req.id);
+      const title = req.title.replace(/\s+/g, " ").trim();
+      if (!title) throw invalidArgument("a session title cannot be empty");
+      if (title !== s.state.title) s.append({ t: "renamed", title, at: Date.now() });
+      return sessionInfo(s);
+    },
+
     listProposals: (req, ctx) => d.broker.listProposals(req, { signal: ctx.signal }),
 
     async decideProposal(req, ctx) {
@@ -200,6 +214,13 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
     async removeSchedule(req) {
       return { removed: d.schedules.remove(req.id) };
+    },
+    async runSchedule(req) {
+      const sch = d.schedules.get(req.id);
+      const s = await runner.create("scheduled", `schedule ${sch.id}`);
+      d.schedules.markRan(sch.id);
+      runner.start(s.id, sch.prompt).catch(() => undefined); // reported as a turn_failed event
+      return sessionInfo(s);
     },
   };
 }

@@ -29,7 +29,8 @@ export type LogRecord =
   | { t: "usage"; context_tokens: number; at: number }
   /** Something the model is told at the start of the next turn (a late approval decision). */
   | { t: "note"; text: string; at: number }
-  | { t: "archived"; at: number };
+  | { t: "archived"; at: number }
+  | { t: "renamed"; title: string; at: number };
 
 export type SessionRoleName = "main" | "subagent" | "scheduled";
 

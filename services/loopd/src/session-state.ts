@@ -98,6 +98,9 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
     case "archived":
       s.archived = true;
       break;
+    case "renamed":
+      s.title = r.title;
+      break;
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
@@ -105,6 +105,16 @@ export class SessionStore {
 
   list(): Session[] {
     return [...this.sessions.values()].sort((a, b) => a.state.createdAt - b.state.createdAt);
+  }
+
+  /** Removes a session and its log file for good. */
+  delete(id: string): boolean {
+    const s = this.sessions.get(id);
+    if (!s) return false;
+    s.log.close();
+    rmSync(join(this.dir, `${id}.jsonl`), { force: true });
+    this.sessions.delete(id);
+    return true;
   }
 
   closeAll(): void {

@@ -13,6 +13,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
 Examples:
   boxmaker schedule add "0 7 * * 1-5" "summarise yesterday's commits in ~/src/app"
   boxmaker schedule ls
+  boxmaker schedule run sch-1a2b3c
   boxmaker schedule rm sch-1a2b3c`,
     );
 
@@ -70,6 +71,26 @@ Examples:
           ]),
         ];
         process.stdout.write(`${table(rows, visibleLength)}\n`);
+      } finally {
+        client.close();
+      }
+    });
+
+  schedule
+    .command("run")
+    .description("run a schedule once now, in a new session (its cron times are unchanged)")
+    .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
+    .option("--json", "print the new session as JSON")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const s = await client.runSchedule({ id });
+        if (opts.json) {
+          const { SessionInfoSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(SessionInfoSchema, s);
+        }
+        process.stdout.write(`started session ${s.id}; \`boxmaker attach ${s.id}\` to watch it\n`);
       } finally {
         client.close();
       }

@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import type { GlobalOptions } from "../global-options.js";
+import { UsageError } from "../usage-error.js";
+
+interface ExportFlags {
+  format: string;
+  output?: string;
+  reasoning?: boolean;
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("export")
+    .description("write a session's transcript: Markdown to read, or JSON lines to process")
+    .argument("<id>", "the session (see `boxmaker ls -a`)")
+    .option("-f, --format <format>", "md | jsonl", "md")
+    .option("-o, --output <file>", "write here instead of stdout")
+    .option("--reasoning", "include the model's reasoning (md; jsonl always has the stored message)")
+    .addHelpText(
+      "after",
+      `
+md: your messages, the assistant's answers (reasoning with --reasoning),
+each tool call with its arguments, how it was decided (allowed, denied,
+staged: the proposal and whether it was applied or rejected) and its result.
+jsonl: one object per stored message, {epoch, at_unix_ms, message, decision,
+rule, is_error, proposal_id, proposal_state}.
+
+Examples:
+  boxmaker export s-mx2icmrq-ac4d6343 > session.md
+  boxmaker export --format jsonl -o session.jsonl s-mx2icmrq-ac4d6343`,
+    )
+    .action(async (id: string, opts: ExportFlags) => {
+      if (opts.format !== "md" && opts.format !== "jsonl") throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
+      const client = await connect(globals().socket);
+      try {
+        const res = await client.getSession({ id });
+        const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
+        const text = opts.format === "md" ? transcriptMarkdown(res, { reasoning: !!opts.reasoning }) : transcriptJsonl(res);
+        if (opts.output) {
+          const { writeFileSync } = await import("node:fs");
+          writeFileSync(opts.output, text);
+          process.stderr.write(`wrote ${opts.output}\n`);
+        } else {
+          process.stdout.write(text);
+        }
+      } finally {
+        client.close();
+      }
+    });
+}

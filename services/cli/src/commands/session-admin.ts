@@ -1,0 +1,84 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+
+/** archive, rm and rename: a session's lifecycle. */
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("archive")
+    .description("archive a session: it leaves `ls` (see `ls -a`) and takes no more messages; its log stays")
+    .argument("<id>", "the session (see `boxmaker ls`)")
+    .option("--json", "print the archived session as JSON")
+    .addHelpText("after", "\nExamples:\n  boxmaker archive s-mx2icmrq-ac4d6343")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = await connect(globals().socket);
+      try {
+        const info = await client.archiveSession({ id });
+        if (opts.json) {
+          const { SessionInfoSchema } = await import("@boxmaker/common/client");
+          const { printJson } = await import("../json.js");
+          return printJson(SessionInfoSchema, info);
+        }
+        process.stdout.write(`archived session ${info.id} (${info.title || "untitled"})\n`);
+      } finally {
+        client.close();
+      }
+    });
+
+  program
+    .command("rm")
+    .description("delete a session and its log for good")
+    .argument("<id>", "the session (see `boxmaker ls -a`)")
+    .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
+    .addHelpText(
+      "after",
+      `
+Asks on a terminal; without one --yes is required. A running session must
+be cancelled first. \`boxmaker export\` keeps a transcript before you delete.
+
+Examples:
+  boxmaker rm s-mx2icmrq-ac4d6343
+  boxmaker rm -y s-mx2icmrq-ac4d6343`,
+    )
+    .action(async (id: string, opts: { yes?: boolean }) => {
+      if (!opts.yes && !process.stdin.isTTY) {
+        const { UsageError } = await import("../usage-error.js");
+        throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
+      }
+      const client = await connect(globals().socket);
+      try {
+        const { session } = await client.getSession({ id });
+        if (!opts.yes) {
+          const { confirm } = await import("../confirm.js");
+          const what = `session ${id} (${session?.title || "untitled"}, ${session?.messages ?? 0} messages)`;
+          if (!(await confirm(`Delete ${what} for good?`))) {
+            process.stderr.write("kept it\n");
+            process.exitCode = ExitCode.needsApproval;
+            return;
+          }
+        }
+        const res = await client.deleteSession({ id });
+        process.stdout.write(res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`);
+        if (!res.deleted) process.exitCode = ExitCode.failed;
+      } finally {
+        client.close();
+      }
+    });
+
+  program
+    .command("rename")
+    .description("give a session a new title")
+    .argument("<id>", "the session (see `boxmaker ls`)")
+    .argument("<title...>", "the new title")
+    .addHelpText("after", '\nExamples:\n  boxmaker rename s-mx2icmrq-ac4d6343 "fix the flaky parser test"')
+    .action(async (id: string, words: string[]) => {
+      const client = await connect(globals().socket);
+      try {
+        const info = await client.renameSession({ id, title: words.join(" ") });
+        process.stdout.write(`session ${info.id} is now "${info.title}"\n`);
+      } finally {
+        client.close();
+      }
+    });
+}
