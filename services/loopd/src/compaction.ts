@@ -86,6 +86,26 @@ export function foldBlock(n: number, epoch: number, messages: number, summary: s
   return lines.join("\n");
 }
 
+/**
+ * Earlier folds are carried verbatim while they take at most `maxBytes`; past
+ * that, the oldest folds keep only their header and blob list (their turns
+ * stay in the session log), so the carried text never crowds out the context.
+ */
+export function boundFolds(folds: string, maxBytes: number): string {
+  if (!folds || !maxBytes || Buffer.byteLength(folds) <= maxBytes) return folds;
+  const blocks = folds.split(/\n\n(?=\[Boxmaker fold \d+:)/);
+  for (let i = 0; i < blocks.length - 1 && Buffer.byteLength(blocks.join("\n\n")) > maxBytes; i++) {
+    const lines = blocks[i]!.split("\n");
+    if (lines.length <= 2) continue;
+    const kept = [lines[0]!, "(summary dropped to make room; these turns are in the session log)"];
+    const blobs = lines.find((l) => l.startsWith("Blobs these turns referenced"));
+    if (blobs) kept.push(blobs);
+    kept.push(lines.at(-1)!);
+    blocks[i] = kept.join("\n");
+  }
+  return blocks.join("\n\n");
+}
+
 export interface CompactResult {
   epoch: number;
   reason: "auto" | "overflow" | "request";
@@ -151,8 +171,8 @@ export class Compactor {
     const before = st.contextTokens;
     const nCtx = await this.slotContext(st.slot, signal).catch(() => 0);
     const messages = epochMessages(st);
-    // A session asked to compact by a person folds everything but its last turn.
-    const keep = reason === "request" ? 0 : this.settings.keep_recent_messages;
+    // After an overflow, or asked by a person, everything but the last turn is folded.
+    const keep = reason === "auto" ? this.settings.keep_recent_messages : 0;
     let kept = recentToKeep(messages, keep);
     if (reason === "request" && kept.length === messages.length) kept = [];
     const folded = messages.slice(0, messages.length - kept.length);
@@ -178,7 +198,7 @@ export class Compactor {
     }
     if (folded.length === 0 && spilled === 0) return undefined;
 
-    const carried = foldsOf(st.epoch.systemJson);
+    const carried = boundFolds(foldsOf(st.epoch.systemJson), nCtx ? Math.floor((nCtx * bytesPerToken(st)) / 4) : 0);
     let folds = carried;
     let summaryBytes = 0;
     if (folded.length) {
