@@ -50,6 +50,9 @@ type Outcome = Omit<CallOutcome, "durationMs" | "resolvedName" | "proposalId" | 
   blobSha256?: string;
 };
 
+const ALLOW_ALL = { read: "allow", write: "allow", exec: "allow", network: "allow" } as const;
+const STRENGTH = { allow: 0, ask: 1, deny: 2 } as const;
+
 const denied = (rule: string, content: string): Outcome => ({ decision: "denied", content, isError: true, rule });
 
 function describeTargets(plan: Plan): string {
@@ -169,6 +172,7 @@ export class Broker {
   }
 
   private async dispatch(req: CallRequest, signal: AbortSignal, resolved: (n: string) => void): Promise<Outcome> {
+    let floor: Decision | undefined;
     const max = this.config.limits.max_argument_bytes;
     if (Buffer.byteLength(req.argumentsJson) > max) {
       return denied(
@@ -192,6 +196,14 @@ export class Broker {
         : "Tools not in your list are reached with find_tool, then call_tool.";
       return denied("tool:not-declared", `"${req.name}" is not one of your tools. ${hint}`);
     }
+    if (tool.kind === "meta") {
+      // Operator rules name meta tools too: a deny on find_tool or call_tool holds.
+      const gate = decide(this.config.policy.rules, ALLOW_ALL, { tool: tool.name, risk: tool.risk, paths: [], hosts: [] });
+      if (gate.effect === "deny" || (gate.effect === "ask" && tool.name === "find_tool")) {
+        return denied(gate.rule, `Denied by policy (${gate.rule}): ${tool.name} is not allowed${gate.effect === "ask" ? " without a person (it cannot be staged)" : ""}. Do not retry it; take another approach or ask the user.`);
+      }
+      if (gate.effect === "ask") floor = gate;
+    }
     if (tool.name === "find_tool") {
       const bad = checkArguments(tool, args);
       if (bad) return denied("arguments:schema", bad);
@@ -210,7 +222,7 @@ export class Broker {
       if (!r.ok) return denied(r.rule, r.message);
       resolved(r.tool.name);
       if (r.tool.kind === "meta") return this.dispatch({ ...req, name: r.tool.name, argumentsJson: JSON.stringify(r.args) }, signal, resolved);
-      return this.run(r.tool, r.args, req, signal);
+      return this.run(r.tool, r.args, req, signal, floor);
     }
     return this.run(tool, args, req, signal);
   }
@@ -249,10 +261,12 @@ export class Broker {
     return { plan, decision };
   }
 
-  private async run(tool: ToolDef, args: unknown, req: CallRequest, signal: AbortSignal): Promise<Outcome> {
+  private async run(tool: ToolDef, args: unknown, req: CallRequest, signal: AbortSignal, floor?: Decision): Promise<Outcome> {
     const checked = await this.check(tool, args, signal);
     if (!("plan" in checked)) return checked;
-    const { plan, decision } = checked;
+    const { plan } = checked;
+    // A rule on call_tool itself (ask) is a floor for whatever it calls.
+    const decision = floor && STRENGTH[floor.effect] > STRENGTH[checked.decision.effect] ? floor : checked.decision;
     if (decision.effect === "deny") {
       return denied(
         decision.rule,

@@ -427,7 +427,31 @@ async function dispatchTool(
   }
   const local = deps.localTools?.[call.name];
   if (local) {
-    const decided = announce({ decision: ToolDecision.ALLOWED, rule: "loopd" });
+    // loopd runs these itself, but brokerd's policy decides whether they run at all:
+    // the same call goes to brokerd first, and only its go-ahead starts the tool.
+    let gate;
+    try {
+      gate = await deps.broker.callTool({ sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments }, { signal });
+    } catch (err) {
+      signal.throwIfAborted();
+      return {
+        decided: { decision: ToolDecision.UNSPECIFIED, rule: "broker-unavailable" },
+        result: { isError: true, content: `error: the tool broker could not check ${call.name}: ${toRpcError(err).message}` },
+      };
+    }
+    if (gate.decision === ToolDecision.DENIED) {
+      return { decided: announce({ decision: gate.decision, rule: gate.rule }), result: { content: gate.content, isError: true } };
+    }
+    if (gate.decision === ToolDecision.STAGED) {
+      if (!gate.proposalId || !deps.awaitDecision) {
+        return { decided: announce({ decision: gate.decision, rule: gate.rule, proposalId: gate.proposalId }), result: { content: gate.content, isError: false } };
+      }
+      const decidedStaged = announce({ decision: gate.decision, rule: gate.rule, proposalId: gate.proposalId });
+      const verdict = await deps.awaitDecision(gate.proposalId, signal);
+      if (verdict.isError) return { decided: decidedStaged, result: verdict };
+      return { decided: decidedStaged, result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal) };
+    }
+    const decided = announce({ decision: ToolDecision.ALLOWED, rule: gate.rule || "loopd" });
     return { decided, result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal) };
   }
   let res;

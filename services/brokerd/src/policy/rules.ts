@@ -1,5 +1,6 @@
 import type { Effect, PolicyRule, Risk } from "../config.js";
 import { matchesRuleGlob, toolGlobMatches } from "./glob.js";
+import { analyzeCommand, DYNAMIC, type CommandAnalysis } from "./shell.js";
 
 /** What a call would touch, after path resolution: the facts rules match on. */
 export interface Subject {
@@ -18,20 +19,21 @@ export interface Decision {
 
 const strength: Record<Effect, number> = { allow: 0, ask: 1, deny: 2 };
 
-// Anything that lets one command line run a second command.
-const SHELL_CONTROL = /[;&|`$<>()\n\r\\]/;
+const base = (w: string) => (w.includes("/") ? w.slice(w.lastIndexOf("/") + 1) : w);
 
-/** Splits a shell line at its control operators; a deny/ask prefix must catch `true && rm -rf x`. */
-function segments(command: string): string[][] {
-  return command
-    .split(/&&|\|\||[;&|\n\r()`]|\$\(/)
-    .map((s) => s.trim().split(/\s+/).filter(Boolean))
-    .filter((s) => s.length > 0);
-}
-
-function startsWith(words: string[], prefix: string): boolean {
+/**
+ * Whether a simple command starts with a prefix, word by word (the program by
+ * its base name). `lenient` (deny/ask) lets a word computed at run time match
+ * anything; an allow never matches what it cannot read.
+ */
+function startsWith(words: string[], prefix: string, lenient: boolean): boolean {
   const want = prefix.trim().split(/\s+/).filter(Boolean);
-  return want.length > 0 && want.every((w, i) => words[i] === w);
+  if (want.length === 0 || words.length < want.length) return false;
+  return want.every((w, i) => {
+    const have = words[i]!;
+    if (have === DYNAMIC) return lenient;
+    return i === 0 ? base(have) === base(w) : have === w;
+  });
 }
 
 function hostMatches(glob: string, host: string): boolean {
@@ -45,7 +47,7 @@ function hostMatches(glob: string, host: string): boolean {
  * paths, the whole command with no way to chain another); deny and ask rules
  * match when any target does, so the check errs towards the stricter effect.
  */
-export function ruleMatches(rule: PolicyRule, s: Subject): boolean {
+export function ruleMatches(rule: PolicyRule, s: Subject, analysis?: CommandAnalysis): boolean {
   if (!toolGlobMatches(rule.tool, s.tool)) return false;
   const every = rule.effect === "allow";
   const pick = <T>(xs: T[], f: (x: T) => boolean) => xs.length > 0 && (every ? xs.every(f) : xs.some(f));
@@ -56,11 +58,13 @@ export function ruleMatches(rule: PolicyRule, s: Subject): boolean {
   if (rule.command_prefixes) {
     if (s.command === undefined) return false;
     const prefixes = rule.command_prefixes;
+    const a = analysis ?? analyzeCommand(s.command);
     if (every) {
-      if (SHELL_CONTROL.test(s.command)) return false;
-      const words = s.command.trim().split(/\s+/);
-      if (!prefixes.some((p) => startsWith(words, p))) return false;
-    } else if (!segments(s.command).some((w) => prefixes.some((p) => startsWith(w, p)))) return false;
+      // An allow covers the line only when the parser saw all of it, every program in it is
+      // allowed, and it writes no file by redirection.
+      if (a.opaque.length || a.writesFiles || a.commands.length === 0) return false;
+      if (!a.commands.every((w) => prefixes.some((p) => startsWith(w, p, false)))) return false;
+    } else if (!a.commands.some((w) => prefixes.some((p) => startsWith(w, p, true)))) return false;
   }
   if (rule.hosts) {
     const hosts = rule.hosts;
@@ -75,12 +79,16 @@ export function ruleMatches(rule: PolicyRule, s: Subject): boolean {
  * With no matching rule, the tool's risk picks the default.
  */
 export function decide(rules: readonly PolicyRule[], defaults: Record<Risk, Effect>, s: Subject): Decision {
+  const analysis = s.command !== undefined ? analyzeCommand(s.command) : undefined;
   let best: Decision | undefined;
   rules.forEach((rule, i) => {
-    if (!ruleMatches(rule, s)) return;
+    if (!ruleMatches(rule, s, analysis)) return;
     if (!best || strength[rule.effect] > strength[best.effect]) {
       best = { effect: rule.effect, rule: rule.name ?? `rule[${i}]` };
     }
   });
-  return best ?? { effect: defaults[s.risk], rule: `default:${s.risk}` };
+  const d = best ?? { effect: defaults[s.risk], rule: `default:${s.risk}` };
+  // What the parser cannot see through is never allowed without a person.
+  if (analysis?.opaque.length && d.effect === "allow") return { effect: "ask", rule: "command:opaque" };
+  return d;
 }

@@ -5,6 +5,9 @@ import { ToolError, type ToolDef } from "../tool-table.js";
  * slot). It lives in this table so the epoch's tools array has one source;
  * brokerd only lists it and refuses to run it.
  */
+/** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
+export const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
+
 export const spawnAgent: ToolDef = {
   name: "spawn_agent",
   description: "Run a subagent on a self-contained task; returns its final answer.",
@@ -14,11 +17,22 @@ export const spawnAgent: ToolDef = {
     required: ["task"],
     additionalProperties: false,
   },
-  risk: "exec",
+  // Its own calls go through policy one by one; starting it is harmless by default (allow),
+  // and an operator rule on spawn_agent can deny it or reserve it for a person.
+  risk: "read",
   core: true,
   kind: "external",
   origin: "builtin",
-  plan: () => {
-    throw new ToolError("spawn_agent is run by the agent loop, not by the tool broker");
+  // loopd runs the subagent, but asks this policy first with the same call: the
+  // plan only gates (deny / stage for a person / allow) and its "execution" is the
+  // go-ahead text loopd checks before it starts the child session.
+  plan: (args: { task: string }) => {
+    if (typeof args.task !== "string" || !args.task.trim()) throw new ToolError("spawn_agent needs a non-empty `task` string");
+    return {
+      paths: [],
+      preview: `spawn_agent: ${args.task.slice(0, 2000)}`,
+      checks: {},
+      execute: async () => ({ text: SPAWN_AGENT_GO_AHEAD, isError: false }),
+    };
   },
 };

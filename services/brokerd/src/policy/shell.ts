@@ -1,0 +1,231 @@
+import { createRequire } from "node:module";
+
+/**
+ * What a shell command line will run, as far as a real parser can see
+ * (mvdan/sh's bash parser). Policy rules match programs, not strings: every
+ * simple command anywhere in the line (pipelines, lists, subshells, if/while/
+ * case bodies, functions, command substitutions) is one entry, with wrappers
+ * (`command`, `env`, `exec`, `nice`, `timeout`, `sudo`, `xargs`, `find -exec` …)
+ * unwrapped, path-qualified names reduced to their base name and backslash
+ * quoting removed. What the parser cannot see through (eval, `sh -c "$x"`,
+ * a computed command name, `source`, parse errors) is listed in `opaque`.
+ */
+export interface CommandAnalysis {
+  /** argv of every simple command; a word that is computed at run time is DYNAMIC. */
+  commands: string[][];
+  /** Why some of what runs is unknown; non-empty means the line is at least `ask`. */
+  opaque: string[];
+  /** Output redirections to anything but /dev/null or another descriptor. */
+  writesFiles: boolean;
+}
+
+/** Stands for a word whose value is only known at run time. */
+export const DYNAMIC = "\u0000dynamic";
+
+interface MvdanSyntax {
+  NewParser(): { Parse(src: string, name: string): unknown };
+  Walk(node: unknown, fn: (node: any) => boolean): void;
+  NodeType(node: unknown): string;
+}
+
+let syntax: MvdanSyntax | undefined;
+function sh(): MvdanSyntax {
+  syntax ??= (createRequire(import.meta.url)("mvdan-sh") as { syntax: MvdanSyntax }).syntax;
+  return syntax;
+}
+
+const MAX_COMMAND_BYTES = 64 * 1024;
+const MAX_NESTING = 8;
+
+/** Removes shell backslash quoting from a literal: `\rm` is `rm`; inside double quotes only \$ \` \" \\ and newline. */
+function unescape(raw: string, inDouble: boolean): string {
+  let out = "";
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]!;
+    if (c !== "\\" || i === raw.length - 1) {
+      out += c;
+      continue;
+    }
+    const n = raw[i + 1]!;
+    if (n === "\n") {
+      i++;
+      continue;
+    }
+    if (!inDouble || "$`\"\\".includes(n)) {
+      out += n;
+      i++;
+    } else out += c;
+  }
+  return out;
+}
+
+/** A word's value when it is fully literal (quotes and escapes removed), else DYNAMIC. */
+function wordValue(word: any, inDouble = false): string {
+  const t = sh().NodeType;
+  let out = "";
+  for (const part of word.Parts as any[]) {
+    switch (t(part)) {
+      case "Lit":
+        out += unescape(part.Value as string, inDouble);
+        break;
+      case "SglQuoted":
+        if (part.Dollar) return DYNAMIC; // $'…' escapes: not worth decoding, treat as unknown
+        out += part.Value as string;
+        break;
+      case "DblQuoted": {
+        const v = wordValue(part, true);
+        if (v === DYNAMIC) return DYNAMIC;
+        out += v;
+        break;
+      }
+      default:
+        return DYNAMIC; // parameter/arith expansion, command/process substitution, globs with braces…
+    }
+  }
+  return out;
+}
+
+const base = (name: string) => (name.includes("/") ? name.slice(name.lastIndexOf("/") + 1) : name);
+
+/** Programs that run their arguments as another command line (after their own options). */
+const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"]);
+const OPAQUE = new Set(["eval", "source", ".", "trap", "coproc", "fc"]);
+
+/** Skips a wrapper's options; returns the index of the wrapped command, or -1 when it cannot tell. */
+function unwrap(argv: string[]): number | undefined {
+  const name = argv[0]!;
+  let i = 1;
+  const skipOpts = (withArg: Set<string> = new Set()) => {
+    while (i < argv.length) {
+      const a = argv[i]!;
+      if (a === DYNAMIC) return false;
+      if (a === "--") return void i++, true;
+      if (!a.startsWith("-") || a === "-") break;
+      i++;
+      if (withArg.has(a)) i++;
+    }
+    return true;
+  };
+  switch (name) {
+    case "command":
+    case "builtin":
+    case "exec":
+    case "nohup":
+    case "time":
+    case "setsid":
+    case "stdbuf":
+    case "ionice":
+    case "chrt":
+    case "taskset":
+    case "unbuffer":
+    case "doas":
+    case "fakeroot":
+    case "flock":
+      if (name === "command" && (argv[1] === "-v" || argv[1] === "-V")) return undefined; // lookup only
+      if (!skipOpts(new Set(["-n", "-c", "-p", "-u", "-o", "-e", "-i", "-w", "-E"]))) return -1;
+      if (name === "flock" || name === "chrt" || name === "taskset") i++; // their first operand is not the command
+      return i;
+    case "sudo":
+      if (!skipOpts(new Set(["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"]))) return -1;
+      return i;
+    case "nice":
+      if (!skipOpts(new Set(["-n"]))) return -1;
+      return i;
+    case "timeout":
+      if (!skipOpts(new Set(["-s", "-k", "--signal", "--kill-after"]))) return -1;
+      return i + 1; // DURATION, then the command
+    case "env":
+      if (!skipOpts(new Set(["-u", "-C", "-S", "--unset", "--chdir"]))) return -1;
+      if (argv.slice(1, i).some((a) => a === "-S" || a.startsWith("--split-string"))) return -1;
+      while (i < argv.length && argv[i] !== DYNAMIC && /^[A-Za-z_][A-Za-z0-9_]*=/.test(argv[i]!)) i++;
+      return i;
+    case "xargs":
+      if (!skipOpts(new Set(["-I", "-i", "-L", "-l", "-n", "-P", "-s", "-d", "-E", "-a"]))) return -1;
+      return i;
+    default:
+      return undefined;
+  }
+}
+
+export function analyzeCommand(line: string): CommandAnalysis {
+  const out: CommandAnalysis = { commands: [], opaque: [], writesFiles: false };
+  if (Buffer.byteLength(line) > MAX_COMMAND_BYTES) {
+    out.opaque.push(`the command line is longer than ${MAX_COMMAND_BYTES} bytes`);
+    return out;
+  }
+  analyze(line, out, 0);
+  return out;
+}
+
+function analyze(line: string, out: CommandAnalysis, depth: number): void {
+  if (depth > MAX_NESTING) return void out.opaque.push("shells nested too deeply");
+  const s = sh();
+  let file: unknown;
+  try {
+    file = s.NewParser().Parse(line, "cmd");
+  } catch (err) {
+    const msg = (err as { Error?: () => string }).Error?.() ?? String((err as Error).message ?? err);
+    return void out.opaque.push(`the line does not parse as shell (${msg})`);
+  }
+  s.Walk(file, (node) => {
+    if (!node) return true;
+    const type = s.NodeType(node);
+    if (type === "Stmt") {
+      for (const r of node.Redirs as any[]) {
+        const op = line.slice(r.OpPos.Offset(), r.Word ? r.Word.Pos().Offset() : r.OpPos.Offset() + 2).trim();
+        if (op.startsWith("<") && !op.startsWith("<>")) continue;
+        if (op.endsWith("&") || op === ">&" || op === "<&") continue;
+        const target = r.Word ? wordValue(r.Word) : DYNAMIC;
+        if (/^&?>/.test(op) || op.startsWith("<>") || /^\d*>/.test(op)) {
+          if (target !== "/dev/null" && !/^\d+$|^-$/.test(target)) out.writesFiles = true;
+        }
+      }
+      return true;
+    }
+    if (type === "CallExpr") {
+      const argv = (node.Args as any[]).map((w) => wordValue(w));
+      if (argv.length) addCommand(argv, out, depth);
+      return true;
+    }
+    if (type === "DeclClause" || type === "LetClause" || type === "TestClause" || type === "ArithmCmd") return true;
+    return true;
+  });
+}
+
+function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
+  for (let guard = 0; guard < 16 && argv.length; guard++) {
+    if (argv[0] === DYNAMIC) return void out.opaque.push("the command name is computed at run time");
+    argv = [base(argv[0]!), ...argv.slice(1)];
+    out.commands.push(argv);
+    const name = argv[0]!;
+    if (OPAQUE.has(name)) return void out.opaque.push(`${name} runs code the policy cannot see`);
+    if (SHELLS.has(name)) {
+      const c = argv.indexOf("-c");
+      const rest = argv.slice(1);
+      if (c > 0) {
+        const script = argv[c + 1];
+        if (script === undefined || script === DYNAMIC) return void out.opaque.push(`${name} -c runs a computed script`);
+        return analyze(script, out, depth + 1);
+      }
+      if (rest.some((a) => a === DYNAMIC || !a.startsWith("-"))) return void out.opaque.push(`${name} runs a script file the policy cannot see`);
+      return void out.opaque.push(`${name} reads its script from input`);
+    }
+    if (name === "find") {
+      for (let i = 1; i < argv.length; i++) {
+        if (["-exec", "-execdir", "-ok", "-okdir"].includes(argv[i]!)) {
+          let j = i + 1;
+          while (j < argv.length && argv[j] !== ";" && argv[j] !== "+") j++;
+          const inner = argv.slice(i + 1, j);
+          if (inner.length) addCommand(inner, out, depth);
+          i = j;
+        }
+      }
+      return;
+    }
+    const next = unwrap(argv);
+    if (next === undefined) return;
+    if (next === -1) return void out.opaque.push(`the options of ${name} are computed, so what it runs is unknown`);
+    if (next >= argv.length) return;
+    argv = argv.slice(next);
+  }
+}
