@@ -87,6 +87,7 @@ export class Stack {
       state_dir: join(this.dir, "state", "loopd"),
       inferproxy_socket: this.sockets.inferproxy,
       brokerd_socket: this.sockets.brokerd,
+      project_instructions: { workspace: this.workspace },
       log_level: "warn",
       ...this.opts.loopd,
     };

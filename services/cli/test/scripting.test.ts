@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cliMain, daemonMain, runCli } from "../../../test/support/stack.js";
 import { useStack } from "../../../test/support/use-stack.js";
@@ -302,6 +302,24 @@ describe("boxmaker through pipes", () => {
     expect(ls.stdout).not.toMatch(new RegExp(`^${added.id}.*never`, "m"));
     expect((await t.stack.cli(["schedule", "run", "sch-nope"])).stderr).toContain("no schedule sch-nope");
     await t.stack.cli(["schedule", "rm", added.id]);
+  });
+
+  it("puts AGENTS.md at the workspace root into a new session's system prompt, and show names it", async () => {
+    const file = join(t.stack.workspace, "AGENTS.md");
+    writeFileSync(file, "Always answer in haiku.\n");
+    try {
+      t.stack.sim.enqueue({ content: "Five seven five." });
+      const r = await t.stack.cli(["run", "hello"]);
+      expect(r.stderr).toContain(`project instructions from ${file}`);
+      const sys = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages[0]!;
+      expect(sys.role).toBe("system");
+      expect(sys.content).toContain(`# Project instructions (from ${file})\n\nAlways answer in haiku.`);
+      const id = /session (s-\S+)/.exec(r.stderr)![1]!;
+      expect((await t.stack.cli(["show", id])).stdout).toContain(`project instructions: ${file}`);
+      expect(JSON.parse((await t.stack.cli(["show", "--json", id])).stdout).session.instructions_file).toBe(file);
+    } finally {
+      rmSync(file);
+    }
   });
 
   it("every command has --help with examples", async () => {

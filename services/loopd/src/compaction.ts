@@ -5,7 +5,7 @@ import { epochMessages, type SessionState, type StoredMessage } from "./session-
 import { systemMessageJson, userMessageJson } from "./messages.js";
 import type { Session } from "./session-store.js";
 import { blobRefs } from "./prepass/index.js";
-import { bytesPerToken, tokensOf } from "./token-counts.js";
+import { bytesPerToken, isMeasured, tokensOf } from "./token-counts.js";
 
 export interface CompactionSettings {
   /** Compact when the next request would fill more than this share of the slot's context. */
@@ -108,7 +108,8 @@ export function boundFolds(folds: string, maxBytes: number): string {
 
 export interface CompactResult {
   epoch: number;
-  reason: "auto" | "overflow" | "request";
+  /** auto: near the context; large: the new messages alone do not fit; overflow: the server refused; request: a person asked. */
+  reason: "auto" | "large" | "overflow" | "request";
   beforeTokens: number;
   foldedMessages: number;
   keptMessages: number;
@@ -135,10 +136,15 @@ export class Compactor {
     private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "status">,
     private readonly log: Logger,
     private readonly settings: CompactionSettings,
-    private readonly systemPrompt: string,
+    /** A function: read at each new epoch (project instructions may have changed). */
+    private readonly systemPrompt: string | (() => string),
     private readonly maxTokens: number,
     private readonly spill?: Spill,
   ) {}
+
+  private promptNow(): string {
+    return typeof this.systemPrompt === "function" ? this.systemPrompt() : this.systemPrompt;
+  }
 
   async slotContext(slot: number, signal: AbortSignal): Promise<number> {
     let n = this.nCtx.get(slot);
@@ -154,10 +160,14 @@ export class Compactor {
   async maybeCompact(s: Session, signal: AbortSignal): Promise<CompactResult | undefined> {
     const st = s.state;
     const messages = epochMessages(st);
-    if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
-    const nCtx = await this.slotContext(st.slot, signal);
     const since = messages.slice(lastAssistantIndex(messages) + 1);
-    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, (j) => tokensOf(st, j))) return undefined;
+    const tokens = (j: string) => tokensOf(st, j);
+    const nCtx = await this.slotContext(st.slot, signal);
+    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, tokens)) return undefined;
+    // What was appended since the last answer does not fit by itself (by the server's counts so far): spill it now.
+    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold, tokens)) return this.compact(s, signal, "large");
+    // Never compact a session whose history is only the new message: there is nothing to fold.
+    if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
     return this.compact(s, signal, "auto");
   }
 
@@ -177,10 +187,10 @@ export class Compactor {
     if (reason === "request" && kept.length === messages.length) kept = [];
     const folded = messages.slice(0, messages.length - kept.length);
 
-    // After an overflow, a carried message bigger than a quarter of the context goes to the blob store.
+    // After an overflow (or before one), a carried message bigger than a quarter of the context goes to the blob store.
     let spilled = 0;
     const keptJson: string[] = [];
-    const spillAbove = reason === "overflow" && nCtx ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4)) : 0;
+    const spillAbove = (reason === "overflow" || reason === "large") && nCtx ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4)) : 0;
     for (const m of kept) {
       let json = m.json;
       if (spillAbove && this.spill && Buffer.byteLength(json) > spillAbove) {
@@ -213,7 +223,7 @@ export class Compactor {
     s.append({
       t: "epoch",
       epoch,
-      system_json: folds ? compactedSystemJson(this.systemPrompt, folds) : st.epoch.systemJson,
+      system_json: folds ? compactedSystemJson(this.promptNow(), folds) : st.epoch.systemJson,
       tools_json: st.epoch.toolsJson,
       summary_of_seq: s.log.length,
       at,
@@ -270,7 +280,7 @@ export class Compactor {
         used += line.length;
       }
       const earlier = carried ? `Earlier summary (kept as it is, do not repeat it):\n${carried}\n\n` : "";
-      messagesJson = `[${systemMessageJson(this.systemPrompt)},${userMessageJson(
+      messagesJson = `[${systemMessageJson(this.promptNow())},${userMessageJson(
         `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
       )}]`;
       toolsJson = "";

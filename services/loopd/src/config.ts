@@ -1,6 +1,7 @@
 import { logLevelSchema, type ConfigSchema, type LogLevel } from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
 import type { SlotMap } from "./slot-pinning.js";
+import type { InstructionsConfig } from "./project-instructions.js";
 
 export interface ScheduleConfig {
   id: string;
@@ -26,6 +27,8 @@ export interface LoopdConfig {
   /** The inbound pre-pass: blocks of a person's message above threshold_bytes are reduced, excerpted and spilled to blobs. */
   prepass: { enabled: boolean; threshold_bytes: number; excerpt_bytes: number };
   schedules: ScheduleConfig[];
+  /** A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch. */
+  project_instructions: InstructionsConfig;
   log_level: LogLevel;
 }
 
@@ -78,6 +81,17 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
       default: {},
     },
     approval_wait_ms: { type: "integer", minimum: 0, default: 600_000 },
+    project_instructions: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        workspace: { type: "string", default: "" },
+        files: { type: "array", items: { type: "string", minLength: 1 }, default: ["AGENTS.md"] },
+        max_bytes: { type: "integer", minimum: 1, default: 32_768 },
+      },
+      required: [],
+      default: {},
+    },
     compaction: {
       type: "object",
       additionalProperties: false,

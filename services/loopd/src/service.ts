@@ -13,6 +13,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
+import { instructionsFileOf } from "./project-instructions.js";
 import type { Session, SessionStore } from "./session-store.js";
 import type { SessionRoleName, ToolMeta } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
@@ -60,6 +61,7 @@ export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSche
     turns: st.turn,
     turnStartedSeq: BigInt(s.turnStartedSeq),
     lastEventSeq: BigInt(s.events.lastSeq),
+    instructionsFile: instructionsFileOf(st.epoch.systemJson),
   };
 }
 

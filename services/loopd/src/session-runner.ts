@@ -10,6 +10,7 @@ import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnOutcome }
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
+import { readInstructions, withInstructions } from "./project-instructions.js";
 import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Session, SessionStore } from "./session-store.js";
@@ -49,7 +50,7 @@ export class SessionRunner {
       const r = await this.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
     };
-    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, d.config.system_prompt, d.config.max_tokens, spill);
+    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, () => this.systemPrompt(), d.config.max_tokens, spill);
     this.loopDeps = {
       infer: d.infer,
       broker: d.broker,
@@ -122,6 +123,11 @@ export class SessionRunner {
     }
   }
 
+  /** The configured prompt plus the project's instructions file, read now (a new session or epoch). */
+  systemPrompt(): string {
+    return withInstructions(this.d.config.system_prompt, readInstructions(this.d.config.project_instructions));
+  }
+
   get slotsConfig(): LoopdConfig["slots"] {
     return this.d.config.slots;
   }
@@ -139,7 +145,7 @@ export class SessionRunner {
       title,
       parentId,
       slot: this.slotFor(role),
-      systemJson: systemMessageJson(this.d.config.system_prompt),
+      systemJson: systemMessageJson(this.systemPrompt()),
       toolsJson: tools.toolsJson,
     });
   }

@@ -64,19 +64,11 @@ Examples:
             }
             continue;
           }
-          if (text.trim() === "/compact") {
-            if (!sessionId) note("nothing to compact yet");
-            else {
-              const { compactedText } = await import("./compact.js");
-              note(compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
-            }
-            continue;
-          }
           if (!sessionId) {
             // Created on the first message so the session's title says what it is about.
             const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
             sessionId = s.id;
-            note(`session ${s.id}`);
+            note(`session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}`);
           }
           last = await sendAndRender(client, sessionId, text, {
             json: !!opts.json,

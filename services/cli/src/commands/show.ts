@@ -40,7 +40,8 @@ Examples:
         if (info) {
           process.stdout.write(
             s.bold(`${info.title || "(untitled)"}\n`) +
-              s.dim(`${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n\n`),
+              s.dim(`${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`) +
+              s.dim(`project instructions: ${info.instructionsFile || "none"}\n\n`),
           );
         }
         process.stdout.write(

@@ -146,6 +146,8 @@ export function loopdConfig(layout: Layout, upstream: Upstream, s: StackSettings
       inferproxy_socket: layout.sockets.inferproxy,
       brokerd_socket: layout.sockets.brokerd,
       parking: { enabled: canPark },
+      // AGENTS.md (or the configured name) at the first workspace root goes into the system prompt.
+      project_instructions: { workspace: s.workspaceRoots[0] ?? "" },
       log_level: s.logLevel,
     },
     s.overrides?.loopd,
