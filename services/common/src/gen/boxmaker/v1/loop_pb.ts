@@ -402,7 +402,7 @@ export type Compacted = Message<"boxmaker.v1.Compacted"> & {
   epoch: number;
 
   /**
-   * auto | overflow | request
+   * auto | large | overflow | request
    *
    * @generated from field: string reason = 2;
    */
