@@ -16,8 +16,10 @@ type Tok =
   | { t: "star" }
   /** `**` not followed by `/`: any run. */
   | { t: "any" }
-  /** `**∕`: nothing, or any run ending in `/`. */
-  | { t: "dirs" };
+  /** `**∕`: nothing (skip to the state after `dirsLoop`), or any run ending in `/`… */
+  | { t: "dirs" }
+  /** …whose inside is this state: any character stays, `/` may leave. */
+  | { t: "dirsLoop" };
 
 export interface Glob {
   test(s: string): boolean;
@@ -47,7 +49,7 @@ function tokenize(glob: string, names: boolean): Tok[] {
         while (glob[i + 1] === "*") i++;
         if (glob[i + 1] === "/") {
           i++;
-          toks.push({ t: "dirs" });
+          toks.push({ t: "dirs" }, { t: "dirsLoop" });
         } else toks.push({ t: "any" });
       } else toks.push({ t: "star" });
     } else if (c === "?") toks.push({ t: "one" });
@@ -71,7 +73,9 @@ class Nfa implements Glob {
   private close(set: Uint8Array): void {
     for (let i = 0; i < this.toks.length; i++) {
       const t = this.toks[i]!.t;
-      if (set[i] && (t === "star" || t === "any" || t === "dirs")) set[i + 1] = 1;
+      if (!set[i]) continue;
+      if (t === "star" || t === "any") set[i + 1] = 1;
+      else if (t === "dirs") set[i + 2] = 1;
     }
   }
 
@@ -104,6 +108,10 @@ class Nfa implements Glob {
             next[i] = 1;
             break;
           case "dirs":
+            next[i + 1] = 1;
+            if (ch === "/") next[i + 2] = 1;
+            break;
+          case "dirsLoop":
             next[i] = 1;
             if (ch === "/") next[i + 1] = 1;
             break;
