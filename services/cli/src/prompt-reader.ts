@@ -1,18 +1,77 @@
+import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Style } from "./render/style.js";
+
+/** Lines arriving within this window of each other are one paste, so one message. */
+const PASTE_WINDOW_MS = 25;
+/** A line holding only this opens and closes an explicit multi-line block. */
+export const BLOCK_FENCE = '"""';
+const HISTORY_KEEP = 1000;
+
+/** ~/.local/state/boxmaker/chat_history ($XDG_STATE_HOME respected); $BOXMAKER_CHAT_HISTORY overrides, "" turns it off. */
+export function historyFile(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.BOXMAKER_CHAT_HISTORY !== undefined) return env.BOXMAKER_CHAT_HISTORY;
+  const state = env.XDG_STATE_HOME || join(env.HOME || homedir(), ".local", "state");
+  return join(state, "boxmaker", "chat_history");
+}
+
+/** One JSON string per line (a multi-line message stays one entry); newest last. */
+export function loadHistory(file: string): string[] {
+  if (!file) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const l of text.split("\n")) {
+    if (!l) continue;
+    try {
+      const v = JSON.parse(l) as unknown;
+      if (typeof v === "string") out.push(v);
+    } catch {
+      // A line another version wrote differently is skipped, not fatal.
+    }
+  }
+  return out.slice(-HISTORY_KEEP);
+}
+
+export function appendHistory(file: string, entry: string): void {
+  if (!file) return;
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    appendFileSync(file, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
+  } catch {
+    // History is a convenience; a read-only home must not stop the chat.
+  }
+}
 
 /**
  * The chat prompt on a terminal. A readline interface exists only while the
  * person is typing: closed, it hands the terminal back to cooked mode, so
  * Ctrl-C during a turn arrives as SIGINT and cancels the turn instead of
  * being swallowed by readline.
+ *
+ * A message may span lines: pasted text (lines arriving together) is one
+ * message, and so is everything between two lines that hold only `"""`.
  */
 export class PromptReader {
-  private readonly history: string[] = [];
+  /** Newest first, as readline wants it. */
+  private readonly history: string[];
 
-  constructor(private readonly style: Style) {}
+  constructor(
+    private readonly style: Style,
+    private readonly file = historyFile(),
+  ) {
+    this.history = loadHistory(file)
+      .reverse()
+      .map((h) => h.replace(/\n/g, " ⏎ "));
+  }
 
-  /** The next non-empty line; undefined at Ctrl-D, /exit, or Ctrl-C twice on an empty line. */
+  /** The next non-empty message; undefined at Ctrl-D, /exit, or Ctrl-C twice on an empty line. */
   async next(): Promise<string | undefined> {
     let warned = false;
     for (;;) {
@@ -25,39 +84,70 @@ export class PromptReader {
         process.stderr.write(this.style.dim("(Ctrl-C again, Ctrl-D or /exit to quit)\n"));
         continue;
       }
-      const line = r.line.trim();
-      if (!line) continue;
-      if (line === "/exit" || line === "/quit") return undefined;
-      this.history.unshift(r.line);
-      return r.line;
+      const text = r.text.replace(/\s+$/, "");
+      if (!text.trim()) continue;
+      if (text.trim() === "/exit" || text.trim() === "/quit") return undefined;
+      // A recalled multi-line entry is shown with ⏎ marks; sending it sends the original lines.
+      const message = text.includes(" ⏎ ") && !text.includes("\n") ? text.replace(/ ⏎ /g, "\n") : text;
+      this.history.unshift(message.replace(/\n/g, " ⏎ "));
+      appendHistory(this.file, message);
+      return message;
     }
   }
 
-  private ask(): Promise<{ kind: "line"; line: string } | { kind: "eof" } | { kind: "interrupt"; hadText: boolean }> {
+  private ask(): Promise<{ kind: "text"; text: string } | { kind: "eof" } | { kind: "interrupt"; hadText: boolean }> {
     const rl = createInterface({
       input: process.stdin,
       output: process.stderr,
       terminal: true,
       history: [...this.history],
-      historySize: 1000,
+      historySize: HISTORY_KEEP,
     });
     return new Promise((resolve) => {
       let settled = false;
+      const lines: string[] = [];
+      let inBlock = false;
+      let timer: NodeJS.Timeout | undefined;
       const settle = (v: Parameters<typeof resolve>[0]) => {
         if (settled) return;
         settled = true;
+        clearTimeout(timer);
         resolve(v);
         rl.close();
       };
+      const finishPaste = () => {
+        // Pasted text whose last line has no newline yet: wait for its Enter.
+        if (rl.line.length > 0) return;
+        settle({ kind: "text", text: lines.join("\n") });
+      };
       rl.on("SIGINT", () => {
         process.stderr.write("\n");
-        settle({ kind: "interrupt", hadText: rl.line.length > 0 });
+        settle({ kind: "interrupt", hadText: rl.line.length > 0 || lines.length > 0 });
       });
       rl.on("close", () => {
         if (!settled) process.stderr.write("\n");
         settle({ kind: "eof" });
       });
-      rl.question(this.style.bold(this.style.green("› ")), (line) => settle({ kind: "line", line }));
+      rl.on("line", (line) => {
+        clearTimeout(timer);
+        if (line.trim() === BLOCK_FENCE) {
+          if (inBlock) return settle({ kind: "text", text: lines.join("\n") });
+          if (lines.length === 0) {
+            inBlock = true;
+            rl.setPrompt(this.style.dim("… "));
+            rl.prompt();
+            return;
+          }
+        }
+        lines.push(line);
+        if (inBlock) {
+          rl.prompt();
+          return;
+        }
+        timer = setTimeout(finishPaste, PASTE_WINDOW_MS);
+      });
+      rl.setPrompt(this.style.bold(this.style.green("› ")));
+      rl.prompt();
     });
   }
 }

@@ -16,7 +16,17 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     await tmux?.kill();
   });
 
-  const env = () => ({ BOXMAKER_SOCKET: t.stack.sockets.loopd, NO_COLOR: undefined, FORCE_COLOR: undefined, TERM: "xterm-256color" });
+  const env = () => ({
+    BOXMAKER_SOCKET: t.stack.sockets.loopd,
+    BOXMAKER_CHAT_HISTORY: join(t.dir, "chat_history"),
+    NO_COLOR: undefined,
+    FORCE_COLOR: undefined,
+    TERM: "xterm-256color",
+  });
+  const userMessages = () =>
+    (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages
+      .filter((m) => m.role === "user")
+      .map((m) => m.content);
 
   it("runs two turns, shows the framed write_file call, and resumes after an approval from a second pane", async () => {
     t.stack.sim.enqueue({
@@ -117,6 +127,65 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(existsSync(join(t.stack.workspace, "nope.txt"))).toBe(false);
     const msgs = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
     expect(msgs.find((m) => m.role === "tool")?.content).toContain("use notes.txt instead");
+  });
+
+  it("takes a paste and a \"\"\" block as one message each, and recalls messages from an earlier run", async () => {
+    t.stack.sim.enqueue({ content: "Got the paste." });
+    t.stack.sim.enqueue({ content: "Got the block." });
+    tmux = new Tmux();
+    const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
+    await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+    await tmux.paste(chat, "first pasted line\nsecond pasted line\nthird\n");
+    await tmux.waitFor(chat, (s) => s.includes("Got the paste."), "the paste's answer");
+    expect(userMessages()).toEqual(["first pasted line\nsecond pasted line\nthird"]);
+    await tmux.type(chat, '"""');
+    await tmux.type(chat, "block line one");
+    await tmux.type(chat, "");
+    await tmux.type(chat, "block line three");
+    await tmux.type(chat, '"""');
+    await tmux.waitFor(chat, (s) => s.includes("Got the block."), "the block's answer");
+    expect(userMessages().at(-1)).toBe("block line one\n\nblock line three");
+    await tmux.keys(chat, "C-d");
+    await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit");
+    await tmux.kill();
+
+    // A new chat: Up recalls the last message of the previous run.
+    t.stack.sim.enqueue({ content: "Got it again." });
+    tmux = new Tmux();
+    const again = await tmux.start(Tmux.cliLine(["chat"], env()));
+    await tmux.waitFor(again, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+    await tmux.keys(again, "Up");
+    await tmux.waitFor(again, (s) => s.includes("› block line one ⏎  ⏎ block line three"), "the recalled message");
+    await tmux.keys(again, "Enter");
+    await tmux.waitFor(again, (s) => s.includes("Got it again."), "the recalled message's answer");
+    expect(userMessages().at(-1)).toBe("block line one\n\nblock line three");
+    await tmux.keys(again, "C-d");
+  });
+
+  it("slash commands run in the CLI and are never sent to the model", async () => {
+    t.stack.sim.enqueue({ content: "Hello there." });
+    tmux = new Tmux();
+    const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
+    await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+    await tmux.type(chat, "/help");
+    await tmux.waitFor(chat, (s) => s.includes("/proposals   what waits"), "the help");
+    await tmux.type(chat, "/tools");
+    await tmux.waitFor(chat, (s) => s.includes("write_file"), "the tools");
+    await tmux.type(chat, "/status");
+    await tmux.waitFor(chat, (s) => /loopd/.test(s) && /inferproxy/.test(s), "the status");
+    await tmux.type(chat, "/frobnicate");
+    await tmux.waitFor(chat, (s) => s.includes("unknown command /frobnicate; /help lists them (nothing was sent)"), "the unknown command");
+    const before = t.stack.sim.completions.length;
+    await tmux.type(chat, "hi");
+    await tmux.waitFor(chat, (s) => s.includes("Hello there."), "the answer");
+    expect(t.stack.sim.completions.length).toBe(before + 1);
+    expect(userMessages()).toEqual(["hi"]);
+    await tmux.type(chat, "/proposals");
+    await tmux.waitFor(chat, (s) => s.includes("nothing waits for a decision in this session"), "the proposals");
+    await tmux.type(chat, "/cancel");
+    await tmux.waitFor(chat, (s) => s.includes("no turn is running"), "the cancel");
+    await tmux.type(chat, "/exit");
+    expect(await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit")).toContain("[exit 0]");
   });
 
   it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {

@@ -24,6 +24,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       `
 On a terminal you get a prompt: Enter sends, Ctrl-C cancels a running turn
 (the session stays usable; a second Ctrl-C quits), Ctrl-D or /exit quits.
+Pasted lines are one message; so is everything between two lines holding
+only """. Up/Down recall earlier messages, across runs
+(~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
+A staged write or command is asked about in place (y/n/d/l). Slash commands:
+/help /status /tools /proposals /compact /cancel /exit.
 With stdin not a terminal, every non-empty line is one message and the exit
 code is the last turn's.
 
@@ -53,14 +58,18 @@ Examples:
           }
         }
         const interactive = Boolean(process.stdin.isTTY);
-        if (interactive) note("Enter sends · Ctrl-C cancels a turn · Ctrl-D quits");
+        if (interactive) note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
         let last: ExitCode = ExitCode.ok;
         for await (const text of interactive ? promptLines(style) : stdinLines()) {
-          if (text.trim() === "/compact") {
-            if (!sessionId) note("nothing to compact yet");
-            else {
-              const { compactedText } = await import("./compact.js");
-              note(compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
+          // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's.
+          if (/^\/[a-z?]+(\s|$)/.test(text.trim())) {
+            const { runSlashCommand } = await import("../chat-commands.js");
+            try {
+              if (!(await runSlashCommand(text, { client, sessionId, style, note }))) {
+                note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
+              }
+            } catch (err) {
+              note(`${text.trim()}: ${(err as Error).message}`);
             }
             continue;
           }

@@ -59,6 +59,12 @@ export class Tmux {
     await this.tmux("send-keys", "-t", target, "Enter");
   }
 
+  /** Pastes text as a terminal paste does (all at once; newlines arrive as Enter). */
+  async paste(target: string, text: string): Promise<void> {
+    await this.tmux("set-buffer", "-b", "bxpaste", text);
+    await this.tmux("paste-buffer", "-b", "bxpaste", "-t", target);
+  }
+
   /** The pane's screen (and scrollback); with `escapes`, including colour sequences. */
   async screen(target: string, escapes = false): Promise<string> {
     const { stdout } = await this.tmux("capture-pane", "-p", "-J", "-S", "-200", ...(escapes ? ["-e"] : []), "-t", target);
