@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 
 export type ProposalState = "pending" | "applied" | "rejected" | "failed";
@@ -45,13 +45,39 @@ export function staleReason(staged: Record<string, string>, now: Record<string, 
 export class ProposalStore {
   private readonly byId = new Map<string, ProposalRecord>();
 
-  constructor(private readonly dir: string) {
+  /** Files that could not be loaded, moved to `quarantine/` with why: one bad file never stops brokerd. */
+  readonly quarantined: Array<{ file: string; why: string }> = [];
+
+  constructor(
+    private readonly dir: string,
+    private readonly onQuarantine: (file: string, why: string) => void = () => {},
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o750 });
     for (const f of readdirSync(dir)) {
       if (!f.endsWith(".json")) continue;
-      const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as ProposalRecord;
-      this.byId.set(p.id, p);
+      try {
+        const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as ProposalRecord;
+        if (!p || typeof p !== "object" || typeof p.id !== "string" || typeof p.state !== "string" || typeof p.tool !== "string" || `${p.id}.json` !== f) {
+          throw new Error("not a proposal record");
+        }
+        this.byId.set(p.id, p);
+      } catch (err) {
+        this.quarantine(f, (err as Error).message || "unreadable");
+      }
     }
+  }
+
+  private quarantine(f: string, why: string): void {
+    const qdir = join(this.dir, "quarantine");
+    mkdirSync(qdir, { recursive: true, mode: 0o750 });
+    try {
+      renameSync(join(this.dir, f), join(qdir, `${f}.${Date.now()}`));
+      fsyncDir(this.dir);
+    } catch {
+      /* left in place; it is skipped again next start */
+    }
+    this.quarantined.push({ file: f, why });
+    this.onQuarantine(f, why);
   }
 
   stage(p: Omit<ProposalRecord, "id" | "state" | "created_unix_ms" | "result">): ProposalRecord {
@@ -89,9 +115,32 @@ export class ProposalStore {
   }
 
   private save(p: ProposalRecord): void {
-    const file = join(this.dir, `${p.id}.json`);
-    writeFileSync(`${file}.tmp`, JSON.stringify(p, null, 1), { mode: 0o640 });
-    renameSync(`${file}.tmp`, file);
+    atomicWrite(join(this.dir, `${p.id}.json`), JSON.stringify(p, null, 1));
     this.byId.set(p.id, p);
   }
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Temp file, fsync, rename, fsync the directory: after a crash the file is the old or the new one, whole. */
+export function atomicWrite(file: string, text: string, mode = 0o640): void {
+  const tmp = `${file}.tmp`;
+  const fd = openSync(tmp, "w", mode);
+  try {
+    const data = Buffer.from(text);
+    let off = 0;
+    while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  fsyncDir(join(file, ".."));
 }

@@ -53,12 +53,27 @@ export function parseConfig<T>(schema: ConfigSchema<T>, data: unknown, source = 
     validate = ajv.compile(schema);
     compiled.set(schema, validate);
   }
-  const copy = structuredClone(data ?? {});
+  if (data === undefined) data = {};
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new ConfigError(`${source}: the config must be one JSON object, not ${data === null ? "null" : Array.isArray(data) ? "an array" : typeof data}`);
+  }
+  const copy = structuredClone(data);
   if (!validate(copy)) {
     const err = validate.errors![0]!;
     throw new ConfigError(`${source}: key "${keyOf(err)}" ${describe(err)}`);
   }
   return copy as T;
+}
+
+/** The longest Unix socket path the kernel binds without cutting it (sun_path is 108 bytes with its NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Refuses a socket path the kernel would truncate (the daemon would listen somewhere else). */
+export function checkSocketPath(path: string, key = "socket"): void {
+  const n = Buffer.byteLength(path);
+  if (n > MAX_SOCKET_PATH_BYTES) {
+    throw new ConfigError(`key "${key}": the socket path ${path} is ${n} bytes; Unix socket paths are limited to ${MAX_SOCKET_PATH_BYTES} bytes, use a shorter directory`);
+  }
 }
 
 /** Reads a JSON config file; no path means all defaults. */

@@ -3,7 +3,7 @@ import { CallRegistry } from "./grpc-adapter.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notify.js";
 import { prepareSocketPath, removeSocket, restrictSocket } from "./unix-socket.js";
-import { ConfigError } from "./config.js";
+import { checkSocketPath, ConfigError } from "./config.js";
 
 export interface DaemonOptions {
   name: string;
@@ -32,6 +32,7 @@ export interface Daemon {
 /** Binds the gRPC server on its Unix socket and installs SIGTERM/SIGINT handling. */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const { log, socketPath } = opts;
+  checkSocketPath(socketPath);
   const notifier = opts.notifier ?? new Notifier();
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   const calls = new CallRegistry();

@@ -1,0 +1,32 @@
+import { dirname, resolve, sep } from "node:path";
+import { checkSocketPath, ConfigError } from "@boxmaker/common";
+import type { BrokerConfig } from "./config.js";
+import { canonicalize } from "./policy/paths.js";
+
+const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
+
+/**
+ * The stack must be out of the tools' reach: brokerd refuses to start when its
+ * socket (the runtime directory every daemon's socket shares) or its state
+ * directory lies inside a workspace root, since the sandbox binds the roots
+ * writable and a command could then talk to the daemons (approve its own
+ * staged writes) or edit proposals and the audit trail. One line, exit 2.
+ */
+export function checkBoundary(config: BrokerConfig): void {
+  checkSocketPath(config.socket);
+  const roots = config.workspace_roots.map((r) => canonicalize(resolve(r)));
+  const mine: Array<[string, string]> = [
+    ["socket", dirname(resolve(config.socket))],
+    ["state_dir", resolve(config.state_dir)],
+  ];
+  for (const [key, p] of mine) {
+    const canon = canonicalize(p);
+    for (const root of roots) {
+      if (within(root, canon)) {
+        throw new ConfigError(
+          `key "${key}": ${p} lies inside the workspace root ${root}; tools and commands could reach brokerd's own ${key === "socket" ? "sockets" : "state"}. Put it outside every workspace root`,
+        );
+      }
+    }
+  }
+}
