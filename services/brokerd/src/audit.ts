@@ -3,13 +3,13 @@ import { dirname } from "node:path";
 import type { Logger } from "@boxmaker/common";
 
 export interface AuditRecord {
-  kind: "call" | "proposal";
+  kind: "call" | "proposal" | "undo";
   session: string;
   call_id?: string;
   tool: string;
   /** For call_tool: the tool that was actually run. */
   resolved?: string;
-  decision: "allowed" | "denied" | "staged" | "approved" | "rejected" | "failed";
+  decision: "allowed" | "denied" | "staged" | "approved" | "rejected" | "failed" | "restored" | "deleted" | "refused" | "gone";
   rule: string;
   duration_ms: number;
   result_bytes: number;

@@ -7,6 +7,7 @@ import { BLOB_PREFIX, BlobStore } from "./blobs.js";
 import { normalizeCallToolArgs, resolveCallTool } from "./call-tool.js";
 import type { BrokerConfig } from "./config.js";
 import { Disclosure } from "./disclosure.js";
+import { Checkpoints } from "./checkpoints.js";
 import { excerpt } from "./excerpt.js";
 import { ToolIndex, formatFound, type Ranked } from "./find-tool.js";
 import { McpManager } from "./mcp/manager.js";
@@ -71,6 +72,7 @@ export class Broker {
   private index: ToolIndex | undefined;
   private indexVersion = -1;
   private readonly deciding = new Set<string>();
+  readonly checkpoints: Checkpoints;
 
   private constructor(
     readonly config: BrokerConfig,
@@ -86,6 +88,7 @@ export class Broker {
   ) {
     // Computed once: the epoch's array depends on the config alone, never on MCP servers.
     this.toolsArray = buildToolsArray(table.core());
+    this.checkpoints = new Checkpoints(join(config.state_dir, "checkpoints"));
   }
 
   static async open(config: BrokerConfig, opts: { log: Logger; configPath?: string }): Promise<Broker> {
@@ -106,9 +109,7 @@ export class Broker {
       table,
       guard,
       new BlobStore(join(config.state_dir, "blobs"), { capBytes: config.blob_cap_bytes }),
-      new ProposalStore(join(config.state_dir, "proposals"), (file, why) =>
-        opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
-      ),
+      new ProposalStore(join(config.state_dir, "proposals")),
       sandbox,
       mcp,
       new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log),
@@ -294,6 +295,7 @@ export class Broker {
       };
     }
     const r = await this.execute(tool, plan, signal);
+    if (!r.isError) this.checkpoint(plan, req.sessionId, req.callId, tool.name, "");
     const capped = this.cap(req.sessionId, tool, r.text);
     return { decision: "allowed", content: capped.text, isError: r.isError, rule: decision.rule, blobSha256: capped.blob ?? "" };
   }
@@ -395,8 +397,49 @@ export class Broker {
     // An MCP call that errored did not do what was approved (the server was down, refused or timed out,
     // or the tool itself failed): that is a failure to apply, reported with the server's words.
     if (tool.kind === "mcp" && r.isError) return fail(`${tool.name} failed: ${r.text}`);
+    if (!r.isError) this.checkpoint(checked.plan, p.session_id, p.call_id, tool.name, p.id);
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
     return this.proposals.finish(p, "applied", this.cap(p.session_id, tool, r.text).text);
+  }
+
+  /** Keeps an applied write's before and after content, so a person can undo it (`boxmaker undo`). */
+  private checkpoint(plan: Plan, session: string, callId: string, tool: string, proposalId: string): void {
+    const c = plan.change;
+    if (!c) return;
+    try {
+      const rec = this.checkpoints.record(
+        { session_id: session, call_id: callId, tool, proposal_id: proposalId, root: c.path.root, rel: c.path.rel, abs: c.path.abs },
+        c.before,
+        c.after,
+      );
+      this.log.info({ session, change: rec.id, path: c.path.rel }, "checkpoint kept");
+    } catch (err) {
+      // The write happened; a missing checkpoint only means it cannot be undone.
+      this.log.error({ err, session, path: c.path.rel }, "could not keep a checkpoint");
+    }
+  }
+
+  listChanges(sessionId: string) {
+    return this.checkpoints.list(sessionId).map((c) => ({ c, diff: this.checkpoints.diff(c) }));
+  }
+
+  undoChanges(sessionId: string, last: number, force: boolean) {
+    const out = this.checkpoints.undo(sessionId, last, force, this.guard, this.config.limits.max_file_bytes);
+    for (const o of out) {
+      this.record({
+        kind: "undo",
+        session: sessionId,
+        call_id: o.change.call_id,
+        tool: o.change.tool,
+        decision: o.result,
+        rule: force ? "undo:force" : "undo",
+        duration_ms: 0,
+        result_bytes: Buffer.byteLength(o.message),
+        is_error: o.result === "refused",
+        proposal: o.change.proposal_id,
+      });
+    }
+    return out;
   }
 
   status() {

@@ -1,6 +1,7 @@
 import { BrokerService, ToolDecision, type ImplOf } from "@boxmaker/common";
 import type { Broker, CallDecision } from "./broker.js";
 import type { ProposalRecord } from "./staging.js";
+import type { ChangeRecord } from "./checkpoints.js";
 import type { ToolDef } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
 
@@ -17,6 +18,20 @@ const summary = (t: ToolDef, score = 0) => ({
   risk: t.risk,
   core: t.core,
   score,
+});
+
+const fileChange = (c: ChangeRecord, diff: string) => ({
+  id: c.id,
+  sessionId: c.session_id,
+  callId: c.call_id,
+  tool: c.tool,
+  proposalId: c.proposal_id,
+  path: c.rel,
+  absPath: c.abs,
+  appliedUnixMs: BigInt(c.applied_unix_ms),
+  undoneUnixMs: BigInt(c.undone_unix_ms ?? 0),
+  diff,
+  created: c.before_sha256 === "",
 });
 
 const proposal = (p: ProposalRecord) => ({
@@ -59,6 +74,14 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       return { sha256: r.hash, bytes: BigInt(r.bytes), existed: r.existed };
     },
     pinBlobs: (req) => broker.blobs.pin(req.owner, req.sha256),
+    listChanges: (req) => ({ changes: broker.listChanges(req.sessionId).map(({ c, diff }) => fileChange(c, diff)) }),
+    undoChanges: (req) => ({
+      results: broker.undoChanges(req.sessionId, req.last, req.force).map((o) => ({
+        change: fileChange(o.change, ""),
+        result: o.result,
+        message: o.message,
+      })),
+    }),
     blobStat: () => {
       const s = broker.blobs.stat();
       return {

@@ -41,6 +41,8 @@ export interface Plan {
   hosts?: string[];
   preview?: string;
   checks?: Record<string, string>;
+  /** A file write: its content before (null: absent) and after, kept as a checkpoint once applied (undo). */
+  change?: { path: ResolvedPath; before: string | null; after: string };
   execute(): Promise<ToolText>;
 }
 

@@ -20,6 +20,7 @@ import { register as registerCompact } from "./commands/compact.js";
 import { register as registerProposals } from "./commands/proposals.js";
 import { register as registerSessionAdmin } from "./commands/session-admin.js";
 import { register as registerExport } from "./commands/export.js";
+import { register as registerChanges } from "./commands/changes.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -43,6 +44,7 @@ for (const register of [
   registerProposals,
   registerSessionAdmin,
   registerExport,
+  registerChanges,
   registerStatus,
   registerTools,
   registerSchedule,

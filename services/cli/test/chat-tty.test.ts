@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useStack } from "../../../test/support/use-stack.js";
 import { Tmux } from "./support/tmux.js";
@@ -186,6 +186,41 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     await tmux.waitFor(chat, (s) => s.includes("no turn is running"), "the cancel");
     await tmux.type(chat, "/exit");
     expect(await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit")).toContain("[exit 0]");
+  });
+
+  it("undo restores an applied edit, changes shows it, and the model is told at its next turn", async () => {
+    writeFileSync(join(t.stack.workspace, "undo-me.txt"), "keep this line\n");
+    t.stack.sim.enqueue({
+      toolCalls: [{ id: "call-ed", name: "edit_file", arguments: '{"path": "undo-me.txt", "old_text": "keep this line", "new_text": "model was here"}' }],
+    });
+    t.stack.sim.enqueue({ content: "Edited it." });
+    t.stack.sim.enqueue({ content: "I see it was undone." });
+    tmux = new Tmux();
+    const chat = await tmux.start(Tmux.cliLine(["chat"], env()));
+    await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+    await tmux.type(chat, "edit undo-me.txt");
+    await tmux.waitFor(chat, (s) => s.includes("[l]ater"), "the in-place question");
+    await tmux.type(chat, "y");
+    const edited = await tmux.waitFor(chat, (s) => s.includes("Edited it."), "the edit");
+    const id = /session (s-\S+)/.exec(edited)![1]!;
+    expect(readFileSync(join(t.stack.workspace, "undo-me.txt"), "utf8")).toBe("model was here\n");
+
+    const undoer = await tmux.split(Tmux.cliLine(["changes", id], env()));
+    const listed = await tmux.waitFor(undoer, (s) => s.includes("[exit "), "changes to exit");
+    expect(listed).toMatch(/c-\S+ {2}edit_file undo-me\.txt {2}applied/);
+    expect(listed).toMatch(/^-keep this line$/m);
+    expect(listed).toMatch(/^\+model was here$/m);
+    const undo = await tmux.split(Tmux.cliLine(["undo", id], env()));
+    const undone = await tmux.waitFor(undo, (s) => s.includes("[exit "), "undo to exit");
+    expect(undone).toContain("restored  undo-me.txt: restored the content from before edit_file");
+    expect(undone).toContain("[exit 0]");
+    expect(readFileSync(join(t.stack.workspace, "undo-me.txt"), "utf8")).toBe("keep this line\n");
+
+    await tmux.type(chat, "what happened?");
+    await tmux.waitFor(chat, (s) => s.includes("I see it was undone."), "the next turn");
+    expect(userMessages().at(-1)).toContain("The operator undid your change: edit_file of undo-me.txt (restored)");
+    expect((await t.stack.cli(["undo", id])).stderr).toContain("no change left to undo");
+    await tmux.keys(chat, "C-d");
   });
 
   it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {

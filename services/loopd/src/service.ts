@@ -164,6 +164,27 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
 
     listProposals: (req, ctx) => d.broker.listProposals(req, { signal: ctx.signal }),
 
+    listChanges: (req, ctx) => {
+      runner.get(req.sessionId);
+      return d.broker.listChanges(req, { signal: ctx.signal });
+    },
+
+    async undoChanges(req, ctx) {
+      const s = runner.get(req.sessionId);
+      const res = await d.broker.undoChanges(req, { signal: ctx.signal });
+      const undone = res.results.filter((r) => r.result !== "refused");
+      // The model must not build on a file it believes it wrote: its next turn is told.
+      if (undone.length) {
+        const what = undone.map((r) => `${r.change?.tool} of ${r.change?.path} (${r.result})`).join("; ");
+        s.append({
+          t: "note",
+          text: `The operator undid ${undone.length === 1 ? "your change" : `${undone.length} of your changes`}: ${what}. Those files are back to their content before your change; read them again before relying on them.`,
+          at: Date.now(),
+        });
+      }
+      return res;
+    },
+
     async decideProposal(req, ctx) {
       const res = await d.broker.decideProposal(req, { signal: ctx.signal });
       const p = res.proposal;

@@ -52,6 +52,7 @@ export function planWrite(ctx: ToolContext, input: string, next: (old: string | 
     paths: [p],
     preview,
     checks: { path: p.abs, base_sha256: old === null ? ABSENT : sha256(old) },
+    change: { path: p, before: old, after: content },
     async execute() {
       writeFileAt(p.root, p.rel, content);
       const verb = old === null ? "Created" : "Wrote";

@@ -31,3 +31,8 @@ export function stateText(state: string, s: Style): string {
       return s.red(state);
   }
 }
+
+/** A unified diff, coloured line by line. */
+export function renderDiff(diff: string, s: Style): string {
+  return diff.replace(/\n+$/, "").split("\n").map((l) => diffLine(l, s)).join("\n");
+}

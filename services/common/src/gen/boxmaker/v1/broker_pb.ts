@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/broker.proto.
  */
 export const file_boxmaker_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASJoChNTZWFyY2hUb29sc1Jlc3BvbnNlEiYKBGNvcmUYASADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRIpCgdtYXRjaGVzGAIgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQqfAoMVG9vbERlY2lzaW9uEh0KGVRPT0xfREVDSVNJT05fVU5TUEVDSUZJRUQQABIZChVUT09MX0RFQ0lTSU9OX0FMTE9XRUQQARIYChRUT09MX0RFQ0lTSU9OX0RFTklFRBACEhgKFFRPT0xfREVDSVNJT05fU1RBR0VEEAMy0wUKDUJyb2tlclNlcnZpY2USRwoIR2V0VG9vbHMSHC5ib3htYWtlci52MS5HZXRUb29sc1JlcXVlc3QaHS5ib3htYWtlci52MS5HZXRUb29sc1Jlc3BvbnNlEkcKCENhbGxUb29sEhwuYm94bWFrZXIudjEuQ2FsbFRvb2xSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQ2FsbFRvb2xSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USRAoHUHV0QmxvYhIbLmJveG1ha2VyLnYxLlB1dEJsb2JSZXF1ZXN0GhwuYm94bWFrZXIudjEuUHV0QmxvYlJlc3BvbnNlEkcKCFBpbkJsb2JzEhwuYm94bWFrZXIudjEuUGluQmxvYnNSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUGluQmxvYnNSZXNwb25zZRJHCghCbG9iU3RhdBIcLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVxdWVzdBodLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASJoChNTZWFyY2hUb29sc1Jlc3BvbnNlEiYKBGNvcmUYASADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRIpCgdtYXRjaGVzGAIgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzL3BgoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlElMKDEJyb2tlclN0YXR1cxIgLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1JlcXVlc3QaIS5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXNwb25zZRJECgdQdXRCbG9iEhsuYm94bWFrZXIudjEuUHV0QmxvYlJlcXVlc3QaHC5ib3htYWtlci52MS5QdXRCbG9iUmVzcG9uc2USRwoIUGluQmxvYnMSHC5ib3htYWtlci52MS5QaW5CbG9ic1JlcXVlc3QaHS5ib3htYWtlci52MS5QaW5CbG9ic1Jlc3BvbnNlEkcKCEJsb2JTdGF0EhwuYm94bWFrZXIudjEuQmxvYlN0YXRSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQmxvYlN0YXRSZXNwb25zZRJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message boxmaker.v1.GetToolsRequest
@@ -601,6 +601,194 @@ export const BlobStatResponseSchema: GenMessage<BlobStatResponse> = /*@__PURE__*
   messageDesc(file_boxmaker_v1_broker, 19);
 
 /**
+ * @generated from message boxmaker.v1.FileChange
+ */
+export type FileChange = Message<"boxmaker.v1.FileChange"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string call_id = 3;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string tool = 4;
+   */
+  tool: string;
+
+  /**
+   * Set when a person approved it.
+   *
+   * @generated from field: string proposal_id = 5;
+   */
+  proposalId: string;
+
+  /**
+   * Relative to its workspace root.
+   *
+   * @generated from field: string path = 6;
+   */
+  path: string;
+
+  /**
+   * @generated from field: string abs_path = 7;
+   */
+  absPath: string;
+
+  /**
+   * @generated from field: int64 applied_unix_ms = 8;
+   */
+  appliedUnixMs: bigint;
+
+  /**
+   * 0 while it stands.
+   *
+   * @generated from field: int64 undone_unix_ms = 9;
+   */
+  undoneUnixMs: bigint;
+
+  /**
+   * Unified diff from the content before to the content written.
+   *
+   * @generated from field: string diff = 10;
+   */
+  diff: string;
+
+  /**
+   * The file did not exist before.
+   *
+   * @generated from field: bool created = 11;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message boxmaker.v1.FileChange.
+ * Use `create(FileChangeSchema)` to create a new message.
+ */
+export const FileChangeSchema: GenMessage<FileChange> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 20);
+
+/**
+ * @generated from message boxmaker.v1.ListChangesRequest
+ */
+export type ListChangesRequest = Message<"boxmaker.v1.ListChangesRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.ListChangesRequest.
+ * Use `create(ListChangesRequestSchema)` to create a new message.
+ */
+export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 21);
+
+/**
+ * @generated from message boxmaker.v1.ListChangesResponse
+ */
+export type ListChangesResponse = Message<"boxmaker.v1.ListChangesResponse"> & {
+  /**
+   * @generated from field: repeated boxmaker.v1.FileChange changes = 1;
+   */
+  changes: FileChange[];
+};
+
+/**
+ * Describes the message boxmaker.v1.ListChangesResponse.
+ * Use `create(ListChangesResponseSchema)` to create a new message.
+ */
+export const ListChangesResponseSchema: GenMessage<ListChangesResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 22);
+
+/**
+ * @generated from message boxmaker.v1.UndoChangesRequest
+ */
+export type UndoChangesRequest = Message<"boxmaker.v1.UndoChangesRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The last N changes not undone yet; 0 = all of them.
+   *
+   * @generated from field: uint32 last = 2;
+   */
+  last: number;
+
+  /**
+   * Restore even a file that changed since the change was applied.
+   *
+   * @generated from field: bool force = 3;
+   */
+  force: boolean;
+};
+
+/**
+ * Describes the message boxmaker.v1.UndoChangesRequest.
+ * Use `create(UndoChangesRequestSchema)` to create a new message.
+ */
+export const UndoChangesRequestSchema: GenMessage<UndoChangesRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 23);
+
+/**
+ * @generated from message boxmaker.v1.UndoResult
+ */
+export type UndoResult = Message<"boxmaker.v1.UndoResult"> & {
+  /**
+   * @generated from field: boxmaker.v1.FileChange change = 1;
+   */
+  change?: FileChange | undefined;
+
+  /**
+   * restored | deleted | gone | refused
+   *
+   * @generated from field: string result = 2;
+   */
+  result: string;
+
+  /**
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.UndoResult.
+ * Use `create(UndoResultSchema)` to create a new message.
+ */
+export const UndoResultSchema: GenMessage<UndoResult> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 24);
+
+/**
+ * @generated from message boxmaker.v1.UndoChangesResponse
+ */
+export type UndoChangesResponse = Message<"boxmaker.v1.UndoChangesResponse"> & {
+  /**
+   * @generated from field: repeated boxmaker.v1.UndoResult results = 1;
+   */
+  results: UndoResult[];
+};
+
+/**
+ * Describes the message boxmaker.v1.UndoChangesResponse.
+ * Use `create(UndoChangesResponseSchema)` to create a new message.
+ */
+export const UndoChangesResponseSchema: GenMessage<UndoChangesResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 25);
+
+/**
  * @generated from enum boxmaker.v1.ToolDecision
  */
 export enum ToolDecision {
@@ -726,6 +914,27 @@ export const BrokerService: GenService<{
     methodKind: "unary";
     input: typeof BlobStatRequestSchema;
     output: typeof BlobStatResponseSchema;
+  },
+  /**
+   * A session's applied file writes and edits, each with its diff (checkpoints).
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.ListChanges
+   */
+  listChanges: {
+    methodKind: "unary";
+    input: typeof ListChangesRequestSchema;
+    output: typeof ListChangesResponseSchema;
+  },
+  /**
+   * Restores the files a session's last changes wrote; a file changed since is
+   * refused unless forced.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.UndoChanges
+   */
+  undoChanges: {
+    methodKind: "unary";
+    input: typeof UndoChangesRequestSchema;
+    output: typeof UndoChangesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_broker, 0);
