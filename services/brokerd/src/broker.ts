@@ -1,11 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { failedPrecondition, notFound, type Logger } from "@boxmaker/common";
+import { ConfigError, failedPrecondition, notFound, type Logger } from "@boxmaker/common";
 import { AuditLog, type AuditRecord } from "./audit.js";
 import { BLOB_PREFIX, BlobStore } from "./blobs.js";
 import { normalizeCallToolArgs, resolveCallTool } from "./call-tool.js";
 import type { BrokerConfig } from "./config.js";
+import { checkBoundary } from "./boundary.js";
 import { Disclosure } from "./disclosure.js";
 import { Checkpoints } from "./checkpoints.js";
 import { excerpt } from "./excerpt.js";
@@ -92,7 +93,12 @@ export class Broker {
   }
 
   static async open(config: BrokerConfig, opts: { log: Logger; configPath?: string }): Promise<Broker> {
-    mkdirSync(config.state_dir, { recursive: true, mode: 0o750 });
+    checkBoundary(config);
+    try {
+      mkdirSync(config.state_dir, { recursive: true, mode: 0o750 });
+    } catch (err) {
+      throw new ConfigError(`key "state_dir": cannot create ${config.state_dir}: ${(err as Error).message}`);
+    }
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
     const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns);
