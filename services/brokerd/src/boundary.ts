@@ -19,6 +19,14 @@ export function checkBoundary(config: BrokerConfig): void {
     ["socket", dirname(resolve(config.socket))],
     ["state_dir", resolve(config.state_dir)],
   ];
+  // A read-only bind still lets a process connect() to a socket: no sandbox path may expose them.
+  const sockDir = canonicalize(dirname(resolve(config.socket)));
+  for (const ro of config.sandbox.ro_paths) {
+    const canon = canonicalize(resolve(ro));
+    if (within(canon, sockDir)) {
+      throw new ConfigError(`key "sandbox.ro_paths": ${ro} contains brokerd's socket directory ${sockDir}; commands could connect to the daemons. Remove it or move the sockets`);
+    }
+  }
   for (const [key, p] of mine) {
     const canon = canonicalize(p);
     for (const root of roots) {
