@@ -55,6 +55,13 @@ const checksum = (seq: number, body: string) =>
 
 export class LogCorruptError extends Error {
   override readonly name = "LogCorruptError";
+  constructor(
+    message: string,
+    /** The records before the damage, so the session can still be shown (read-only). */
+    readonly validPrefix: LogRecord[] = [],
+  ) {
+    super(message);
+  }
 }
 
 /** The record was not persisted; nothing was acknowledged and nothing may act on it. */
@@ -126,7 +133,7 @@ export class SessionLog {
       if (!env) {
         // Only the final line may be damaged: that is what a crash mid-append leaves.
         if (isLast) return { records, goodBytes: pos, totalBytes: buf.length };
-        throw new LogCorruptError(`${path}: record ${records.length + 1} is damaged and is not the last one`);
+        throw new LogCorruptError(`${path}: record ${records.length + 1} is damaged and is not the last one`, records);
       }
       records.push(env.rec);
       pos = nl + 1;

@@ -1,8 +1,8 @@
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@boxmaker/common";
-import { SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
+import { failedPrecondition, type Logger } from "@boxmaker/common";
+import { LogCorruptError, SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
 import { applyRecord, foldRecords, unansweredToolCalls, type SessionState } from "./session-state.js";
 import { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
@@ -66,17 +66,31 @@ export class SessionStore {
    * unanswered tool call gets an explicit result, then the turn is marked
    * interrupted, so the session accepts the next message.
    */
-  loadAll(): { loaded: number; interrupted: string[] } {
+  loadAll(): { loaded: number; interrupted: string[]; damaged: Array<{ id: string; why: string }> } {
     const interrupted: string[] = [];
+    const damaged: Array<{ id: string; why: string }> = [];
     for (const f of readdirSync(this.dir).filter((n) => n.endsWith(".jsonl")).sort()) {
       const path = join(this.dir, f);
-      const { log, records, droppedTailBytes } = SessionLog.open(path);
-      if (records.length === 0) {
-        log.close();
+      let opened: ReturnType<typeof SessionLog.open> | undefined;
+      let state: SessionState;
+      try {
+        opened = SessionLog.open(path);
+        if (opened.records.length === 0) {
+          opened.log.close();
+          continue;
+        }
+        state = foldRecords(opened.records);
+      } catch (err) {
+        // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
+        opened?.log.close();
+        const why = (err as Error).message.replace(`${path}: `, "");
+        const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
+        damaged.push({ id: s.id, why });
+        this.log.error({ path, why }, "session log is damaged; the session is read-only");
         continue;
       }
+      const { log, droppedTailBytes } = opened;
       if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
-      const state = foldRecords(records);
       const s = new Session(log, state, new EventHub(state.id));
       this.sessions.set(state.id, s);
       if (state.turnOpen || unansweredToolCalls(state).length) {
@@ -84,7 +98,31 @@ export class SessionStore {
         interrupted.push(state.id);
       }
     }
-    return { loaded: this.sessions.size, interrupted };
+    return { loaded: this.sessions.size, interrupted, damaged };
+  }
+
+  /** A session whose log cannot be trusted: what could be read, a title saying what is wrong, and no writes. */
+  private quarantined(path: string, file: string, prefix: LogRecord[], why: string): Session {
+    let state: SessionState;
+    try {
+      state = foldRecords(prefix);
+    } catch {
+      const at = statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
+      const id = file.replace(/\.jsonl$/, "");
+      state = foldRecords([{ t: "session", id, role: "main", title: "", parent_id: "", slot: 0, at: Math.round(at) }]);
+    }
+    state.title = `[damaged, read-only: ${why}]${state.title ? ` ${state.title}` : ""}`;
+    state.turnOpen = false;
+    const readOnly = {
+      path,
+      close() {},
+      append(): never {
+        throw failedPrecondition(`session ${state.id} is read-only: its log ${path} is damaged (${why}); repair or delete it`);
+      },
+    } as unknown as SessionLog;
+    const s = new Session(readOnly, state, new EventHub(state.id));
+    this.sessions.set(state.id, s);
+    return s;
   }
 
   create(n: NewSession): Session {
