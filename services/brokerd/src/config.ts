@@ -97,6 +97,8 @@ export interface BrokerConfig {
     limits: SandboxLimits;
   };
   result_cap_bytes: number;
+  /** fetch_url (extended tool, risk network): limits, and private addresses a person allowed. */
+  fetch_url: { max_bytes: number; timeout_ms: number; max_redirects: number; allow_private_hosts: string[] };
   /** The blob store's size cap; the least recently used unpinned blobs go above it. 0 = no cap. */
   blob_cap_bytes: number;
   limits: {
@@ -254,6 +256,19 @@ export const brokerConfigSchema = {
       required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths", "limits"],
     },
     result_cap_bytes: positive(16 * 1024),
+    fetch_url: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_bytes: positive(2 * 1024 * 1024),
+        timeout_ms: positive(20_000),
+        max_redirects: { type: "integer", minimum: 0, default: 5 },
+        // Hosts (as written in the URL, or an IP) that may resolve to a private, loopback or link-local address.
+        allow_private_hosts: { type: "array", items: { type: "string" }, default: [] },
+      },
+      required: ["max_bytes", "timeout_ms", "max_redirects", "allow_private_hosts"],
+    },
     blob_cap_bytes: { type: "integer", minimum: 0, default: 4 * 1024 * 1024 * 1024 },
     limits: {
       type: "object",

@@ -2,6 +2,7 @@ import type { ExtraCoreTool } from "../config.js";
 import { ToolError, ToolTable, type ToolDef } from "../tool-table.js";
 import { grepBlob, readBlob } from "./blob-tools.js";
 import { editFile } from "./edit-file.js";
+import { fetchUrl } from "./fetch-url.js";
 import { listDir } from "./list-dir.js";
 import { callTool, findTool } from "./meta.js";
 import { readFile } from "./read-file.js";
@@ -22,7 +23,7 @@ export const CORE_TOOLS: readonly ToolDef[] = [
   callTool,
   spawnAgent,
 ];
-export const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob];
+export const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob, fetchUrl];
 
 /** A core tool another daemon runs, declared in config; brokerd only lists it. */
 function externalCore(t: ExtraCoreTool): ToolDef {

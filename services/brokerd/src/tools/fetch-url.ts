@@ -1,0 +1,237 @@
+import { lookup as dnsLookup } from "node:dns/promises";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { BlockList, isIP, type LookupFunction } from "node:net";
+import { decide } from "../policy/rules.js";
+import { ToolError, type ToolContext, type ToolDef } from "../tool-table.js";
+
+export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+
+const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
+
+/** Addresses no fetch may reach unless a person allowed the host: the machine itself, its LAN, link-local, metadata services. */
+const PRIVATE = new BlockList();
+for (const [net, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
+] as const) {
+  PRIVATE.addSubnet(net, bits, "ipv4");
+}
+for (const [net, bits] of [
+  ["::", 128],
+  ["::1", 128],
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["ff00::", 8],
+] as const) {
+  PRIVATE.addSubnet(net, bits, "ipv6");
+}
+
+export function isPrivateAddress(address: string): boolean {
+  const fam = isIP(address);
+  if (fam === 4) return PRIVATE.check(address, "ipv4");
+  if (fam === 6) {
+    // An IPv4-mapped address (::ffff:127.0.0.1) is the IPv4 address.
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    if (mapped) return PRIVATE.check(mapped[1]!, "ipv4");
+    return PRIVATE.check(address, "ipv6");
+  }
+  return true;
+}
+
+export interface FetchOptions {
+  resolve?: Resolver;
+}
+
+/** What the model gets from a web page: readable text, not markup. */
+export function htmlToText(html: string): string {
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.trim();
+  let t = html
+    .replace(/<!--[\s\S]*?-->/g, "")
+    .replace(/<(script|style|noscript|template|svg|head)\b[\s\S]*?<\/\1\s*>/gi, "")
+    .replace(/<a\b[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi, (_m, href: string, text: string) => {
+      const inner = text.replace(/<[^>]+>/g, "").trim();
+      return inner && !href.startsWith("#") && !href.startsWith("javascript:") ? `${inner} (${href})` : inner;
+    })
+    .replace(/<h([1-6])\b[^>]*>/gi, (_m, n: string) => `\n\n${"#".repeat(Number(n))} `)
+    .replace(/<li\b[^>]*>/gi, "\n- ")
+    .replace(/<(br|hr)\b[^>]*>/gi, "\n")
+    .replace(/<\/(p|div|section|article|header|footer|h[1-6]|ul|ol|table|tr|blockquote|pre|main|nav)>/gi, "\n\n")
+    .replace(/<\/(td|th)>/gi, "\t")
+    .replace(/<[^>]+>/g, "");
+  t = decodeEntities(t)
+    .split("\n")
+    .map((l) => l.replace(/[ \t\u00a0]+/g, " ").trim())
+    .join("\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+  return title && !t.startsWith(title) ? `${decodeEntities(title)}\n\n${t}` : t;
+}
+
+const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " ", mdash: "—", ndash: "–", hellip: "…", copy: "©" };
+function decodeEntities(s: string): string {
+  return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
+    if (e[0] === "#") {
+      const code = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return Number.isFinite(code) && code > 0 && code < 0x110000 ? String.fromCodePoint(code) : m;
+    }
+    return ENTITIES[e.toLowerCase()] ?? m;
+  });
+}
+
+function parseUrl(raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ToolError(`"${raw}" is not a URL; give an absolute http:// or https:// URL`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ToolError(`only http:// and https:// URLs can be fetched, not ${u.protocol}`);
+  if (u.username || u.password) throw new ToolError("URLs with credentials (user:password@) are not fetched");
+  return u;
+}
+
+const hostOf = (u: URL) => u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+
+/**
+ * The address to connect to: every address the name resolves to must be
+ * public, unless the host is explicitly allowed; the one checked is the one
+ * connected to (no second lookup a rebinding DNS could answer differently).
+ */
+async function checkedAddress(host: string, allowPrivate: readonly string[], resolve: Resolver): Promise<{ address: string; family: number }> {
+  const allowed = allowPrivate.map((h) => h.toLowerCase()).includes(host);
+  const addrs = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host).catch((err: Error) => {
+    throw new ToolError(`cannot resolve ${host}: ${err.message}`);
+  });
+  if (!addrs.length) throw new ToolError(`cannot resolve ${host}: no addresses`);
+  const bad = addrs.find((a) => isPrivateAddress(a.address));
+  if (bad && !allowed) {
+    throw new ToolError(
+      `refused: ${host} resolves to ${bad.address}, a private, loopback or link-local address; fetch_url only reaches public addresses ` +
+        `(an operator can allow the host in brokerd's fetch_url.allow_private_hosts)`,
+    );
+  }
+  return addrs[0]!;
+}
+
+async function readLimited(res: IncomingMessage, max: number): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of res as AsyncIterable<Buffer>) {
+    const room = max - n;
+    if (c.length >= room) {
+      chunks.push(c.subarray(0, room));
+      res.destroy();
+      return { body: Buffer.concat(chunks), truncated: true };
+    }
+    chunks.push(c);
+    n += c.length;
+  }
+  return { body: Buffer.concat(chunks), truncated: false };
+}
+
+function get(u: URL, addr: { address: string; family: number }, signal: AbortSignal): Promise<IncomingMessage> {
+  const lookup: LookupFunction = (_host, opts, cb) => {
+    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [addr]);
+    else cb(null, addr.address, addr.family);
+  };
+  const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, {
+    method: "GET",
+    lookup,
+    signal,
+    headers: { "user-agent": "boxmaker-fetch_url/1", accept: "text/html,text/plain,application/json,*/*;q=0.5", "accept-encoding": "identity" },
+  });
+  return new Promise((resolve, reject) => {
+    req.once("response", resolve);
+    req.once("error", reject);
+    req.end();
+  });
+}
+
+export function makeFetchUrl(opts: FetchOptions = {}): ToolDef {
+  const resolve = opts.resolve ?? systemResolver;
+  return {
+    name: "fetch_url",
+    description:
+      "Fetch a public web page or file over http(s) and return it as readable text (HTML is converted). Subject to the operator's host policy; private and local addresses are refused.",
+    parameters: {
+      type: "object",
+      properties: { url: { type: "string", description: "an absolute http:// or https:// URL" } },
+      required: ["url"],
+      additionalProperties: false,
+    },
+    risk: "network",
+    core: false,
+    kind: "builtin",
+    origin: "builtin",
+    plan(args: { url: string }, ctx: ToolContext) {
+      const first = parseUrl(args.url);
+      return {
+        paths: [],
+        hosts: [hostOf(first)],
+        preview: `fetch_url ${first.href}`,
+        checks: { url: first.href },
+        execute: () => fetchText(first, ctx, resolve),
+      };
+    },
+  };
+}
+
+async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
+  const cfg = ctx.config.fetch_url;
+  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(cfg.timeout_ms)]);
+  let u = first;
+  const hops: string[] = [];
+  try {
+    for (let hop = 0; ; hop++) {
+      const host = hostOf(u);
+      if (hop > 0) {
+        // A redirect to another host is a new fetch: the policy must allow it outright (there is nobody to ask mid-call).
+        const d = decide(ctx.config.policy.rules, ctx.config.policy.defaults, { tool: "fetch_url", risk: "network", paths: [], hosts: [host] });
+        if (d.effect !== "allow" && host !== hostOf(first)) {
+          throw new ToolError(`refused: ${hops.at(-1)} redirects to ${u.href}, and the policy does not allow ${host} (${d.rule}); fetch that URL directly if it is needed`);
+        }
+      }
+      const addr = await checkedAddress(host, cfg.allow_private_hosts, resolve);
+      const res = await get(u, addr, signal);
+      const status = res.statusCode ?? 0;
+      if (status >= 300 && status < 400 && res.headers.location) {
+        res.resume();
+        if (hop >= cfg.max_redirects) throw new ToolError(`refused: more than ${cfg.max_redirects} redirects (last to ${res.headers.location})`);
+        hops.push(u.href);
+        u = parseUrl(new URL(res.headers.location, u).href);
+        continue;
+      }
+      const { body, truncated } = await readLimited(res, cfg.max_bytes);
+      const type = String(res.headers["content-type"] ?? "");
+      const raw = body.toString("utf8");
+      const looksHtml = /html/i.test(type) || (!type && /^\s*<(!doctype html|html)/i.test(raw));
+      if (!looksHtml && !/^(text\/|application\/(json|xml|javascript|x-yaml|yaml))/i.test(type) && type && raw.includes("\u0000")) {
+        throw new ToolError(`${u.href} is ${type} (binary), not text; nothing to show`);
+      }
+      const text = looksHtml ? htmlToText(raw) : raw;
+      const head = [
+        `${u.href} — HTTP ${status}${type ? `, ${type.split(";")[0]}` : ""}, ${body.length} bytes${truncated ? ` (cut at the ${cfg.max_bytes}-byte limit)` : ""}` +
+          (hops.length ? `; redirected from ${hops[0]}` : ""),
+        "",
+      ];
+      return { text: `${head.join("\n")}${text}`, isError: status >= 400 };
+    }
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
+    if (ctx.signal.aborted) throw err;
+    if (signal.aborted) throw new ToolError(`fetching ${u.href} took longer than ${cfg.timeout_ms} ms; gave up`);
+    throw new ToolError(`fetching ${u.href} failed: ${(err as Error).message}`);
+  }
+}
+
+export const fetchUrl = makeFetchUrl();
