@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
+import { atomicWrite } from "./staging.js";
 import { ToolError } from "./tool-table.js";
 
 export const BLOB_PREFIX = "blob:sha256:";
@@ -100,9 +101,7 @@ export class BlobStore {
     const obj: Record<string, string[]> = {};
     for (const [owner, set] of this.pins) if (set.size) obj[owner] = [...set].sort();
     const p = join(this.dir, PINS);
-    const tmp = `${p}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(obj), { mode: 0o640 });
-    renameSync(tmp, p);
+    atomicWrite(p, JSON.stringify(obj));
   }
 
   has(hash: string): boolean {
@@ -122,9 +121,7 @@ export class BlobStore {
       this.touch(hash);
     } else {
       mkdirSync(join(this.dir, hash.slice(0, 2)), { recursive: true, mode: 0o750 });
-      const tmp = `${p}.${process.pid}.tmp`;
-      writeFileSync(tmp, text, { mode: 0o640 });
-      renameSync(tmp, p);
+      atomicWrite(p, text);
       this.index.set(hash, { bytes, used: this.now() });
       this.total += bytes;
     }
@@ -209,6 +206,19 @@ export class BlobStore {
         `no blob ${BLOB_PREFIX}${hash} is stored: it was evicted from the blob store${cap}, or never stored. ` +
           `Its excerpt in the conversation is all that is left; re-run the command or re-read the file to get the whole text again.`,
       );
+    }
+    if (sha256(text) !== hash) {
+      // A damaged blob is moved aside, never served as the text it claims to be.
+      const e = this.index.get(hash);
+      if (e) this.total -= e.bytes;
+      this.index.delete(hash);
+      try {
+        mkdirSync(join(this.dir, "quarantine"), { recursive: true, mode: 0o750 });
+        renameSync(this.pathOf(hash), join(this.dir, "quarantine", `${hash}.${Date.now()}`));
+      } catch {
+        // left in place; the hash check refuses it again
+      }
+      throw new ToolError(`the stored blob ${BLOB_PREFIX}${hash} is damaged (its content no longer matches its hash) and was set aside; re-run the command or re-read the file`);
     }
     if (!this.index.has(hash)) {
       this.index.set(hash, { bytes: Buffer.byteLength(text), used: this.now() });

@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, parseConfig } from "@boxmaker/common";
 import { brokerConfigSchema, parseBrokerConfig } from "../../src/config.js";
 import { Broker } from "../../src/broker.js";
 import { ProposalStore } from "../../src/staging.js";
+import { BlobStore } from "../../src/blobs.js";
 import { silent } from "../helpers.js";
 import { tempDir } from "../../../../test/support/tmp.js";
 
@@ -35,6 +36,20 @@ describe("bad files are quarantined, not fatal", () => {
     expect(seen.sort()).toEqual(["p-empty.json", "p-null.json", "p-other.json", "p-torn.json"]);
     expect(readdirSync(join(dir, "quarantine"))).toHaveLength(4);
     expect(readdirSync(dir).filter((f) => f.endsWith(".json"))).toEqual([`${good.id}.json`]);
+  });
+});
+
+describe("a damaged blob is set aside, not served", () => {
+  it("a blob whose content no longer matches its hash is refused and moved to quarantine/", () => {
+    const t = tempDir("bxq-");
+    cleanup = t.cleanup;
+    const store = new BlobStore(join(t.dir, "blobs"));
+    const h = store.put("the whole text\n");
+    writeFileSync(join(t.dir, "blobs", h.slice(0, 2), h), "tampered");
+    expect(() => store.get(h)).toThrow(/damaged/);
+    expect(readdirSync(join(t.dir, "blobs", "quarantine"))).toHaveLength(1);
+    expect(store.has(h)).toBe(false);
+    expect(new BlobStore(join(t.dir, "blobs")).has(h)).toBe(false);
   });
 });
 
