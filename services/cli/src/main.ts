@@ -21,6 +21,7 @@ import { register as registerProposals } from "./commands/proposals.js";
 import { register as registerSessionAdmin } from "./commands/session-admin.js";
 import { register as registerExport } from "./commands/export.js";
 import { register as registerChanges } from "./commands/changes.js";
+import { register as registerDemo } from "./commands/demo.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -45,6 +46,7 @@ for (const register of [
   registerSessionAdmin,
   registerExport,
   registerChanges,
+  registerDemo,
   registerStatus,
   registerTools,
   registerSchedule,

@@ -223,6 +223,21 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     await tmux.keys(chat, "C-d");
   });
 
+  it("boxmaker demo: the simulated model reads a file, proposes a fix, shows the diff, and applies it when approved", async () => {
+    tmux = new Tmux();
+    const demo = await tmux.start(Tmux.cliLine(["demo", "--sandbox", "none"], env()));
+    const asked = await tmux.waitFor(demo, (s) => s.includes("[l]ater"), "the demo's approval question", 60_000);
+    expect(asked).toContain("┌ read_file");
+    expect(asked).toContain('Found it: line 2 says "Helo".');
+    expect(asked).toMatch(/^-\s+return "Helo, " \+ name \+ "!"$/m);
+    expect(asked).toMatch(/^\+\s+return "Hello, " \+ name \+ "!"$/m);
+    await tmux.type(demo, "y");
+    const done = await tmux.waitFor(demo, (s) => s.includes("[exit "), "the demo to end", 30_000);
+    expect(done).toContain('Fixed: greeting.py now greets with "Hello, world!".');
+    expect(done).toMatch(/greeting\.py now reads:\n\s+def greet\(name\):\n\s+return "Hello, " \+ name/);
+    expect(done).toContain("[exit 0]");
+  });
+
   it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {
     t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 40 });
     t.stack.sim.enqueue({ content: "Fresh answer after the cancel." });

@@ -10,7 +10,7 @@ import type { Layout } from "./layout.js";
 
 export type Upstream =
   | { kind: "llama-server"; bin: string; model: string; extraArgs: string[] }
-  | { kind: "llama-sim" }
+  | { kind: "llama-sim"; /** Scripted replies for the simulator (`boxmaker demo`). */ script?: string }
   | { kind: "socket"; path: string }
   | { kind: "url"; url: string };
 
@@ -67,12 +67,13 @@ export function llamaServerArgs(layout: Layout, model: string, extraArgs: readon
   ];
 }
 
-export function llamaSimArgs(layout: Layout): string[] {
+export function llamaSimArgs(layout: Layout, script?: string): string[] {
   return [
     "--socket", layout.sockets.llama,
     "--slots", String(CONTRACT_SLOTS),
     "--n-ctx", String(SIM_N_CTX_PER_SLOT),
     "--slot-save-path", layout.slotDir,
+    ...(script ? ["--script", script] : []),
   ];
 }
 

@@ -157,7 +157,7 @@ export class Supervisor {
     return {
       name: this.llamaName(),
       command: sim ? this.o.nodePath : upstream.bin,
-      args: sim ? [llamaSimMain, ...llamaSimArgs(layout)] : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
+      args: sim ? [llamaSimMain, ...llamaSimArgs(layout, upstream.kind === "llama-sim" ? upstream.script : undefined)] : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
       logPath: join(layout.logDir, `${this.llamaName()}.log`),
       probe: llamaHealthy({ socketPath: layout.sockets.llama }),
       readyTimeoutMs: this.o.llamaReadyTimeoutMs,
