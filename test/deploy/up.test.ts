@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
@@ -15,8 +15,12 @@ describe("boxmaker up --llama-sim", () => {
     ups.push(u);
     return u;
   };
+  let ws: string;
   beforeEach(() => {
     tmp = tempDir("bx-up-");
+    // The workspace beside the runtime and state dirs, never around them: brokerd refuses a stack inside a workspace.
+    ws = join(tmp.dir, "ws");
+    mkdirSync(ws);
   });
   afterEach(async () => {
     for (const u of ups.splice(0)) await stopUp(u);
@@ -26,7 +30,7 @@ describe("boxmaker up --llama-sim", () => {
   it("runs sessions, restarts a killed daemon, and stops everything on SIGINT", async () => {
     const run = join(tmp.dir, "run");
     const state = join(tmp.dir, "state");
-    const up = start(["--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", state, "--workspace", tmp.dir]);
+    const up = start(["--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", state, "--workspace", ws]);
     await up.ready();
 
     const loopdSock = join(run, "loopd.sock");
@@ -63,7 +67,7 @@ describe("boxmaker up --llama-sim", () => {
   }, 60_000);
 
   it("refuses a second stack on the same runtime dir and leaves the first one alone", async () => {
-    const args = ["--llama-sim", "--sandbox", "none", "--runtime-dir", join(tmp.dir, "run"), "--state-dir", join(tmp.dir, "state")];
+    const args = ["--llama-sim", "--sandbox", "none", "--runtime-dir", join(tmp.dir, "run"), "--state-dir", join(tmp.dir, "state"), "--workspace", ws];
     const up = start(args);
     await up.ready();
     const second = start(args);
