@@ -62,9 +62,10 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       );
       return { ...r, decision: DECISION[r.decision] };
     },
-    searchTools: (req) => ({
+    searchTools: async (req, ctx) => ({
       core: broker.table.core().map((t) => summary(t)),
       matches: broker.search(req.query, req.limit || 10).map((r) => summary(r.tool, r.score)),
+      prompts: req.includePrompts ? await broker.mcp.prompts(ctx.signal) : [],
     }),
     listProposals: (req) => ({ proposals: broker.listProposals(req.sessionId, req.includeDecided).map(proposal) }),
     decideProposal: async (req) => ({ proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)) }),

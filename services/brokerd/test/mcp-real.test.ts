@@ -169,6 +169,19 @@ describe("server-everything over stdio", () => {
     expect(bin.content).toMatch(/\[resource demo:\/\/resource\/dynamic\/blob\/7: .*stored as blob:sha256:/);
   });
 
+  it("lists the server's prompt templates for the operator, with their arguments", async () => {
+    r = await rig({ mcp_servers: { ev: everything() } });
+    await r.broker.mcp.settled();
+    const prompts = await r.broker.mcp.prompts(new AbortController().signal);
+    expect(prompts.length).toBeGreaterThan(0);
+    expect(prompts.every((p) => p.server === "ev" && p.name !== "")).toBe(true);
+    const withArgs = prompts.find((p) => p.arguments.some((a) => a.required));
+    expect(withArgs, JSON.stringify(prompts)).toBeDefined();
+    // Prompts are the operator's: nothing about them reaches the model's tool search.
+    const found = await r.call("find_tool", { query: withArgs!.name });
+    expect(found.content).not.toContain(`ev.${withArgs!.name}`);
+  });
+
   it("shutdown leaves no server process", async () => {
     r = await rig({ mcp_servers: { ev: everything(), ev2: everything() } });
     await r.broker.mcp.settled();

@@ -74,6 +74,13 @@ export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, con
   };
 }
 
+export interface McpPromptInfo {
+  server: string;
+  name: string;
+  description: string;
+  arguments: Array<{ name: string; description: string; required: boolean }>;
+}
+
 export class McpManager {
   readonly connections: McpConnection[] = [];
   /** Each server's connected client, for resources and prompts. */
@@ -185,6 +192,35 @@ export class McpManager {
 
   get(name: string): McpConnection | undefined {
     return this.connections.find((c) => c.name === name);
+  }
+
+  /**
+   * The prompt templates every ready server offers, for the operator (`boxmaker
+   * tools --prompts`). A server that fails to answer is listed by its error
+   * instead of failing the whole listing.
+   */
+  async prompts(signal: AbortSignal): Promise<McpPromptInfo[]> {
+    const per = await Promise.all(
+      this.connections.map(async (conn): Promise<McpPromptInfo[]> => {
+        const c = conn.state === "ready" ? this.clients.get(conn.name) : undefined;
+        if (!c?.getServerCapabilities()?.prompts) return [];
+        try {
+          const out: McpPromptInfo[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await c.listPrompts(cursor ? { cursor } : undefined, { signal, timeout: 10_000 });
+            for (const p of page.prompts) {
+              out.push({ server: conn.name, name: p.name, description: p.description ?? "", arguments: (p.arguments ?? []).map((a) => ({ name: a.name, description: a.description ?? "", required: !!a.required })) });
+            }
+            cursor = page.nextCursor;
+          } while (cursor && out.length < 1000);
+          return out;
+        } catch (err) {
+          return [{ server: conn.name, name: "", description: `prompts/list failed: ${(err as Error).message}`, arguments: [] }];
+        }
+      }),
+    );
+    return per.flat();
   }
 
   status(): string[] {

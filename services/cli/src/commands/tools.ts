@@ -9,6 +9,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .argument("[query...]", "search the extended tools as find_tool would")
     .option("-n, --limit <n>", "most matches to show", "10")
     .option("--schema", "print each tool's JSON Schema for its arguments")
+    .option("--prompts", "also list the prompt templates the MCP servers offer (never shown to the model)")
     .option("--json", "print the SearchTools response as one JSON object")
     .addHelpText(
       "after",
@@ -19,21 +20,24 @@ find_tool calls do.
 Examples:
   boxmaker tools
   boxmaker tools git history
+  boxmaker tools --prompts
   boxmaker tools --json http | jq -r '.matches[].name'`,
     )
-    .action(async (words: string[], opts: { limit: string; schema?: boolean; json?: boolean }) => {
+    .action(async (words: string[], opts: { limit: string; schema?: boolean; prompts?: boolean; json?: boolean }) => {
       const query = words.join(" ");
       const client = await connect(globals().socket);
       try {
-        const res = await client.searchTools({ query, limit: Math.max(1, Number(opts.limit) || 10) });
+        const res = await client.searchTools({ query, limit: Math.max(1, Number(opts.limit) || 10), includePrompts: !!opts.prompts });
         if (opts.json) {
           const { SearchToolsResponseSchema } = await import("@boxmaker/common/client");
           const { printJson } = await import("../json.js");
           return printJson(SearchToolsResponseSchema, res);
         }
-        const { renderTools } = await import("../render/tools.js");
+        const { renderTools, renderPrompts } = await import("../render/tools.js");
         const { styleFor } = await import("../render/style.js");
-        process.stdout.write(renderTools(res, query, !!opts.schema, styleFor(process.stdout)));
+        const style = styleFor(process.stdout);
+        process.stdout.write(renderTools(res, query, !!opts.schema, style));
+        if (opts.prompts) process.stdout.write(`\n${renderPrompts(res.prompts, style)}`);
       } finally {
         client.close();
       }

@@ -1,4 +1,4 @@
-import type { SearchToolsResponse, ToolSummary } from "@boxmaker/common/client";
+import type { McpPrompt, SearchToolsResponse, ToolSummary } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { table, truncate, visibleLength } from "./text.js";
 
@@ -18,6 +18,21 @@ export function renderTools(res: SearchToolsResponse, query: string, schema: boo
     out.push("", s.dim("more tools sit behind find_tool; `boxmaker tools QUERY` searches them as the model would"));
   }
   return `${out.join("\n")}\n`;
+}
+
+/** The MCP servers' prompt templates, for the operator: server/name(arguments) and what each is for. */
+export function renderPrompts(prompts: McpPrompt[], s: Style): string {
+  if (prompts.length === 0) return `${s.dim("no MCP server offers prompts")}\n`;
+  const lines = [s.bold(`MCP prompts (${prompts.length})`)];
+  for (const p of prompts) {
+    if (!p.name) {
+      lines.push(`  ${s.bold(p.server)}: ${s.red(p.description)}`);
+      continue;
+    }
+    const args = p.arguments.map((a) => (a.required ? a.name : `${a.name}?`)).join(", ");
+    lines.push(`  ${s.bold(`${p.server}/${p.name}`)}(${args})${p.description ? `  ${s.dim(truncate(p.description, 100))}` : ""}`);
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 function list(tools: ToolSummary[], scored: boolean, schema: boolean, s: Style): string {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/broker.proto.
  */
 export const file_boxmaker_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASJoChNTZWFyY2hUb29sc1Jlc3BvbnNlEiYKBGNvcmUYASADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRIpCgdtYXRjaGVzGAIgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzL3BgoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlElMKDEJyb2tlclN0YXR1cxIgLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1JlcXVlc3QaIS5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXNwb25zZRJECgdQdXRCbG9iEhsuYm94bWFrZXIudjEuUHV0QmxvYlJlcXVlc3QaHC5ib3htYWtlci52MS5QdXRCbG9iUmVzcG9uc2USRwoIUGluQmxvYnMSHC5ib3htYWtlci52MS5QaW5CbG9ic1JlcXVlc3QaHS5ib3htYWtlci52MS5QaW5CbG9ic1Jlc3BvbnNlEkcKCEJsb2JTdGF0EhwuYm94bWFrZXIudjEuQmxvYlN0YXRSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQmxvYlN0YXRSZXNwb25zZRJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJcCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkixgEKEENhbGxUb29sUmVzcG9uc2USKwoIZGVjaXNpb24YASABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIMCgRydWxlGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhMKC2Jsb2Jfc2hhMjU2GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBEhUKDXJlc29sdmVkX25hbWUYCCABKAkiSwoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNEhcKD2luY2x1ZGVfcHJvbXB0cxgDIAEoCCJ0CgtUb29sU3VtbWFyeRIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhcKD3BhcmFtZXRlcnNfanNvbhgDIAEoCRIMCgRyaXNrGAQgASgJEgwKBGNvcmUYBSABKAgSDQoFc2NvcmUYBiABKAEikQEKE1NlYXJjaFRvb2xzUmVzcG9uc2USJgoEY29yZRgBIAMoCzIYLmJveG1ha2VyLnYxLlRvb2xTdW1tYXJ5EikKB21hdGNoZXMYAiADKAsyGC5ib3htYWtlci52MS5Ub29sU3VtbWFyeRInCgdwcm9tcHRzGAMgAygLMhYuYm94bWFrZXIudjEuTWNwUHJvbXB0InEKCU1jcFByb21wdBIOCgZzZXJ2ZXIYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIxCglhcmd1bWVudHMYBCADKAsyHi5ib3htYWtlci52MS5NY3BQcm9tcHRBcmd1bWVudCJIChFNY3BQcm9tcHRBcmd1bWVudBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhAKCHJlcXVpcmVkGAMgASgIIrgBCghQcm9wb3NhbBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSDAoEdG9vbBgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCRIPCgdwcmV2aWV3GAYgASgJEg0KBXN0YXRlGAcgASgJEgwKBHJ1bGUYCCABKAkSFwoPY3JlYXRlZF91bml4X21zGAkgASgDEg4KBnJlc3VsdBgKIAEoCSJDChRMaXN0UHJvcG9zYWxzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhcKD2luY2x1ZGVfZGVjaWRlZBgCIAEoCCJBChVMaXN0UHJvcG9zYWxzUmVzcG9uc2USKAoJcHJvcG9zYWxzGAEgAygLMhUuYm94bWFrZXIudjEuUHJvcG9zYWwiRAoVRGVjaWRlUHJvcG9zYWxSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDgoGcmVhc29uGAMgASgJIkEKFkRlY2lkZVByb3Bvc2FsUmVzcG9uc2USJwoIcHJvcG9zYWwYASABKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCIVChNCcm9rZXJTdGF0dXNSZXF1ZXN0IpkBChRCcm9rZXJTdGF0dXNSZXNwb25zZRISCgpjb3JlX3Rvb2xzGAEgASgNEhYKDmV4dGVuZGVkX3Rvb2xzGAIgASgNEhkKEXBlbmRpbmdfcHJvcG9zYWxzGAMgASgNEg8KB3NhbmRib3gYBCABKAkSEwoLbWNwX3NlcnZlcnMYBSADKAkSFAoMdG9vbHNfc2hhMjU2GAYgASgJIjIKDlB1dEJsb2JSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCSJBCg9QdXRCbG9iUmVzcG9uc2USDgoGc2hhMjU2GAEgASgJEg0KBWJ5dGVzGAIgASgEEg8KB2V4aXN0ZWQYAyABKAgiMAoPUGluQmxvYnNSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEg4KBnNoYTI1NhgCIAMoCSIzChBQaW5CbG9ic1Jlc3BvbnNlEg4KBnBpbm5lZBgBIAEoDRIPCgdtaXNzaW5nGAIgASgNIhEKD0Jsb2JTdGF0UmVxdWVzdCJ7ChBCbG9iU3RhdFJlc3BvbnNlEg0KBWJsb2JzGAEgASgNEg0KBWJ5dGVzGAIgASgEEhEKCWNhcF9ieXRlcxgDIAEoBBIOCgZwaW5uZWQYBCABKA0SDwoHZXZpY3RlZBgFIAEoBBIVCg1ldmljdGVkX2J5dGVzGAYgASgEItABCgpGaWxlQ2hhbmdlEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhMKC3Byb3Bvc2FsX2lkGAUgASgJEgwKBHBhdGgYBiABKAkSEAoIYWJzX3BhdGgYByABKAkSFwoPYXBwbGllZF91bml4X21zGAggASgDEhYKDnVuZG9uZV91bml4X21zGAkgASgDEgwKBGRpZmYYCiABKAkSDwoHY3JlYXRlZBgLIAEoCCIoChJMaXN0Q2hhbmdlc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI/ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5ib3htYWtlci52MS5GaWxlQ2hhbmdlIkUKElVuZG9DaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxhc3QYAiABKA0SDQoFZm9yY2UYAyABKAgiVgoKVW5kb1Jlc3VsdBInCgZjaGFuZ2UYASABKAsyFy5ib3htYWtlci52MS5GaWxlQ2hhbmdlEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIj8KE1VuZG9DaGFuZ2VzUmVzcG9uc2USKAoHcmVzdWx0cxgBIAMoCzIXLmJveG1ha2VyLnYxLlVuZG9SZXN1bHQqfAoMVG9vbERlY2lzaW9uEh0KGVRPT0xfREVDSVNJT05fVU5TUEVDSUZJRUQQABIZChVUT09MX0RFQ0lTSU9OX0FMTE9XRUQQARIYChRUT09MX0RFQ0lTSU9OX0RFTklFRBACEhgKFFRPT0xfREVDSVNJT05fU1RBR0VEEAMy9wYKDUJyb2tlclNlcnZpY2USRwoIR2V0VG9vbHMSHC5ib3htYWtlci52MS5HZXRUb29sc1JlcXVlc3QaHS5ib3htYWtlci52MS5HZXRUb29sc1Jlc3BvbnNlEkcKCENhbGxUb29sEhwuYm94bWFrZXIudjEuQ2FsbFRvb2xSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQ2FsbFRvb2xSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USRAoHUHV0QmxvYhIbLmJveG1ha2VyLnYxLlB1dEJsb2JSZXF1ZXN0GhwuYm94bWFrZXIudjEuUHV0QmxvYlJlc3BvbnNlEkcKCFBpbkJsb2JzEhwuYm94bWFrZXIudjEuUGluQmxvYnNSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUGluQmxvYnNSZXNwb25zZRJHCghCbG9iU3RhdBIcLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVxdWVzdBodLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVzcG9uc2USUAoLTGlzdENoYW5nZXMSHy5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlElAKC1VuZG9DaGFuZ2VzEh8uYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message boxmaker.v1.GetToolsRequest
@@ -165,6 +165,13 @@ export type SearchToolsRequest = Message<"boxmaker.v1.SearchToolsRequest"> & {
    * @generated from field: uint32 limit = 2;
    */
   limit: number;
+
+  /**
+   * Also list the prompts the connected MCP servers offer (for the operator; never shown to the model).
+   *
+   * @generated from field: bool include_prompts = 3;
+   */
+  includePrompts: boolean;
 };
 
 /**
@@ -233,6 +240,11 @@ export type SearchToolsResponse = Message<"boxmaker.v1.SearchToolsResponse"> & {
    * @generated from field: repeated boxmaker.v1.ToolSummary matches = 2;
    */
   matches: ToolSummary[];
+
+  /**
+   * @generated from field: repeated boxmaker.v1.McpPrompt prompts = 3;
+   */
+  prompts: McpPrompt[];
 };
 
 /**
@@ -241,6 +253,67 @@ export type SearchToolsResponse = Message<"boxmaker.v1.SearchToolsResponse"> & {
  */
 export const SearchToolsResponseSchema: GenMessage<SearchToolsResponse> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_broker, 6);
+
+/**
+ * A prompt template an MCP server offers (prompts/list).
+ *
+ * @generated from message boxmaker.v1.McpPrompt
+ */
+export type McpPrompt = Message<"boxmaker.v1.McpPrompt"> & {
+  /**
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: repeated boxmaker.v1.McpPromptArgument arguments = 4;
+   */
+  arguments: McpPromptArgument[];
+};
+
+/**
+ * Describes the message boxmaker.v1.McpPrompt.
+ * Use `create(McpPromptSchema)` to create a new message.
+ */
+export const McpPromptSchema: GenMessage<McpPrompt> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 7);
+
+/**
+ * @generated from message boxmaker.v1.McpPromptArgument
+ */
+export type McpPromptArgument = Message<"boxmaker.v1.McpPromptArgument"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * @generated from field: bool required = 3;
+   */
+  required: boolean;
+};
+
+/**
+ * Describes the message boxmaker.v1.McpPromptArgument.
+ * Use `create(McpPromptArgumentSchema)` to create a new message.
+ */
+export const McpPromptArgumentSchema: GenMessage<McpPromptArgument> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 8);
 
 /**
  * @generated from message boxmaker.v1.Proposal
@@ -306,7 +379,7 @@ export type Proposal = Message<"boxmaker.v1.Proposal"> & {
  * Use `create(ProposalSchema)` to create a new message.
  */
 export const ProposalSchema: GenMessage<Proposal> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 7);
+  messageDesc(file_boxmaker_v1_broker, 9);
 
 /**
  * @generated from message boxmaker.v1.ListProposalsRequest
@@ -328,7 +401,7 @@ export type ListProposalsRequest = Message<"boxmaker.v1.ListProposalsRequest"> &
  * Use `create(ListProposalsRequestSchema)` to create a new message.
  */
 export const ListProposalsRequestSchema: GenMessage<ListProposalsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 8);
+  messageDesc(file_boxmaker_v1_broker, 10);
 
 /**
  * @generated from message boxmaker.v1.ListProposalsResponse
@@ -345,7 +418,7 @@ export type ListProposalsResponse = Message<"boxmaker.v1.ListProposalsResponse">
  * Use `create(ListProposalsResponseSchema)` to create a new message.
  */
 export const ListProposalsResponseSchema: GenMessage<ListProposalsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 9);
+  messageDesc(file_boxmaker_v1_broker, 11);
 
 /**
  * @generated from message boxmaker.v1.DecideProposalRequest
@@ -372,7 +445,7 @@ export type DecideProposalRequest = Message<"boxmaker.v1.DecideProposalRequest">
  * Use `create(DecideProposalRequestSchema)` to create a new message.
  */
 export const DecideProposalRequestSchema: GenMessage<DecideProposalRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 10);
+  messageDesc(file_boxmaker_v1_broker, 12);
 
 /**
  * @generated from message boxmaker.v1.DecideProposalResponse
@@ -389,7 +462,7 @@ export type DecideProposalResponse = Message<"boxmaker.v1.DecideProposalResponse
  * Use `create(DecideProposalResponseSchema)` to create a new message.
  */
 export const DecideProposalResponseSchema: GenMessage<DecideProposalResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 11);
+  messageDesc(file_boxmaker_v1_broker, 13);
 
 /**
  * @generated from message boxmaker.v1.BrokerStatusRequest
@@ -402,7 +475,7 @@ export type BrokerStatusRequest = Message<"boxmaker.v1.BrokerStatusRequest"> & {
  * Use `create(BrokerStatusRequestSchema)` to create a new message.
  */
 export const BrokerStatusRequestSchema: GenMessage<BrokerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 12);
+  messageDesc(file_boxmaker_v1_broker, 14);
 
 /**
  * @generated from message boxmaker.v1.BrokerStatusResponse
@@ -444,7 +517,7 @@ export type BrokerStatusResponse = Message<"boxmaker.v1.BrokerStatusResponse"> &
  * Use `create(BrokerStatusResponseSchema)` to create a new message.
  */
 export const BrokerStatusResponseSchema: GenMessage<BrokerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 13);
+  messageDesc(file_boxmaker_v1_broker, 15);
 
 /**
  * @generated from message boxmaker.v1.PutBlobRequest
@@ -466,7 +539,7 @@ export type PutBlobRequest = Message<"boxmaker.v1.PutBlobRequest"> & {
  * Use `create(PutBlobRequestSchema)` to create a new message.
  */
 export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 14);
+  messageDesc(file_boxmaker_v1_broker, 16);
 
 /**
  * @generated from message boxmaker.v1.PutBlobResponse
@@ -495,7 +568,7 @@ export type PutBlobResponse = Message<"boxmaker.v1.PutBlobResponse"> & {
  * Use `create(PutBlobResponseSchema)` to create a new message.
  */
 export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 15);
+  messageDesc(file_boxmaker_v1_broker, 17);
 
 /**
  * @generated from message boxmaker.v1.PinBlobsRequest
@@ -519,7 +592,7 @@ export type PinBlobsRequest = Message<"boxmaker.v1.PinBlobsRequest"> & {
  * Use `create(PinBlobsRequestSchema)` to create a new message.
  */
 export const PinBlobsRequestSchema: GenMessage<PinBlobsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 16);
+  messageDesc(file_boxmaker_v1_broker, 18);
 
 /**
  * @generated from message boxmaker.v1.PinBlobsResponse
@@ -543,7 +616,7 @@ export type PinBlobsResponse = Message<"boxmaker.v1.PinBlobsResponse"> & {
  * Use `create(PinBlobsResponseSchema)` to create a new message.
  */
 export const PinBlobsResponseSchema: GenMessage<PinBlobsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 17);
+  messageDesc(file_boxmaker_v1_broker, 19);
 
 /**
  * @generated from message boxmaker.v1.BlobStatRequest
@@ -556,7 +629,7 @@ export type BlobStatRequest = Message<"boxmaker.v1.BlobStatRequest"> & {
  * Use `create(BlobStatRequestSchema)` to create a new message.
  */
 export const BlobStatRequestSchema: GenMessage<BlobStatRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 18);
+  messageDesc(file_boxmaker_v1_broker, 20);
 
 /**
  * @generated from message boxmaker.v1.BlobStatResponse
@@ -598,7 +671,7 @@ export type BlobStatResponse = Message<"boxmaker.v1.BlobStatResponse"> & {
  * Use `create(BlobStatResponseSchema)` to create a new message.
  */
 export const BlobStatResponseSchema: GenMessage<BlobStatResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 19);
+  messageDesc(file_boxmaker_v1_broker, 21);
 
 /**
  * @generated from message boxmaker.v1.FileChange
@@ -675,7 +748,7 @@ export type FileChange = Message<"boxmaker.v1.FileChange"> & {
  * Use `create(FileChangeSchema)` to create a new message.
  */
 export const FileChangeSchema: GenMessage<FileChange> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 20);
+  messageDesc(file_boxmaker_v1_broker, 22);
 
 /**
  * @generated from message boxmaker.v1.ListChangesRequest
@@ -692,7 +765,7 @@ export type ListChangesRequest = Message<"boxmaker.v1.ListChangesRequest"> & {
  * Use `create(ListChangesRequestSchema)` to create a new message.
  */
 export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 21);
+  messageDesc(file_boxmaker_v1_broker, 23);
 
 /**
  * @generated from message boxmaker.v1.ListChangesResponse
@@ -709,7 +782,7 @@ export type ListChangesResponse = Message<"boxmaker.v1.ListChangesResponse"> & {
  * Use `create(ListChangesResponseSchema)` to create a new message.
  */
 export const ListChangesResponseSchema: GenMessage<ListChangesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 22);
+  messageDesc(file_boxmaker_v1_broker, 24);
 
 /**
  * @generated from message boxmaker.v1.UndoChangesRequest
@@ -740,7 +813,7 @@ export type UndoChangesRequest = Message<"boxmaker.v1.UndoChangesRequest"> & {
  * Use `create(UndoChangesRequestSchema)` to create a new message.
  */
 export const UndoChangesRequestSchema: GenMessage<UndoChangesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 23);
+  messageDesc(file_boxmaker_v1_broker, 25);
 
 /**
  * @generated from message boxmaker.v1.UndoResult
@@ -769,7 +842,7 @@ export type UndoResult = Message<"boxmaker.v1.UndoResult"> & {
  * Use `create(UndoResultSchema)` to create a new message.
  */
 export const UndoResultSchema: GenMessage<UndoResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 24);
+  messageDesc(file_boxmaker_v1_broker, 26);
 
 /**
  * @generated from message boxmaker.v1.UndoChangesResponse
@@ -786,7 +859,7 @@ export type UndoChangesResponse = Message<"boxmaker.v1.UndoChangesResponse"> & {
  * Use `create(UndoChangesResponseSchema)` to create a new message.
  */
 export const UndoChangesResponseSchema: GenMessage<UndoChangesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 25);
+  messageDesc(file_boxmaker_v1_broker, 27);
 
 /**
  * @generated from enum boxmaker.v1.ToolDecision
