@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { startLlamaSim, type LlamaSim, type SimContract } from "@boxmaker/llama-sim";
@@ -23,7 +23,9 @@ function configFor(name: Name, dir: string, llamaSock: string, contract: SimCont
         log_level: "warn",
       };
     case "brokerd":
-      return { socket: sock, state_dir: join(dir, "broker"), workspace_roots: [dir], log_level: "warn" };
+      // The workspace must not contain brokerd's socket or state (brokerd refuses to start otherwise).
+      mkdirSync(join(dir, "ws"), { recursive: true });
+      return { socket: sock, state_dir: join(dir, "broker"), workspace_roots: [join(dir, "ws")], log_level: "warn" };
     case "loopd":
       return {
         socket: sock,

@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { dirname, resolve, sep } from "node:path";
 import { checkSocketPath, ConfigError } from "@boxmaker/common";
 import type { BrokerConfig } from "./config.js";
@@ -14,6 +15,10 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
  */
 export function checkBoundary(config: BrokerConfig): void {
   checkSocketPath(config.socket);
+  for (const r of config.workspace_roots) {
+    const st = statSync(r, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) throw new ConfigError(`key "workspace_roots": ${r} ${st ? "is not a directory" : "does not exist"}; create it or remove it from the list`);
+  }
   const roots = config.workspace_roots.map((r) => canonicalize(resolve(r)));
   const mine: Array<[string, string]> = [
     ["socket", dirname(resolve(config.socket))],

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { createServer } from "node:net";
 import { CallRegistry } from "./grpc-adapter.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notify.js";
@@ -29,6 +30,21 @@ export interface Daemon {
   stop(reason: string): Promise<void>;
 }
 
+/**
+ * Tries the bind with a plain server first: a socket path that cannot be bound
+ * (no directory, no permission) is one config line, before grpc-js logs its own
+ * multi-line error.
+ */
+async function probeBind(socketPath: string): Promise<void> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", (err) => reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`)));
+    probe.listen(socketPath, () => resolve());
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  removeSocket(socketPath);
+}
+
 /** Binds the gRPC server on its Unix socket and installs SIGTERM/SIGINT handling. */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const { log, socketPath } = opts;
@@ -39,9 +55,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   opts.register(server, calls);
 
   await prepareSocketPath(socketPath);
+  await probeBind(socketPath);
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-      err ? reject(err) : resolve(),
+      // A socket that cannot be bound is a config problem: one line, exit 2, not a stack trace.
+      err
+        ? reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${(/\[(.*)\]/.exec(err.message)?.[1] ?? err.message).replace(/\s+/g, " ")}`))
+        : resolve(),
     ),
   );
   restrictSocket(socketPath);

@@ -81,6 +81,9 @@ describe("config: every bad config is one line, exit 2", () => {
       [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "file", "s"), workspace_roots: [ws] }, /key "state_dir": cannot create/],
       [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws], sandbox: { limits: { max_processes: 0 } } }, /sandbox\.limits\.max_processes/],
       [{ socket: join(t.dir, "run", "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws], sandbox: { ro_paths: ["/usr", t.dir] } }, /sandbox\.ro_paths.*socket directory/],
+      [{ socket: "/proc/b.sock", state_dir: join(t.dir, "s"), workspace_roots: [ws] }, /key "socket": cannot listen on \/proc\/b\.sock/],
+      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "missing")] }, /key "workspace_roots": .* does not exist/],
+      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "file")] }, /key "workspace_roots": .* is not a directory/],
     ];
     for (const [cfg, want] of cases) {
       const p = join(t.dir, "c.json");
