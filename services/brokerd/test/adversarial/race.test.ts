@@ -17,6 +17,7 @@ const OUTSIDE_MARK = "OUTSIDE-CONTENT-7f3a";
 let r: Rig;
 let flipper: ChildProcess;
 export const raceCounts = { calls: 0, escapes: 0, refused: 0, flips: 0 };
+let approvals = 0;
 
 const FLIP = `
 const fs = require("node:fs");
@@ -31,7 +32,7 @@ for (;;) {
 `;
 
 beforeAll(async () => {
-  r = await rig({ policy: { rules: [{ name: "writes", tool: "write_file", effect: "allow" }] } }, ({ ws, outside }) => {
+  r = await rig({ policy: { rules: [{ name: "writes", tool: "write_file", effect: "allow" }, { name: "review", tool: "write_file", effect: "ask", paths: ["d/s*"] }] } }, ({ ws, outside }) => {
     mkdirSync(join(ws, "d"));
     for (let i = 0; i < 5; i++) writeFileSync(join(ws, "d", `f${i}.txt`), `inside ${i}\nneedle inside\n`);
     for (let i = 0; i < 5; i++) writeFileSync(join(outside, `f${i}.txt`), `${OUTSIDE_MARK} ${i}\nneedle ${OUTSIDE_MARK}\n`);
@@ -48,9 +49,9 @@ afterAll(async () => {
 });
 
 describe("a directory flipping to a symlink during calls", () => {
-  it(`read_file, list_dir, search_files and writes never reach outside (${RACE_ITERATIONS} calls)`, async () => {
+  it(`read_file, list_dir, search_files, writes and approved staged writes never reach outside (${RACE_ITERATIONS} calls)`, async () => {
     const outsideBefore = readdirSync(r.outside).sort();
-    const kinds = ["read", "list", "write", "read", "list", "write", "read", "list", "write", "read", "list", "write", "read", "list", "write", "search"] as const;
+    const kinds = ["read", "list", "write", "read", "list", "approve", "read", "list", "write", "read", "list", "approve", "read", "list", "write", "search"] as const;
     const batch = 8;
     for (let i = 0; i < RACE_ITERATIONS; i += batch) {
       const calls = [];
@@ -59,6 +60,17 @@ describe("a directory flipping to a symlink during calls", () => {
         if (k === "read") calls.push(r.call("read_file", { path: `d/f${j % 5}.txt` }));
         else if (k === "list") calls.push(r.call("list_dir", { path: "d" }));
         else if (k === "write") calls.push(r.call("write_file", { path: `d/w${j}.txt`, content: "x" }));
+        else if (k === "approve") {
+          // Staged now, approved a moment later while the directory keeps flipping.
+          calls.push(
+            r.call("write_file", { path: `d/s${j}.txt`, content: "approved" }).then(async (staged) => {
+              if (staged.decision !== "staged") return staged;
+              approvals++;
+              const done = await r.broker.decideProposal(staged.proposalId, true, "");
+              return { ...staged, content: done.result, isError: done.state !== "applied" };
+            }),
+          );
+        }
         else calls.push(r.call("search_files", { pattern: "needle|OUTSIDE", path: j % 2 ? "d" : "." }));
       }
       for (const res of await Promise.all(calls)) {
@@ -74,6 +86,7 @@ describe("a directory flipping to a symlink during calls", () => {
     expect(readdirSync(r.outside).sort()).toEqual(outsideBefore);
     // The race was real: the directory flipped many times and some calls were refused mid-flight.
     expect(raceCounts.flips).toBeGreaterThan(100);
+    expect(approvals).toBeGreaterThan(50);
     expect(raceCounts.refused).toBeGreaterThan(0);
     expect(raceCounts.refused).toBeLessThan(RACE_ITERATIONS);
   }, 120_000);
