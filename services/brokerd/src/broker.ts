@@ -115,7 +115,9 @@ export class Broker {
       table,
       guard,
       new BlobStore(join(config.state_dir, "blobs"), { capBytes: config.blob_cap_bytes }),
-      new ProposalStore(join(config.state_dir, "proposals")),
+      new ProposalStore(join(config.state_dir, "proposals"), (file, why) =>
+        opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
+      ),
       sandbox,
       mcp,
       new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log),
