@@ -31,11 +31,13 @@ export function nextRun(cron: string, afterMs: number): number {
 }
 
 export function validateCron(cron: string): void {
-  // cron-parser also takes 4 or 6 fields (seconds); a schedule is the classic five.
+  // The classic five fields, or six with a leading seconds field (what tests and
+  // sub-minute jobs use). cron-parser would also take four, silently reading them
+  // as something the person did not mean.
   const fields = cron.trim().split(/\s+/).filter(Boolean);
-  if (fields.length !== 5) {
+  if (fields.length !== 5 && fields.length !== 6) {
     throw invalidArgument(
-      `not a cron expression: "${cron}" has ${fields.length} field${fields.length === 1 ? "" : "s"}; a schedule needs five (minute hour day-of-month month day-of-week), e.g. "30 6 * * *"`,
+      `not a cron expression: "${cron}" has ${fields.length} field${fields.length === 1 ? "" : "s"}; a schedule needs five (minute hour day-of-month month day-of-week, e.g. "30 6 * * *"), or six with seconds first`,
     );
   }
   try {

@@ -13,10 +13,11 @@ afterEach(() => {
 const T0 = Date.parse("2026-11-29T10:00:00Z");
 
 describe("schedules", () => {
-  it("takes only five-field cron expressions", () => {
+  it("takes five-field cron expressions, or six with seconds first, and nothing else", () => {
     expect(() => validateCron("30 6 * * *")).not.toThrow();
     expect(() => validateCron("* * * *")).toThrow(/has 4 fields; a schedule needs five/);
-    expect(() => validateCron("0 30 6 * * *")).toThrow(/has 6 fields/);
+    expect(() => validateCron("0 30 6 * * *")).not.toThrow();
+    expect(() => validateCron("0 0 30 6 * * *")).toThrow(/has 7 fields/);
     expect(() => validateCron("61 * * * *")).toThrow(/not a cron expression/);
   });
 
