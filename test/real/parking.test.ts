@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RealLlama, haveRealLlama } from "./support/real-llama.js";
 import { cliMain, waitFor } from "../support/stack.js";
@@ -40,7 +40,10 @@ describe.skipIf(!haveRealLlama("session parking against the real llama-server"))
     }).start();
     const run = join(dir, "run");
     const args = ["up", "--upstream-socket", llama.socketPath, "--accept-server-contract", "--sandbox", "none"];
-    args.push("--runtime-dir", run, "--state-dir", join(dir, "state"), "--workspace", dir);
+    // The workspace beside the runtime and state dirs: brokerd refuses a stack inside a workspace.
+    const ws = join(dir, "ws");
+    mkdirSync(ws);
+    args.push("--runtime-dir", run, "--state-dir", join(dir, "state"), "--workspace", ws);
     const proc = spawn(process.execPath, [cliMain, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1" } });
     up = proc;
     let stdout = "";
