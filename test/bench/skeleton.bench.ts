@@ -1,63 +1,120 @@
-// The walking skeleton's cost: a whole turn through loopd →
-// inferproxy → simulator, versus the same completion sent straight to the
-// simulator over its Unix socket.
+// The walking skeleton's cost: a whole turn through loopd → inferproxy →
+// simulator, versus the same completion sent straight to the simulator over
+// its Unix socket. Time to first token is the headline: the client's Send on
+// loopd to its first content event, against the direct request to its first
+// content chunk. The simulator runs in this process, so its arrival and
+// first-write times share the bench's clock and split the chain into stages:
+//   request path  Send → the request has arrived at llama-server
+//                 (loopd accepts, appends durably, tools array, inferproxy shapes and sends)
+//   server        arrival → first content token written (the same work in both paths)
+//   return path   first content token written → the client's first content event
+//                 (inferproxy parses SSE, gRPC to loopd, gRPC to the client)
 import { Agent, request } from "undici";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
-import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
-import { p50, p99, nowMs } from "./stats.mjs";
+import { loopClient, newSession, type LoopClient } from "../support/loop-client.js";
+import { p50, p99 } from "./stats.mjs";
 
 type Emit = (metric: string, value: number, unit: string) => void;
 
 const ANSWER = "The quick brown fox jumps over the lazy dog. ".repeat(4);
+const now = () => performance.now();
+
+interface Sample {
+  ttft: number;
+  turn: number;
+  requestPath: number;
+  server: number;
+  returnPath: number;
+}
 
 export default async function (emit: Emit): Promise<void> {
   const tmp = tempDir("bxb-");
   const stack = await new Stack(tmp.dir).start();
   const client = loopClient(stack.sockets.loopd);
   const agent = new Agent({ connect: { socketPath: stack.sockets.llama } });
+  const erase = () => request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
   try {
-    const direct: number[] = [];
-    const through: number[] = [];
-    const N = 40;
+    const through: Sample[] = [];
+    const direct: Sample[] = [];
+    const N = 60;
     for (let i = 0; i < N + 5; i++) {
-      const text = `question ${i}`;
       // Through the stack: a fresh session each time so both paths send a cold, equal-sized prompt.
       const id = await newSession(client, `bench ${i}`);
       stack.sim.enqueue({ content: ANSWER });
-      let t0 = nowMs();
-      doneOf(await turn(client, id, text));
-      const tStack = nowMs() - t0;
+      const s = await viaStack(client, id, `question ${i}`, () => stack.sim.completions.at(-1)!);
       // Straight to the simulator: the request loopd just made, replayed on the same slot after erasing it.
       const last = stack.sim.completions.at(-1)!;
-      await request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
+      await erase();
       stack.sim.enqueue({ content: ANSWER });
-      t0 = nowMs();
-      const res = await request("http://localhost/v1/chat/completions", {
-        method: "POST",
-        dispatcher: agent,
-        headers: { "content-type": "application/json" },
-        body: last.rawBody,
-      });
-      const body = await res.body.text();
-      const tDirect = nowMs() - t0;
-      if (!body.includes("[DONE]")) throw new Error("direct request did not finish");
-      await request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
+      const d = await viaDirect(agent, last.rawBody, () => stack.sim.completions.at(-1)!);
+      await erase();
       if (i >= 5) {
-        through.push(tStack);
-        direct.push(tDirect);
+        through.push(s);
+        direct.push(d);
       }
     }
-    const added = through.map((t, i) => t - direct[i]!);
-    emit("turn_ms_p50", p50(through), "ms");
-    emit("direct_ms_p50", p50(direct), "ms");
-    emit("turn_added_ms_p50", p50(added), "ms");
-    emit("turn_added_ms_p99", p99(added), "ms");
-    emit("turn_over_direct_ratio", p50(through) / p50(direct), "x");
+    const col = (xs: Sample[], k: keyof Sample) => xs.map((x) => x[k]);
+    const added = (k: keyof Sample) => through.map((t, i) => t[k] - direct[i]![k]);
+    emit("ttft_ms_p50", p50(col(through, "ttft")), "ms");
+    emit("direct_ttft_ms_p50", p50(col(direct, "ttft")), "ms");
+    emit("ttft_added_ms_p50", p50(added("ttft")), "ms");
+    emit("ttft_added_ms_p99", p99(added("ttft")), "ms");
+    emit("turn_ms_p50", p50(col(through, "turn")), "ms");
+    emit("direct_ms_p50", p50(col(direct, "turn")), "ms");
+    emit("turn_added_ms_p50", p50(added("turn")), "ms");
+    emit("turn_added_ms_p99", p99(added("turn")), "ms");
+    emit("turn_over_direct_ratio", p50(col(through, "turn")) / p50(col(direct, "turn")), "x");
+    emit("stage_request_path_ms_p50", p50(col(through, "requestPath")), "ms");
+    emit("stage_request_path_direct_ms_p50", p50(col(direct, "requestPath")), "ms");
+    emit("stage_server_ms_p50", p50(col(through, "server")), "ms");
+    emit("stage_return_path_ms_p50", p50(col(through, "returnPath")), "ms");
+    emit("stage_return_path_direct_ms_p50", p50(col(direct, "returnPath")), "ms");
   } finally {
     client.close();
     await agent.close();
     await stack.stop();
     tmp.cleanup();
   }
+}
+
+type Entry = { receivedHrMs: number; firstContentHrMs?: number };
+
+async function viaStack(client: LoopClient, sessionId: string, text: string, entry: () => Entry): Promise<Sample> {
+  const t0 = now();
+  let first = 0;
+  for await (const ev of client.send({ sessionId, text })) {
+    if (!first && ev.event.case === "content" && ev.event.value.text) first = now();
+    if (ev.event.case === "turnFailed") throw new Error(ev.event.value.message);
+  }
+  return sample(t0, first, now(), entry());
+}
+
+async function viaDirect(agent: Agent, body: string, entry: () => Entry): Promise<Sample> {
+  const t0 = now();
+  const res = await request("http://localhost/v1/chat/completions", {
+    method: "POST",
+    dispatcher: agent,
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  let first = 0;
+  let text = "";
+  for await (const chunk of res.body) {
+    const s = chunk.toString();
+    if (!first && /"content":"[^"]/.test(s)) first = now();
+    text += s;
+  }
+  if (!text.includes("[DONE]")) throw new Error("direct request did not finish");
+  return sample(t0, first, now(), entry());
+}
+
+function sample(t0: number, first: number, end: number, e: Entry): Sample {
+  return {
+    ttft: first - t0,
+    turn: end - t0,
+    requestPath: e.receivedHrMs - t0,
+    server: (e.firstContentHrMs ?? e.receivedHrMs) - e.receivedHrMs,
+    returnPath: first - (e.firstContentHrMs ?? first),
+  };
 }

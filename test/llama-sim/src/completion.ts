@@ -374,6 +374,7 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
         if (stop) return stop;
         content += piece;
         sse?.event(chunk(base, { content: piece }));
+        entry.firstContentHrMs ??= performance.now();
       }
       for (const plan of toolPlans) {
         for (let i = 0; i < plan.pieces.length; i++) {

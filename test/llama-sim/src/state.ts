@@ -43,6 +43,9 @@ export interface RequestLogEntry {
   /** The parsed JSON body; undefined when empty or malformed. */
   body: unknown;
   receivedAt: number;
+  /** performance.now() at arrival and at the first content token written: for stage timings in benchmarks. */
+  receivedHrMs: number;
+  firstContentHrMs?: number;
   status?: number;
   /** Chat completions only from here on. */
   completionId?: string;
@@ -96,8 +99,8 @@ export class SimState {
     this.slots = Array.from({ length: config.totalSlots }, (_, i) => new Slot(i, config.nCtx));
   }
 
-  logRequest(e: Omit<RequestLogEntry, "seq" | "receivedAt">): RequestLogEntry {
-    const entry: RequestLogEntry = { seq: ++this.seq, receivedAt: Date.now(), ...e };
+  logRequest(e: Omit<RequestLogEntry, "seq" | "receivedAt" | "receivedHrMs">): RequestLogEntry {
+    const entry: RequestLogEntry = { seq: ++this.seq, receivedAt: Date.now(), receivedHrMs: performance.now(), ...e };
     this.requests.push(entry);
     return entry;
   }

@@ -1,0 +1,55 @@
+// What the daemons cost while nobody uses them: resident memory of each
+// daemon idle after start and after 100 turns, and CPU over an idle window
+// (health polls and timers must be cheap; no busy polling). Reads /proc.
+// BOXMAKER_BENCH_IDLE_S sets the idle window (default 60 s).
+import { readFileSync } from "node:fs";
+import { Stack } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
+import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
+
+type Emit = (metric: string, value: number, unit: string) => void;
+const DAEMONS = ["inferproxy", "brokerd", "loopd"] as const;
+const TICKS_PER_S = 100; // USER_HZ on Linux
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const cpuTicks = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(f[11]) + Number(f[12]);
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export default async function (emit: Emit): Promise<void> {
+  const idleS = Number(process.env.BOXMAKER_BENCH_IDLE_S ?? 60);
+  const tmp = tempDir("bxb-f-");
+  // Production poll interval, not the tests' fast one: idle cost is what it costs in service.
+  const stack = await new Stack(tmp.dir, { inferproxy: { health_poll_ms: 2000, log_level: "info" }, loopd: { log_level: "info" }, brokerd: { log_level: "info" } }).start();
+  const client = loopClient(stack.sockets.loopd);
+  const pid = (d: string) => stack.daemons.get(d)!.proc.pid!;
+  try {
+    await sleep(3000);
+    for (const d of DAEMONS) emit(`${d}_idle_rss_mb`, rssMb(pid(d)), "MB");
+
+    const id = await newSession(client, "footprint");
+    for (let i = 0; i < 100; i++) {
+      stack.sim.enqueue({ reasoning: "Short thought.", content: `Answer ${i}: fine.` });
+      doneOf(await turn(client, id, `message ${i}`));
+    }
+    await sleep(2000);
+    for (const d of DAEMONS) emit(`${d}_rss_after_100_turns_mb`, rssMb(pid(d)), "MB");
+
+    const before = DAEMONS.map((d) => cpuTicks(pid(d)));
+    const t0 = performance.now();
+    await sleep(idleS * 1000);
+    const seconds = (performance.now() - t0) / 1000;
+    const used = DAEMONS.map((d, i) => (cpuTicks(pid(d)) - before[i]!) / TICKS_PER_S);
+    DAEMONS.forEach((d, i) => emit(`${d}_idle_cpu_pct`, (100 * used[i]!) / seconds, "%"));
+    emit("idle_cpu_pct_all_daemons", (100 * used.reduce((a, b) => a + b, 0)) / seconds, "%");
+    emit("idle_window_s", seconds, "s");
+  } finally {
+    client.close();
+    await stack.stop();
+    tmp.cleanup();
+  }
+}
