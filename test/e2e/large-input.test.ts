@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { BrokerService, createClient } from "@boxmaker/common";
 import { countTokens } from "@boxmaker/llama-sim";
 import { useStack } from "../support/use-stack.js";
 import { doneOf, newSession, turn } from "../support/loop-client.js";
@@ -50,10 +51,16 @@ describe("large input through the whole stack (simulator)", () => {
     expect(doneOf(ev).finishReason).toBe("stop");
 
     // Same bytes again: the same message and the same blob.
+    const broker = createClient(BrokerService, t.stack.sockets.brokerd);
+    const before = await broker.blobStat({});
     const again = await t.stack.cli(["run", "-"], { input: `What failed here?\n\n${log}`, timeoutMs: 60_000 });
     const id2 = /session (\S+)/.exec(again.stderr)![1]!;
     const h2 = await t.client.getSession({ id: id2 });
     expect(JSON.parse(h2.messages[0]!.messageJson)).toEqual(first);
+    const after = await broker.blobStat({});
+    broker.close();
+    expect(after.blobs).toBe(before.blobs);
+    expect(after.pinned).toBeGreaterThanOrEqual(1);
   });
 
   it("a 16k-token first message is not compacted", async () => {
