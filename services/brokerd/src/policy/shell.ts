@@ -23,7 +23,10 @@ export interface CommandAnalysis {
 export const DYNAMIC = "\u0000dynamic";
 
 interface MvdanSyntax {
-  NewParser(): { Parse(src: string, name: string): unknown };
+  NewParser(...opts: unknown[]): { Parse(src: string, name: string): unknown };
+  Variant(lang: unknown): unknown;
+  LangBash: unknown;
+  LangPOSIX: unknown;
   Walk(node: unknown, fn: (node: any) => boolean): void;
   NodeType(node: unknown): string;
 }
@@ -107,6 +110,8 @@ function unwrap(argv: string[]): number | undefined {
     return true;
   };
   switch (name) {
+    case "!": // `time ! rm` in bash negates a pipeline that runs rm
+      return 1;
     case "command":
     case "builtin":
     case "exec":
@@ -157,16 +162,29 @@ export function analyzeCommand(line: string): CommandAnalysis {
   return out;
 }
 
+/**
+ * Parses as bash and as POSIX sh and keeps what either sees: `/bin/sh` is dash
+ * on some systems and bash on others, and a line can mean different things in
+ * each (`((rm x))` is arithmetic in bash, two subshells running rm in dash).
+ */
 function analyze(line: string, out: CommandAnalysis, depth: number): void {
   if (depth > MAX_NESTING) return void out.opaque.push("shells nested too deeply");
   const s = sh();
-  let file: unknown;
-  try {
-    file = s.NewParser().Parse(line, "cmd");
-  } catch (err) {
-    const msg = (err as { Error?: () => string }).Error?.() ?? String((err as Error).message ?? err);
-    return void out.opaque.push(`the line does not parse as shell (${msg})`);
+  const files: unknown[] = [];
+  let error = "";
+  for (const lang of [s.LangBash, s.LangPOSIX]) {
+    try {
+      files.push(s.NewParser(s.Variant(lang)).Parse(line, "cmd"));
+    } catch (err) {
+      error ||= (err as { Error?: () => string }).Error?.() ?? String((err as Error).message ?? err);
+    }
   }
+  if (files.length === 0) return void out.opaque.push(`the line does not parse as shell (${error})`);
+  for (const file of files) walkFile(file, line, out, depth);
+}
+
+function walkFile(file: unknown, line: string, out: CommandAnalysis, depth: number): void {
+  const s = sh();
   s.Walk(file, (node) => {
     if (!node) return true;
     const type = s.NodeType(node);

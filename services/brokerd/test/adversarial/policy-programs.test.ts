@@ -51,6 +51,8 @@ export const RM_BYPASSES = [
   "! rm x",
   "rm x &",
   "time rm x",
+  "((rm x))",
+  "time ! rm x",
 ];
 
 describe("deny rules apply to programs, wherever they sit in the line", () => {

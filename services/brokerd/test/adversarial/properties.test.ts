@@ -91,7 +91,8 @@ describe("command lines (policy on programs)", () => {
       fc.property(fc.string({ maxLength: 60 }), (line) => {
         counts.inputs++;
         const d = decide(allowLs, { ...defaults, exec: "ask" }, { tool: "run_command", risk: "exec", paths: [], command: `ls ${line}`, hosts: [] });
-        if (d.effect === "allow" && /[;&|`$()<>\n]/.test(line) && /rm|sh|eval/.test(line)) counts.escapes++;
+        // An escape: a second program chained after ls (rm, sh, eval) and still allowed.
+        if (d.effect === "allow" && /(;|&&|\|\||\||\$\(|`|\n)\s*(rm|sh|eval)(\s|$)/.test(line)) counts.escapes++;
         return ["allow", "ask", "deny"].includes(d.effect);
       }),
       { numRuns: runs(800) },
