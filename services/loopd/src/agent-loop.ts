@@ -11,13 +11,14 @@ import {
   type ToolCall,
 } from "@boxmaker/common";
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
-import { buildMessagesJson, replayJson } from "./replay.js";
+import { replayJson } from "./replay.js";
+import { buildMessagesJson, unansweredToolCalls } from "./epoch-view.js";
 import { lastAssistantIndex } from "./compaction.js";
 import { recordPromptCount, tokensOf } from "./token-counts.js";
 import type { SpilledBlock } from "./prepass/index.js";
 import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
-import { epochMessages, unansweredToolCalls, type SessionState } from "./session-state.js";
+import { epochMessages, type SessionState } from "./session-state.js";
 import { cutForPerson } from "./error-text.js";
 import { LogWriteError, type ToolMeta } from "./session-log.js";
 

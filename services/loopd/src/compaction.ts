@@ -1,6 +1,7 @@
 import type { ClientOf, InferService, Logger } from "@boxmaker/common";
 import { RpcError, Status } from "@boxmaker/common";
-import { buildMessagesJson, replayJson } from "./replay.js";
+import { replayJson } from "./replay.js";
+import { buildMessagesJson } from "./epoch-view.js";
 import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
 import { systemMessageJson, userMessageJson } from "./messages.js";
 import type { Session } from "./session-store.js";

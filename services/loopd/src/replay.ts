@@ -1,19 +1,4 @@
-import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
-
-/**
- * The request's `messages` array, spliced from the stored JSON texts. Nothing
- * is parsed and re-serialized: the server's prompt cache only hits when every
- * earlier byte is exactly what it saw last time.
- *
- * The one exception is a stored assistant message the server would refuse
- * (see `replayableJson`): it is sent in a fixed repaired form, the same bytes
- * every time, so the cache still hits from the second request on.
- */
-export function buildMessagesJson(s: SessionState): string {
-  const parts = [s.epoch.systemJson];
-  for (const m of epochMessages(s)) parts.push(replayJson(m));
-  return `[${parts.join(",")}]`;
-}
+import type { StoredMessage } from "./session-state.js";
 
 /** What replaces arguments the server cannot parse: an empty object, the same bytes every time. */
 export const REPAIRED_ARGUMENTS = "{}";

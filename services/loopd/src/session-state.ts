@@ -109,21 +109,3 @@ export function epochMessages(s: SessionState): StoredMessage[] {
   return s.history.filter((m) => m.epoch === s.epoch.epoch);
 }
 
-/**
- * Tool calls of the epoch's assistant messages that have no tool result yet.
- * After a crash these get an explicit "interrupted" result so the
- * conversation stays well-formed for the template and the model.
- */
-export function unansweredToolCalls(s: SessionState): { id: string; name: string }[] {
-  const open = new Map<string, string>();
-  for (const m of epochMessages(s)) {
-    const msg = JSON.parse(m.json) as {
-      role: string;
-      tool_calls?: { id: string; function: { name: string } }[];
-      tool_call_id?: string;
-    };
-    if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) open.set(tc.id, tc.function.name);
-    if (msg.role === "tool" && msg.tool_call_id) open.delete(msg.tool_call_id);
-  }
-  return [...open].map(([id, name]) => ({ id, name }));
-}

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { failedPrecondition, type Logger } from "@boxmaker/common";
 import { LogCorruptError, SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
-import { applyRecord, foldRecords, unansweredToolCalls, type SessionState } from "./session-state.js";
+import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
+import { unansweredToolCalls } from "./epoch-view.js";
 import { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
 

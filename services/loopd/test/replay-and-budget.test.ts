@@ -4,7 +4,8 @@ import { runTurn, estimateNewPromptTokens, type LoopDeps } from "../src/agent-lo
 import { SessionStore, type Session } from "../src/session-store.js";
 import { SessionLog } from "../src/session-log.js";
 import { foldRecords } from "../src/session-state.js";
-import { buildMessagesJson, replayableJson } from "../src/replay.js";
+import { replayableJson } from "../src/replay.js";
+import { buildMessagesJson } from "../src/epoch-view.js";
 import { TurnBudget, type BudgetLimits } from "../src/budgets.js";
 import { cutForPerson } from "../src/error-text.js";
 import { fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";

@@ -1,0 +1,66 @@
+import { replayJson } from "./replay.js";
+import type { SessionState } from "./session-state.js";
+
+/**
+ * What each request needs from the current epoch — the replay texts of its
+ * messages and which tool calls still lack a result — kept up to date as
+ * records are appended, so a request costs the same in a session of a
+ * thousand tokens and in one of two hundred thousand. History is append-only
+ * and an epoch never changes its system prompt, so new messages are only ever
+ * folded in once; a new epoch (compaction) starts a new view.
+ */
+interface EpochView {
+  epoch: number;
+  systemJson: string;
+  /** How far into `history` this view has read. */
+  upto: number;
+  parts: string[];
+  /** `parts` joined, until the next message arrives. */
+  joined?: string;
+  open: Map<string, string>;
+}
+
+const views = new WeakMap<SessionState, EpochView>();
+
+function viewOf(s: SessionState): EpochView {
+  let v = views.get(s);
+  if (!v || v.epoch !== s.epoch.epoch || v.systemJson !== s.epoch.systemJson || v.upto > s.history.length) {
+    v = { epoch: s.epoch.epoch, systemJson: s.epoch.systemJson, upto: 0, parts: [s.epoch.systemJson], open: new Map() };
+    views.set(s, v);
+  }
+  for (; v.upto < s.history.length; v.upto++) {
+    const m = s.history[v.upto]!;
+    if (m.epoch !== v.epoch) continue;
+    v.parts.push(replayJson(m));
+    v.joined = undefined;
+    trackToolCalls(v.open, m.json);
+  }
+  return v;
+}
+
+function trackToolCalls(open: Map<string, string>, json: string): void {
+  // Only assistant messages with tool calls and tool results change the set; skip parsing the rest.
+  if (!json.includes('"tool_calls"') && !json.includes('"tool_call_id"')) return;
+  const msg = JSON.parse(json) as { role: string; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string };
+  if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) open.set(tc.id, tc.function.name);
+  if (msg.role === "tool" && msg.tool_call_id) open.delete(msg.tool_call_id);
+}
+
+/**
+ * The request's `messages` array, spliced from the stored JSON texts (see
+ * replay.ts for why nothing is re-serialized).
+ */
+export function buildMessagesJson(s: SessionState): string {
+  const v = viewOf(s);
+  v.joined ??= `[${v.parts.join(",")}]`;
+  return v.joined;
+}
+
+/**
+ * Tool calls of the epoch's assistant messages that have no tool result yet.
+ * After a crash these get an explicit "interrupted" result so the
+ * conversation stays well-formed for the template and the model.
+ */
+export function unansweredToolCalls(s: SessionState): { id: string; name: string }[] {
+  return [...viewOf(s).open].map(([id, name]) => ({ id, name }));
+}
