@@ -1,5 +1,6 @@
 import { invalidArgument } from "@boxmaker/common";
 import type { SamplingConfig } from "./config.js";
+import { JsonArrayCheck } from "./json-array-check.js";
 
 /** The parts of a CompleteRequest that shape the body (plain data, so this stays pure). */
 export interface CompletionInput {
@@ -22,18 +23,20 @@ export interface ShapingDefaults {
  * and tools_json are spliced in byte for byte: the server's prompt cache only
  * hits when every earlier byte of the rendered prompt is unchanged, and a
  * parse/re-serialise round trip can change number formatting, escapes and
- * key order. They are parsed once only to reject what is not a JSON array.
+ * key order. They are checked only to reject what is not a JSON array, and a
+ * conversation that grew since the last request is checked only in its new
+ * messages (`JsonArrayCheck`).
  */
-export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults): string {
+export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, check = new JsonArrayCheck()): string {
   if (!Number.isInteger(input.slot) || input.slot < 0 || input.slot >= d.totalSlots) {
     // The server would silently wrap id_slot around and let two sessions share a slot.
     throw invalidArgument(`slot ${input.slot} does not exist: llama-server has slots 0..${d.totalSlots - 1}`, {
       field: "slot",
     });
   }
-  requireJsonArray(input.messagesJson, "messages_json", false);
+  check.require(input.messagesJson, "messages_json", false);
   const hasTools = input.toolsJson.trim() !== "";
-  if (hasTools) requireJsonArray(input.toolsJson, "tools_json", true);
+  if (hasTools) check.require(input.toolsJson, "tools_json", true);
 
   const s = input.sampling ?? {};
   const pick = (k: keyof SamplingConfig): number => {
@@ -54,17 +57,4 @@ export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults):
 
 function num(v: number): string {
   return JSON.stringify(v);
-}
-
-function requireJsonArray(text: string, field: string, allowEmpty: boolean): void {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    throw invalidArgument(`${field} is not valid JSON: ${(err as Error).message}`, { field });
-  }
-  if (!Array.isArray(v)) {
-    throw invalidArgument(`${field} must be a JSON array, got ${v === null ? "null" : typeof v}`, { field });
-  }
-  if (!allowEmpty && v.length === 0) throw invalidArgument(`${field} is an empty array`, { field });
 }

@@ -24,6 +24,7 @@ import { ServerCheckError } from "./connection-check.js";
 import { HealthMonitor, refusalMessage } from "./health-monitor.js";
 import { LlamaClient, UpstreamConnectError, UpstreamTimeoutError } from "./llama-client.js";
 import { Watchdog, slotSample, type SlotSample } from "./liveness.js";
+import { JsonArrayCheck } from "./json-array-check.js";
 import { buildCompletionBody } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { SlotLocks } from "./slot-lock.js";
@@ -62,6 +63,8 @@ export class InferProxy {
   private readonly cfg: InferproxyConfig;
   private readonly log: Logger;
   private anon = 0;
+  /** Conversations already checked as JSON arrays: a grown one is checked only in its new messages. */
+  private readonly arrayCheck = new JsonArrayCheck();
 
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
@@ -163,6 +166,7 @@ export class InferProxy {
         thinkingCapTokens: req.thinkingCapTokens,
       },
       { sampling: this.cfg.sampling, maxTokens: this.cfg.max_tokens, totalSlots: this.totalSlots },
+      this.arrayCheck,
     );
     this.requireSelfTest();
     const holder = req.requestId || `anonymous-${++this.anon}`;
