@@ -1,0 +1,123 @@
+// What a long conversation costs per request beyond what it costs the server:
+// time to first token through the stack minus the same request sent straight
+// to the simulator, for a ~1k-token session and a ~200k-token one. The
+// difference between the two is work loopd and inferproxy do that grows with
+// the conversation (parsing, serialising, copying, scanning the history).
+//
+// The simulator runs as its own process here: in this process its
+// post-response bookkeeping for a 200k-token prompt (re-tokenising the slot)
+// would hold up the client's reading of the first event and be counted as
+// stack time.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import { SessionLog } from "../../services/loopd/dist/session-log.js";
+import { foldRecords } from "../../services/loopd/dist/session-state.js";
+import { buildMessagesJson } from "../../services/loopd/dist/epoch-view.js";
+import { buildCompletionBody } from "../../services/inferproxy/dist/request-shaping.js";
+import { Stack, repoRoot, waitFor } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
+import { loopClient, newSession } from "../support/loop-client.js";
+import { p50 } from "./stats.mjs";
+import { createHash } from "node:crypto";
+
+type Emit = (metric: string, value: number, unit: string) => void;
+const now = () => performance.now();
+const N_CTX = 262_144;
+
+export default async function (emit: Emit): Promise<void> {
+  const tmp = tempDir("bxb-ls-");
+  const llamaSock = join(tmp.dir, "sim.sock");
+  const sim = spawn(process.execPath, [join(repoRoot, "test/llama-sim/dist/main.js"), "--socket", llamaSock, "--n-ctx", String(N_CTX)], { stdio: "ignore" });
+  await waitFor(() => existsSync(llamaSock), 10_000, "llama-sim");
+  const agent = new Agent({ connect: { socketPath: llamaSock } });
+  const props = JSON.parse(await (await request("http://localhost/props", { dispatcher: agent })).body.text());
+  const contract = {
+    template_sha256: createHash("sha256").update(props.chat_template).digest("hex"),
+    n_ctx_per_slot: props.default_generation_settings.n_ctx,
+    total_slots: props.total_slots,
+  };
+  const stack = await new Stack(tmp.dir, {
+    upstream: { socketPath: llamaSock, contract },
+    loopd: { budgets: { max_total_tokens: 10_000_000 } },
+  }).start();
+  let client = loopClient(stack.sockets.loopd);
+  const sessionsDir = join(tmp.dir, "state", "loopd", "sessions");
+  try {
+    const small = await newSession(client, "small");
+    const large = await newSession(client, "large");
+    // Grow the large session on disk while loopd is down, as a year of use would have.
+    client.close();
+    await stack.kill("loopd", "SIGTERM");
+    const tokens = grow(sessionsDir, large, 200_000);
+    await stack.startDaemon("loopd");
+    client = loopClient(stack.sockets.loopd);
+
+    const measure = async (id: string) => {
+      const added: number[] = [];
+      for (let i = 0; i < 25; i++) {
+        const t0 = now();
+        let first = 0;
+        for await (const ev of client.send({ sessionId: id, text: `question ${i}` })) {
+          if (!first && ev.event.case === "content") first = now() - t0;
+          if (ev.event.case === "turnFailed") throw new Error(ev.event.value.message);
+        }
+        // The same request straight to the server: the log's messages up to this turn's user message.
+        const body = directBody(join(sessionsDir, `${id}.jsonl`));
+        const d0 = now();
+        const res = await request("http://localhost/v1/chat/completions", { method: "POST", dispatcher: agent, headers: { "content-type": "application/json" }, body });
+        let direct = 0;
+        for await (const chunk of res.body) if (!direct && /"content":"[^"]/.test(chunk.toString())) direct = now() - d0;
+        if (i >= 5) added.push(first - direct);
+      }
+      return p50(added);
+    };
+    const addedSmall = await measure(small);
+    const addedLarge = await measure(large);
+    emit("session_tokens_large", tokens, "tokens");
+    emit("ttft_added_ms_p50_1k", addedSmall, "ms");
+    emit("ttft_added_ms_p50_200k", addedLarge, "ms");
+    emit("added_per_request_200k_minus_1k_ms", addedLarge - addedSmall, "ms");
+  } finally {
+    client.close();
+    await agent.close();
+    await stack.stop();
+    sim.kill("SIGTERM");
+    await once(sim, "exit");
+    tmp.cleanup();
+  }
+}
+
+/** What loopd sent for the session's last turn: every message of the epoch but the answer. */
+function directBody(logPath: string): string {
+  const { log, records } = SessionLog.open(logPath);
+  log.close();
+  const st = foldRecords(records);
+  st.history.pop(); // the assistant answer that request produced
+  return buildCompletionBody(
+    { slot: 0, messagesJson: buildMessagesJson(st), toolsJson: st.epoch.toolsJson, maxTokens: 64, thinkingCapTokens: 0 },
+    { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 64, totalSlots: 3 },
+  );
+}
+
+/** Appends user/assistant exchanges to a session's log until it holds about `target` tokens (4 bytes a token). */
+function grow(dir: string, id: string, target: number): number {
+  const { log } = SessionLog.open(join(dir, `${id}.jsonl`));
+  const para = "The log shows the service restarted after the config change; the next step is to compare the two builds. ";
+  let bytes = 0;
+  let i = 0;
+  log.append({ t: "turn_start", turn: 1, at: Date.now() });
+  while (bytes / 4 < target) {
+    const user = JSON.stringify({ role: "user", content: `Part ${i}: ${para.repeat(8)}` });
+    const assistant = JSON.stringify({ role: "assistant", content: `Noted part ${i}. ${para.repeat(8)}` });
+    log.append({ t: "message", epoch: 0, json: user, at: Date.now() });
+    log.append({ t: "message", epoch: 0, json: assistant, at: Date.now() });
+    bytes += user.length + assistant.length;
+    i++;
+  }
+  log.append({ t: "turn_end", turn: 1, reason: "stop", at: Date.now() });
+  log.close();
+  return Math.round(bytes / 4);
+}
