@@ -16,6 +16,9 @@ export interface AuditRecord {
   is_error: boolean;
   blob?: string;
   proposal?: string;
+  /** What the call reached, as the policy saw it: workspace-relative paths and hosts (fetch_url, MCP servers). */
+  paths?: string[];
+  hosts?: string[];
 }
 
 /** One JSON line per decision and call, to a file in state_dir and to the log. */

@@ -146,9 +146,10 @@ export class Broker {
   async call(req: CallRequest, signal: AbortSignal = new AbortController().signal): Promise<CallOutcome> {
     const t0 = performance.now();
     let resolvedName = req.name;
+    let targets: Plan | undefined;
     let out: Outcome;
     try {
-      out = await this.dispatch(req, signal, (n) => (resolvedName = n));
+      out = await this.dispatch(req, signal, (n) => (resolvedName = n), (p) => (targets = p));
     } catch (err) {
       if (signal.aborted) throw err;
       this.log.error({ err, tool: req.name }, "tool call failed unexpectedly");
@@ -174,6 +175,8 @@ export class Broker {
       is_error: outcome.isError,
       ...(outcome.blobSha256 ? { blob: outcome.blobSha256 } : {}),
       ...(outcome.proposalId ? { proposal: outcome.proposalId } : {}),
+      ...(targets?.paths.length ? { paths: targets.paths.map((p) => p.rel) } : {}),
+      ...(targets?.hosts?.length ? { hosts: targets.hosts } : {}),
     });
     return outcome;
   }
@@ -182,7 +185,7 @@ export class Broker {
     this.audit.record(r);
   }
 
-  private async dispatch(req: CallRequest, signal: AbortSignal, resolved: (n: string) => void): Promise<Outcome> {
+  private async dispatch(req: CallRequest, signal: AbortSignal, resolved: (n: string) => void, planned?: (p: Plan) => void): Promise<Outcome> {
     let floor: Decision | undefined;
     const max = this.config.limits.max_argument_bytes;
     if (Buffer.byteLength(req.argumentsJson) > max) {
@@ -233,9 +236,9 @@ export class Broker {
       if (!r.ok) return denied(r.rule, r.message);
       resolved(r.tool.name);
       if (r.tool.kind === "meta") return this.dispatch({ ...req, name: r.tool.name, argumentsJson: JSON.stringify(r.args) }, signal, resolved);
-      return this.run(r.tool, r.args, req, signal, floor);
+      return this.run(r.tool, r.args, req, signal, floor, planned);
     }
-    return this.run(tool, args, req, signal);
+    return this.run(tool, args, req, signal, undefined, planned);
   }
 
   private context(signal: AbortSignal, tool?: ToolDef): ToolContext {
@@ -272,9 +275,10 @@ export class Broker {
     return { plan, decision };
   }
 
-  private async run(tool: ToolDef, args: unknown, req: CallRequest, signal: AbortSignal, floor?: Decision): Promise<Outcome> {
+  private async run(tool: ToolDef, args: unknown, req: CallRequest, signal: AbortSignal, floor?: Decision, planned?: (p: Plan) => void): Promise<Outcome> {
     const checked = await this.check(tool, args, signal);
     if (!("plan" in checked)) return checked;
+    planned?.(checked.plan);
     const { plan } = checked;
     // A rule on call_tool itself (ask) is a floor for whatever it calls.
     const decision = floor && STRENGTH[floor.effect] > STRENGTH[checked.decision.effect] ? floor : checked.decision;
