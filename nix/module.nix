@@ -192,7 +192,7 @@ in
     policy = {
       defaults = mkOption {
         type = types.attrsOf (types.enum [ "allow" "ask" "deny" ]);
-        default = { read = "allow"; write = "ask"; exec = "ask"; network = "deny"; };
+        default = { read = "allow"; write = "ask"; exec = "ask"; network = "ask"; };
         description = "Effect per risk (read, write, exec, network) when no rule matches.";
       };
       rules = mkOption { type = types.listOf policyRule; default = [ ]; description = "Operator rules, in order."; };

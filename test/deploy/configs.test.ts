@@ -166,7 +166,7 @@ const sampleCfg = `{
   budgets = { maxIterations = 25; maxTotalTokens = 200000; maxWallMs = 600000; maxThinkingTokens = 8192; };
   workspaceRoots = [ "/home/a/src" ];
   policy = {
-    defaults = { read = "allow"; write = "ask"; exec = "ask"; network = "deny"; };
+    defaults = { read = "allow"; write = "ask"; exec = "ask"; network = "ask"; };
     rules = [
       { name = null; tool = "run_command"; effect = "allow"; paths = null; commandPrefixes = [ "git status" ]; hosts = null; }
     ];

@@ -204,7 +204,7 @@ export const brokerConfigSchema = {
             read: { ...effect, default: "allow" },
             write: { ...effect, default: "ask" },
             exec: { ...effect, default: "ask" },
-            network: { ...effect, default: "deny" },
+            network: { ...effect, default: "ask" },
           },
           required: ["read", "write", "exec", "network"],
         },

@@ -10,7 +10,7 @@ describe("brokerd config", () => {
       state_dir: "/var/lib/boxmaker/broker",
       workspace_roots: [],
       protected_paths: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"],
-      policy: { defaults: { read: "allow", write: "ask", exec: "ask", network: "deny" }, rules: [] },
+      policy: { defaults: { read: "allow", write: "ask", exec: "ask", network: "ask" }, rules: [] },
       sandbox: { mode: "bwrap", allow_unsandboxed: false, timeout_ms: 120_000, output_cap_bytes: 1_048_576, network: false },
       result_cap_bytes: 16_384,
       find_tool_results: 3,
