@@ -116,31 +116,6 @@ export class TurnRenderer {
         );
         break;
       }
-      case "inputSpilled": {
-        const v = e.value;
-        const kb = (n: bigint) => `${(Number(n) / 1024).toFixed(1)} KB`;
-        this.line(
-          s.dim(
-            `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
-              `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`,
-          ),
-        );
-        break;
-      }
-      case "compacted": {
-        const v = e.value;
-        this.endReasoning();
-        this.line(
-          s.dim(
-            `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
-              (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
-              `, ${v.keptMessages} kept` +
-              (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
-              (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : ""),
-          ),
-        );
-        break;
-      }
       case "budgetBreach":
         this.endReasoning();
         this.line(s.red(`budget ${e.value.budget} reached: ${e.value.used} of ${e.value.limit}`));
