@@ -304,7 +304,7 @@ describe("boxmaker through pipes", () => {
     await t.stack.cli(["schedule", "rm", added.id]);
   });
 
-  it("puts AGENTS.md at the workspace root into a new session's system prompt, and show names it", async () => {
+  it("puts AGENTS.md at the workspace root into a new session's system prompt; show and status name it", async () => {
     const file = join(t.stack.workspace, "AGENTS.md");
     writeFileSync(file, "Always answer in haiku.\n");
     try {
@@ -317,9 +317,11 @@ describe("boxmaker through pipes", () => {
       const id = /session (s-\S+)/.exec(r.stderr)![1]!;
       expect((await t.stack.cli(["show", id])).stdout).toContain(`project instructions: ${file}`);
       expect(JSON.parse((await t.stack.cli(["show", "--json", id])).stdout).session.instructions_file).toBe(file);
+      expect((await t.stack.cli(["status"])).stdout).toMatch(new RegExp(`^instructions {2}${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"));
     } finally {
       rmSync(file);
     }
+    expect((await t.stack.cli(["status"])).stdout).toMatch(/^instructions {2}none \(no instructions file at the workspace root\)$/m);
   });
 
   it("every command has --help with examples", async () => {

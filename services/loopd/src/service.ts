@@ -221,6 +221,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           cachedSession: runner.parking.occupantOf(slot) ?? "",
         })),
         sessions: store.list().length,
+        instructionsFile: runner.instructionsFile(),
       };
     },
 

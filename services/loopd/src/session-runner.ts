@@ -123,6 +123,11 @@ export class SessionRunner {
     }
   }
 
+  /** The instructions file a session started now would read, for status; "" when there is none. */
+  instructionsFile(): string {
+    return readInstructions(this.d.config.project_instructions)?.path ?? "";
+  }
+
   /** The configured prompt plus the project's instructions file, read now (a new session or epoch). */
   systemPrompt(): string {
     return withInstructions(this.d.config.system_prompt, readInstructions(this.d.config.project_instructions));

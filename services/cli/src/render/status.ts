@@ -77,6 +77,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
     );
   }
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
+  out.push(`${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`);
   return `${out.join("\n")}\n`;
 }
 
