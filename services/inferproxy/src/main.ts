@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   InferService,
   addService,
@@ -10,6 +8,7 @@ import {
   loadConfig,
   runMain,
   startDaemon,
+  exitOnVersionFlag,
 } from "@boxmaker/common";
 import { configSchema } from "./config.js";
 import { InferProxy } from "./service.js";
@@ -17,24 +16,7 @@ import type { SelfTestResult } from "./self-test.js";
 
 
 // `--version`: the package's version, before anything else happens.
-if (process.argv.includes("--version")) {
-  process.stdout.write(`${packageVersion()}\n`);
-  process.exit(0);
-}
-
-function packageVersion(): string {
-  // dist/main.js → the package's package.json (one or two levels up, bundled or not).
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
-    try {
-      const v = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
-      if (typeof v === "string") return v;
-    } catch {
-      // not here: one level up
-    }
-  }
-  return "unknown";
-}
+exitOnVersionFlag(import.meta.url);
 
 runMain(async () => {
   const config = loadConfig(configSchema, configPathFromArgs(process.argv, "BOXMAKER_INFERPROXY_CONFIG"));

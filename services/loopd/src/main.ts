@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   BrokerService,
   InferService,
@@ -13,6 +10,7 @@ import {
   loadConfig,
   runMain,
   startDaemon,
+  exitOnVersionFlag,
 } from "@boxmaker/common";
 import { loopdConfigSchema, type LoopdConfig } from "./config.js";
 import { SessionStore } from "./session-store.js";
@@ -22,24 +20,7 @@ import { loopService } from "./service.js";
 
 
 // `--version`: the package's version, before anything else happens.
-if (process.argv.includes("--version")) {
-  process.stdout.write(`${packageVersion()}\n`);
-  process.exit(0);
-}
-
-function packageVersion(): string {
-  // dist/main.js → the package's package.json (one or two levels up, bundled or not).
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
-    try {
-      const v = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
-      if (typeof v === "string") return v;
-    } catch {
-      // not here: one level up
-    }
-  }
-  return "unknown";
-}
+exitOnVersionFlag(import.meta.url);
 
 runMain(async () => {
   const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));

@@ -1,0 +1,28 @@
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * The version in the nearest package.json above a module (`import.meta.url`):
+ * dist/main.js, dist/bundle/boxmaker.js and the sources all find their
+ * package's own file.
+ */
+export function packageVersion(moduleUrl: string): string {
+  let dir = dirname(fileURLToPath(moduleUrl));
+  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
+    try {
+      const v = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
+      if (typeof v === "string") return v;
+    } catch {
+      // not here: one level up
+    }
+  }
+  return "unknown";
+}
+
+/** `--version` on a daemon: print the package's version and exit before anything else starts. */
+export function exitOnVersionFlag(moduleUrl: string, argv: readonly string[] = process.argv): void {
+  if (!argv.includes("--version")) return;
+  process.stdout.write(`${packageVersion(moduleUrl)}\n`);
+  process.exit(0);
+}
