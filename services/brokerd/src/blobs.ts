@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite } from "./staging.js";
+import { atomicWrite } from "@boxmaker/common";
 import { ToolError } from "./tool-table.js";
 
 export const BLOB_PREFIX = "blob:sha256:";

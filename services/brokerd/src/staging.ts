@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
+import { atomicWrite, fsyncDir } from "@boxmaker/common";
 
 export type ProposalState = "pending" | "applied" | "rejected" | "failed";
 
@@ -118,29 +119,4 @@ export class ProposalStore {
     atomicWrite(join(this.dir, `${p.id}.json`), JSON.stringify(p, null, 1));
     this.byId.set(p.id, p);
   }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Temp file, fsync, rename, fsync the directory: after a crash the file is the old or the new one, whole. */
-export function atomicWrite(file: string, text: string, mode = 0o640): void {
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w", mode);
-  try {
-    const data = Buffer.from(text);
-    let off = 0;
-    while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  fsyncDir(join(file, ".."));
 }

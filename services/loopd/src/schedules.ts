@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, renameSync, writeFileSync, fsyncSync, openSync, closeSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { CronExpressionParser } from "cron-parser";
-import { invalidArgument, notFound, type Logger } from "@boxmaker/common";
+import { atomicWrite, invalidArgument, notFound, type Logger } from "@boxmaker/common";
 import type { ScheduleConfig } from "./config.js";
 
 export interface ScheduleState extends ScheduleConfig {
@@ -178,11 +178,6 @@ export class Schedules {
   }
 
   private persist(): void {
-    const tmp = `${this.file}.tmp`;
-    writeFileSync(tmp, JSON.stringify([...this.items.values()], null, 2));
-    const fd = openSync(tmp, "r");
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(tmp, this.file);
+    atomicWrite(this.file, JSON.stringify([...this.items.values()], null, 2));
   }
 }

@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync, existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { createHash } from "node:crypto";
+import { fsyncDir } from "@boxmaker/common";
 
 /**
  * What a session log holds, one JSON object per line. Messages are kept as
@@ -187,13 +188,4 @@ function parseEnvelope(line: string, expectedSeq: number): Envelope | undefined 
   if (start < 0) return undefined;
   const body = line.slice(start + ',"rec":'.length, -1);
   return checksum(env.seq, body) === env.crc ? env : undefined;
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
