@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { InferService, createClient } from "@boxmaker/common";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
-import { Stack } from "../support/stack.js";
+import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
+import type { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 
 /**
@@ -18,12 +17,8 @@ describe.skipIf(!haveRealLlama("token budgets against the real llama-server"))("
   beforeAll(async () => {
     tmp = tempDir("bxr-budget-");
     llama = await new RealLlama({ model: "tool", socketPath: join(tmp.dir, "llama.sock"), ctxSize: 3 * 8192 }).start();
-    stack = await new Stack(tmp.dir, {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-      // A per-request maximum below the budget: the turn makes several requests, each capped.
-      loopd: { max_tokens: 200 },
-    }).start();
-    await inferproxyReady(stack.sockets.inferproxy);
+    // A per-request maximum below the budget: the turn makes several requests, each capped.
+    stack = await startStackOn(llama, tmp.dir, { loopd: { max_tokens: 200 } });
   }, 120_000);
 
   afterAll(async () => {
@@ -52,24 +47,3 @@ describe.skipIf(!haveRealLlama("token budgets against the real llama-server"))("
   }, 300_000);
 });
 
-/** Waits until inferproxy's start-up self-test against the real server has passed. */
-async function inferproxyReady(socket: string, timeoutMs = 60_000): Promise<void> {
-  const client = createClient(InferService, socket);
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  try {
-    for (;;) {
-      try {
-        const s = await client.status({}, { timeoutMs: 2000 });
-        if (s.selfTest?.passed) return;
-        last = s.selfTest?.ran ? `self-test failed: ${s.selfTest.mismatches.join("; ")}` : `server ${s.serverState}`;
-      } catch (err) {
-        last = (err as Error).message;
-      }
-      if (Date.now() > deadline) throw new Error(`inferproxy not ready: ${last}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  } finally {
-    client.close();
-  }
-}

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import type { Timings } from "@boxmaker/common";
-import { Stack } from "../support/stack.js";
+import type { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
 
 /**
  * loopd's promise, measured by the real server's own `timings`: every request
@@ -25,7 +25,7 @@ describe.skipIf(!haveRealLlama("real llama-server: multi-turn prompt cache reuse
   beforeAll(async () => {
     tmp = tempDir("bxr-c-");
     llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-    stack = await new Stack(tmp.dir, { upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+    stack = await startStackOn(llama, tmp.dir);
     client = loopClient(stack.sockets.loopd);
   }, 120_000);
   afterAll(async () => {

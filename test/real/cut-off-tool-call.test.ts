@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+import { RealLlama, contractOf, haveRealLlama, inferproxyReady } from "./support/real-llama.js";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 import { SessionStore } from "../../services/loopd/src/session-store.js";
-import { InferService, createClient, createLogger } from "@boxmaker/common";
+import { createLogger } from "@boxmaker/common";
 
 /**
  * tiny-tool calls a tool every time and never finishes its arguments, so
@@ -108,24 +108,3 @@ function isJson(t: string): boolean {
   }
 }
 
-/** Waits until inferproxy's start-up self-test against the real server has passed. */
-async function inferproxyReady(socket: string, timeoutMs = 60_000): Promise<void> {
-  const client = createClient(InferService, socket);
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  try {
-    for (;;) {
-      try {
-        const s = await client.status({}, { timeoutMs: 2000 });
-        if (s.selfTest?.passed) return;
-        last = s.selfTest?.ran ? `self-test failed: ${s.selfTest.mismatches.join("; ")}` : `server ${s.serverState}`;
-      } catch (err) {
-        last = (err as Error).message;
-      }
-      if (Date.now() > deadline) throw new Error(`inferproxy not ready: ${last}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  } finally {
-    client.close();
-  }
-}

@@ -5,7 +5,7 @@ import { BrokerService, createClient } from "@boxmaker/common";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+import { RealLlama, contractOf, haveRealLlama, startStackOn } from "./support/real-llama.js";
 // @ts-expect-error plain JS fixture generator
 import { BURIED_ERROR, buildLog, sourceFile } from "../fixtures/large/generate.mjs";
 
@@ -37,7 +37,7 @@ describe.skipIf(!haveRealLlama("real llama-server: large input and long sessions
     tmp = tempDir("bxr-li-");
     // 32,768 tokens per slot.
     llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-    stack = await new Stack(tmp.dir, { upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+    stack = await startStackOn(llama, tmp.dir);
     client = loopClient(stack.sockets.loopd);
   }, 120_000);
   afterAll(async () => {

@@ -9,7 +9,9 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
+import { InferService, createClient } from "@boxmaker/common";
 import { requires } from "../../support/requirements.js";
+import { Stack, type StackOptions } from "../../support/stack.js";
 
 export const LLAMA_VERSION = process.env.NODE_LLAMA_CPP_VERSION ?? "3.21.1";
 
@@ -143,4 +145,37 @@ export async function contractOf(llama: RealLlama): Promise<{ template_sha256: s
     n_ctx_per_slot: body.default_generation_settings.n_ctx as number,
     total_slots: body.total_slots as number,
   };
+}
+
+/**
+ * The three daemons against a running real server, in `dir`, returned once
+ * inferproxy's self-test against that server has passed (Stack.start waits
+ * only for the sockets).
+ */
+export async function startStackOn(llama: RealLlama, dir: string, opts: Omit<StackOptions, "upstream"> = {}): Promise<Stack> {
+  const stack = await new Stack(dir, { ...opts, upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+  await inferproxyReady(stack.sockets.inferproxy);
+  return stack;
+}
+
+/** Waits until inferproxy's start-up self-test against the real server has passed. */
+export async function inferproxyReady(socket: string, timeoutMs = 60_000): Promise<void> {
+  const client = createClient(InferService, socket);
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  try {
+    for (;;) {
+      try {
+        const s = await client.status({}, { timeoutMs: 2000 });
+        if (s.selfTest?.passed) return;
+        last = s.selfTest?.ran ? `self-test failed: ${s.selfTest.mismatches.join("; ")}` : `server ${s.serverState}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() > deadline) throw new Error(`inferproxy not ready: ${last}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    client.close();
+  }
 }
