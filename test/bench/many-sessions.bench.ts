@@ -1,0 +1,84 @@
+// loopd after a year of use: 5,000 session logs (300 of them long), then
+// loopd's start-up (spawn to serving its socket), `boxmaker ls` end to end,
+// and loopd's resident memory once it has loaded them.
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { SessionLog } from "../../services/loopd/dist/session-log.js";
+import { Stack, runCli } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
+import { p50 } from "./stats.mjs";
+
+type Emit = (metric: string, value: number, unit: string) => void;
+const SESSIONS = 5_000;
+const LONG = 300;
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+
+export default async function (emit: Emit): Promise<void> {
+  const tmp = tempDir("bxb-ms-");
+  const stack = await new Stack(tmp.dir).start();
+  try {
+    await stack.kill("loopd", "SIGTERM");
+    const dir = join(tmp.dir, "state", "loopd", "sessions");
+    mkdirSync(dir, { recursive: true });
+    const t0 = performance.now();
+    const bytes = writeSessions(dir);
+    emit("sessions_written", SESSIONS, "sessions");
+    emit("session_logs_mb", bytes / 1048576, "MB");
+    process.stderr.write(`many-sessions: wrote ${SESSIONS} logs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+
+    const starts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s0 = performance.now();
+      await stack.startDaemon("loopd");
+      starts.push(performance.now() - s0);
+      if (i < 2) await stack.kill("loopd", "SIGTERM");
+    }
+    emit("loopd_startup_ms_5000_sessions", p50(starts), "ms");
+    const ls: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const l0 = performance.now();
+      const r = await stack.cli(["ls"]);
+      if (r.code !== 0) throw new Error(`ls failed: ${r.stderr}`);
+      ls.push(performance.now() - l0);
+    }
+    emit("ls_ms_5000_sessions", p50(ls), "ms");
+    const help: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const h0 = performance.now();
+      await runCli(["--help"]);
+      help.push(performance.now() - h0);
+    }
+    emit("ls_minus_cli_start_ms", p50(ls) - p50(help), "ms");
+    emit("loopd_rss_mb_5000_sessions", rssMb(stack.daemons.get("loopd")!.proc.pid!), "MB");
+  } finally {
+    await stack.stop();
+    tmp.cleanup();
+  }
+}
+
+/** 5,000 closed sessions: most a few turns, LONG of them ~200 exchanges (~100k tokens). */
+function writeSessions(dir: string): number {
+  const system = JSON.stringify({ role: "system", content: "You are a careful assistant." });
+  const para = "The build failed after the dependency bump; the lockfile and the cache disagree about one version. ";
+  let bytes = 0;
+  for (let i = 0; i < SESSIONS; i++) {
+    const id = `s-bench${String(i).padStart(5, "0")}`;
+    const { log } = SessionLog.open(join(dir, `${id}.jsonl`));
+    const at = Date.UTC(2025, 11, 1) + i * 3_600_000;
+    log.append({ t: "session", id, role: "main", title: `task ${i}`, parent_id: "", slot: 0, at });
+    log.append({ t: "epoch", epoch: 0, system_json: system, tools_json: "[]", at });
+    const exchanges = i < LONG ? 200 : 3;
+    for (let k = 0; k < exchanges; k++) {
+      const user = JSON.stringify({ role: "user", content: `Step ${k}: ${para.repeat(i < LONG ? 8 : 1)}` });
+      const answer = JSON.stringify({ role: "assistant", content: `Done with step ${k}. ${para.repeat(i < LONG ? 8 : 1)}` });
+      log.append({ t: "turn_start", turn: k + 1, at });
+      log.append({ t: "message", epoch: 0, json: user, at });
+      log.append({ t: "message", epoch: 0, json: answer, at });
+      log.append({ t: "turn_end", turn: k + 1, reason: "stop", at });
+      bytes += user.length + answer.length;
+    }
+    log.close();
+  }
+  return bytes;
+}
