@@ -1,12 +1,13 @@
 // loopd after a year of use: 5,000 session logs (300 of them long), then
-// loopd's start-up (spawn to serving its socket), `boxmaker ls` end to end,
-// and loopd's resident memory once it has loaded them.
+// loopd's start-up (spawn to serving its socket) the first time and with its
+// session index, `boxmaker ls` end to end, and loopd's resident memory.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionLog } from "../../services/loopd/dist/session-log.js";
 import { Stack, runCli } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { p50 } from "./stats.mjs";
+import { loopClient } from "../support/loop-client.js";
 
 type Emit = (metric: string, value: number, unit: string) => void;
 const SESSIONS = 5_000;
@@ -27,14 +28,21 @@ export default async function (emit: Emit): Promise<void> {
     emit("session_logs_mb", bytes / 1048576, "MB");
     process.stderr.write(`many-sessions: wrote ${SESSIONS} logs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 
+    // The first start reads every log (no index knows them); a clean stop writes the index, and
+    // later starts list unchanged sessions from it.
     const starts: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       const s0 = performance.now();
       await stack.startDaemon("loopd");
+      // Serving, not just bound: the first ListSessions answered.
+      const c = loopClient(stack.sockets.loopd);
+      await c.listSessions({}, { waitForReady: true, timeoutMs: 30_000 });
+      c.close();
       starts.push(performance.now() - s0);
-      if (i < 2) await stack.kill("loopd", "SIGTERM");
+      if (i < 3) await stack.kill("loopd", "SIGTERM");
     }
-    emit("loopd_startup_ms_5000_sessions", p50(starts), "ms");
+    emit("loopd_startup_ms_5000_sessions_first", starts[0]!, "ms");
+    emit("loopd_startup_ms_5000_sessions", p50(starts.slice(1)), "ms");
     const ls: number[] = [];
     for (let i = 0; i < 5; i++) {
       const l0 = performance.now();

@@ -13,7 +13,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
-import { instructionsFileOf } from "./project-instructions.js";
+import { summarize, type SessionSummary } from "./session-index.js";
 import type { Session, SessionStore } from "./session-store.js";
 import type { SessionRoleName, ToolMeta } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
@@ -38,30 +38,34 @@ const DECISION_OF: Record<ToolMeta["decision"], ToolDecision> = {
 };
 
 export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
-  const st = s.state;
-  const state = st.archived
+  return summaryInfo(summarize(s.state), s);
+}
+
+/** A session as the wire shows it; without `live` (not in memory) it has no running turn and no events yet. */
+function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShape<typeof SessionInfoSchema> {
+  const state = sm.archived
     ? "archived"
-    : s.running
+    : live?.running
       ? "running"
-      : st.lastTurnEnd === "interrupted"
+      : sm.lastTurnEnd === "interrupted"
         ? "interrupted"
         : "idle";
   return {
-    id: st.id,
-    role: NAME_TO_ROLE[st.role],
-    title: st.title,
-    epoch: st.epoch.epoch,
-    slot: st.slot,
+    id: sm.id,
+    role: NAME_TO_ROLE[sm.role],
+    title: sm.title,
+    epoch: sm.epoch,
+    slot: sm.slot,
     state,
-    messages: st.history.filter((m) => !m.carried).length,
-    createdUnixMs: BigInt(st.createdAt),
-    updatedUnixMs: BigInt(st.updatedAt),
-    parentId: st.parentId,
-    contextTokens: st.contextTokens,
-    turns: st.turn,
-    turnStartedSeq: BigInt(s.turnStartedSeq),
-    lastEventSeq: BigInt(s.events.lastSeq),
-    instructionsFile: instructionsFileOf(st.epoch.systemJson),
+    messages: sm.messages,
+    createdUnixMs: BigInt(sm.createdAt),
+    updatedUnixMs: BigInt(sm.updatedAt),
+    parentId: sm.parentId,
+    contextTokens: sm.contextTokens,
+    turns: sm.turn,
+    turnStartedSeq: BigInt(live?.turnStartedSeq ?? 0),
+    lastEventSeq: BigInt(live?.events.lastSeq ?? 0),
+    instructionsFile: sm.instructionsFile,
   };
 }
 
@@ -107,9 +111,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     async listSessions(req) {
       return {
         sessions: store
-          .list()
-          .filter((s) => req.includeArchived || !s.state.archived)
-          .map(sessionInfo),
+          .summaries()
+          .filter((e) => req.includeArchived || !e.summary.archived)
+          .map((e) => summaryInfo(e.summary, e.live)),
       };
     },
 
@@ -220,7 +224,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           queuedSessions: runner.slots.queued(slot),
           cachedSession: runner.parking.occupantOf(slot) ?? "",
         })),
-        sessions: store.list().length,
+        sessions: store.count(),
         instructionsFile: runner.instructionsFile(),
       };
     },

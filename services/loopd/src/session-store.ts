@@ -7,6 +7,7 @@ import { applyRecord, foldRecords, type SessionState } from "./session-state.js"
 import { unansweredToolCalls } from "./epoch-view.js";
 import { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
+import { SessionIndex, summarize, type SessionSummary } from "./session-index.js";
 
 export const INTERRUPTED_RESULT =
   "interrupted: loopd stopped before this tool call finished; its effect is unknown. Check before repeating it.";
@@ -51,8 +52,14 @@ export interface NewSession {
 
 /** All sessions, one log file each under `<state_dir>/sessions/`. */
 export class SessionStore {
+  /** Sessions in memory: created, used or recovered since start. */
   private readonly sessions = new Map<string, Session>();
+  /** Sessions known only by their index summary until something needs them (`get`). */
+  private readonly dormant = new Map<string, { file: string; path: string; summary: SessionSummary }>();
+  /** Damaged logs loaded read-only: never written to the index, so each start checks them again. */
+  private readonly readOnly = new Set<string>();
   private readonly dir: string;
+  private readonly index: SessionIndex;
 
   constructor(
     stateDir: string,
@@ -60,6 +67,7 @@ export class SessionStore {
   ) {
     this.dir = join(stateDir, "sessions");
     mkdirSync(this.dir, { recursive: true });
+    this.index = new SessionIndex(join(this.dir, "index.json"));
   }
 
   /**
@@ -70,36 +78,51 @@ export class SessionStore {
   loadAll(): { loaded: number; interrupted: string[]; damaged: Array<{ id: string; why: string }> } {
     const interrupted: string[] = [];
     const damaged: Array<{ id: string; why: string }> = [];
+    const ignored = this.index.load();
+    if (ignored) this.log.warn({ why: ignored }, "session index ignored; reading every log");
     for (const f of readdirSync(this.dir).filter((n) => n.endsWith(".jsonl")).sort()) {
       const path = join(this.dir, f);
-      let opened: ReturnType<typeof SessionLog.open> | undefined;
-      let state: SessionState;
-      try {
-        opened = SessionLog.open(path);
-        if (opened.records.length === 0) {
-          opened.log.close();
-          continue;
-        }
-        state = foldRecords(opened.records);
-      } catch (err) {
-        // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
-        opened?.log.close();
-        const why = (err as Error).message.replace(`${path}: `, "");
-        const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
-        damaged.push({ id: s.id, why });
-        this.log.error({ path, why }, "session log is damaged; the session is read-only");
+      // A log unchanged since the last clean stop is listed from the index and read when first needed.
+      const st = statSync(path, { throwIfNoEntry: false });
+      const known = st && this.index.unchanged(f, st.size, st.mtimeMs);
+      if (known) {
+        this.dormant.set(known.id, { file: f, path, summary: known });
         continue;
       }
-      const { log, droppedTailBytes } = opened;
-      if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
-      const s = new Session(log, state, new EventHub(state.id));
-      this.sessions.set(state.id, s);
-      if (state.turnOpen || unansweredToolCalls(state).length) {
-        closeInterruptedTurn(s);
-        interrupted.push(state.id);
-      }
+      this.loadFile(path, f, interrupted, damaged);
     }
-    return { loaded: this.sessions.size, interrupted, damaged };
+    return { loaded: this.sessions.size + this.dormant.size, interrupted, damaged };
+  }
+
+  /** Reads one log whole: a session in memory, recovered if a crash interrupted it, or read-only if damaged. */
+  private loadFile(path: string, f: string, interrupted: string[] = [], damaged: Array<{ id: string; why: string }> = []): Session | undefined {
+    let opened: ReturnType<typeof SessionLog.open> | undefined;
+    let state: SessionState;
+    try {
+      opened = SessionLog.open(path);
+      if (opened.records.length === 0) {
+        opened.log.close();
+        return undefined;
+      }
+      state = foldRecords(opened.records);
+    } catch (err) {
+      // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
+      opened?.log.close();
+      const why = (err as Error).message.replace(`${path}: `, "");
+      const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
+      damaged.push({ id: s.id, why });
+      this.log.error({ path, why }, "session log is damaged; the session is read-only");
+      return s;
+    }
+    const { log, droppedTailBytes } = opened;
+    if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
+    const s = new Session(log, state, new EventHub(state.id));
+    this.sessions.set(state.id, s);
+    if (state.turnOpen || unansweredToolCalls(state).length) {
+      closeInterruptedTurn(s);
+      interrupted.push(state.id);
+    }
+    return s;
   }
 
   /** A session whose log cannot be trusted: what could be read, a title saying what is wrong, and no writes. */
@@ -123,6 +146,7 @@ export class SessionStore {
     } as unknown as SessionLog;
     const s = new Session(readOnly, state, new EventHub(state.id));
     this.sessions.set(state.id, s);
+    this.readOnly.add(state.id);
     return s;
   }
 
@@ -138,17 +162,35 @@ export class SessionStore {
     return s;
   }
 
+  /** A session, read from its log now if it was known only by its summary. */
   get(id: string): Session | undefined {
-    return this.sessions.get(id);
+    const s = this.sessions.get(id);
+    if (s) return s;
+    const d = this.dormant.get(id);
+    if (!d) return undefined;
+    this.dormant.delete(id);
+    return this.loadFile(d.path, d.file);
   }
 
+  /** The sessions in memory (the only ones that can be running). */
   list(): Session[] {
     return [...this.sessions.values()].sort((a, b) => a.state.createdAt - b.state.createdAt);
   }
 
+  /** Every session for listing, oldest first: in-memory ones with their live state, the rest by summary. */
+  summaries(): Array<{ summary: SessionSummary; live?: Session }> {
+    const all: Array<{ summary: SessionSummary; live?: Session }> = [...this.dormant.values()].map((d) => ({ summary: d.summary }));
+    for (const s of this.sessions.values()) all.push({ summary: summarize(s.state), live: s });
+    return all.sort((a, b) => a.summary.createdAt - b.summary.createdAt);
+  }
+
+  count(): number {
+    return this.sessions.size + this.dormant.size;
+  }
+
   /** Removes a session and its log file for good. */
   delete(id: string): boolean {
-    const s = this.sessions.get(id);
+    const s = this.get(id);
     if (!s) return false;
     s.log.close();
     rmSync(join(this.dir, `${id}.jsonl`), { force: true });
@@ -156,8 +198,19 @@ export class SessionStore {
     return true;
   }
 
+  /** Closes every log and writes the index, so the next start lists unchanged sessions without reading them. */
   closeAll(): void {
     for (const s of this.sessions.values()) s.log.close();
+    const logs = [...this.dormant.values()];
+    for (const s of this.sessions.values()) {
+      if (!this.readOnly.has(s.id)) logs.push({ file: `${s.id}.jsonl`, path: join(this.dir, `${s.id}.jsonl`), summary: summarize(s.state) });
+    }
+    try {
+      this.index.save(logs);
+    } catch (err) {
+      // Only start-up speed depends on it: the next start reads every log instead.
+      this.log.warn({ err: (err as Error).message }, "could not write the session index");
+    }
   }
 }
 

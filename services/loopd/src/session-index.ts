@@ -1,0 +1,110 @@
+import { readFileSync, statSync } from "node:fs";
+import { atomicWrite } from "@boxmaker/common";
+import type { SessionRoleName } from "./session-log.js";
+import { instructionsFileOf } from "./project-instructions.js";
+import type { SessionState } from "./session-state.js";
+import { unansweredToolCalls } from "./epoch-view.js";
+
+/**
+ * What `ls` and status show of a session: enough to list it without reading
+ * its log. loopd keeps these for sessions it has not needed since it started
+ * (a year of use is thousands of logs; most are never opened again).
+ */
+export interface SessionSummary {
+  id: string;
+  role: SessionRoleName;
+  title: string;
+  parentId: string;
+  slot: number;
+  createdAt: number;
+  updatedAt: number;
+  epoch: number;
+  /** Messages a person sees (carried copies of an earlier epoch not counted). */
+  messages: number;
+  turn: number;
+  turnOpen: boolean;
+  /** Tool calls without a result: such a session is read whole at start, to be answered. */
+  openToolCalls: number;
+  lastTurnEnd: string;
+  archived: boolean;
+  contextTokens: number;
+  instructionsFile: string;
+}
+
+export function summarize(st: SessionState): SessionSummary {
+  return {
+    id: st.id,
+    role: st.role,
+    title: st.title,
+    parentId: st.parentId,
+    slot: st.slot,
+    createdAt: st.createdAt,
+    updatedAt: st.updatedAt,
+    epoch: st.epoch.epoch,
+    messages: st.history.filter((m) => !m.carried).length,
+    turn: st.turn,
+    turnOpen: st.turnOpen,
+    openToolCalls: unansweredToolCalls(st).length,
+    lastTurnEnd: st.lastTurnEnd,
+    archived: st.archived,
+    contextTokens: st.contextTokens,
+    instructionsFile: instructionsFileOf(st.epoch.systemJson),
+  };
+}
+
+/** One log file as the index knows it: its size and mtime when summarised, and the summary. */
+interface IndexEntry {
+  size: number;
+  mtime_ms: number;
+  summary: SessionSummary;
+}
+
+/**
+ * `sessions/index.json`: the summaries of every log as of loopd's last clean
+ * stop. A log whose size or mtime differs (a crash, a hand edit, a copy) is
+ * read whole at start, as is one the index does not know; the log stays the
+ * truth and the index only saves reading what did not change. Nothing here is
+ * trusted beyond that: an unreadable index is the same as none.
+ */
+export class SessionIndex {
+  private readonly entries = new Map<string, IndexEntry>();
+
+  constructor(private readonly path: string) {}
+
+  /** Loads the index; returns why it was ignored, if it was. */
+  load(): string | undefined {
+    let raw: string;
+    try {
+      raw = readFileSync(this.path, "utf8");
+    } catch {
+      return undefined; // none yet
+    }
+    try {
+      const data = JSON.parse(raw) as { version?: number; files?: Record<string, IndexEntry> };
+      if (data.version !== 1 || typeof data.files !== "object" || data.files === null) return "unknown format";
+      for (const [file, e] of Object.entries(data.files)) {
+        if (typeof e?.size === "number" && typeof e.mtime_ms === "number" && typeof e.summary?.id === "string") this.entries.set(file, e);
+      }
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+
+  /** The summary of `file` if the log is exactly as it was when summarised and no turn was open. */
+  unchanged(file: string, size: number, mtimeMs: number): SessionSummary | undefined {
+    const e = this.entries.get(file);
+    if (!e || e.size !== size || e.mtime_ms !== mtimeMs || e.summary.turnOpen || e.summary.openToolCalls) return undefined;
+    return e.summary;
+  }
+
+  /** Writes the summaries of these logs, each with its file's current size and mtime. */
+  save(logs: Iterable<{ file: string; path: string; summary: SessionSummary }>): void {
+    const files: Record<string, IndexEntry> = {};
+    for (const l of logs) {
+      const st = statSync(l.path, { throwIfNoEntry: false });
+      if (st) files[l.file] = { size: st.size, mtime_ms: st.mtimeMs, summary: l.summary };
+    }
+    atomicWrite(this.path, JSON.stringify({ version: 1, files }));
+  }
+}

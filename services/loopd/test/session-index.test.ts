@@ -1,0 +1,85 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SessionStore } from "../src/session-store.js";
+import { silentLog } from "./fakes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+const newSession = (store: SessionStore, title: string) =>
+  store.create({ role: "main", title, parentId: "", slot: 0, systemJson: '{"role":"system","content":"sys"}', toolsJson: "[]" });
+
+function seed(n: number): string[] {
+  const store = new SessionStore(tmp.dir, silentLog);
+  store.loadAll();
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = newSession(store, `task ${i}`);
+    s.append({ t: "turn_start", turn: 1, at: 1 });
+    s.append({ t: "message", epoch: 0, json: `{"role":"user","content":"q${i}"}`, at: 1 });
+    s.append({ t: "message", epoch: 0, json: `{"role":"assistant","content":"a${i}"}`, at: 1 });
+    s.append({ t: "turn_end", turn: 1, reason: "stop", at: 1 });
+    ids.push(s.id);
+  }
+  store.closeAll();
+  return ids;
+}
+
+describe("the session index", () => {
+  it("lists unchanged sessions after a clean stop without reading their logs, and reads one when it is used", () => {
+    const ids = seed(3);
+    expect(existsSync(join(tmp.dir, "sessions", "index.json"))).toBe(true);
+    const store = new SessionStore(tmp.dir, silentLog);
+    expect(store.loadAll().loaded).toBe(3);
+    expect(store.list()).toEqual([]); // nothing read yet
+    const listed = store.summaries();
+    expect(listed.map((e) => [e.summary.title, e.summary.messages, e.summary.turn, e.live])).toEqual([
+      ["task 0", 2, 1, undefined],
+      ["task 1", 2, 1, undefined],
+      ["task 2", 2, 1, undefined],
+    ]);
+    const s = store.get(ids[1]!)!;
+    expect(s.state.history.map((m) => m.json)).toEqual(['{"role":"user","content":"q1"}', '{"role":"assistant","content":"a1"}']);
+    expect(store.list().map((x) => x.id)).toEqual([ids[1]]);
+    expect(store.count()).toBe(3);
+    store.closeAll();
+  });
+
+  it("reads a log whole when it changed since the index was written (a crash mid-turn), and recovers it", () => {
+    const ids = seed(2);
+    const log = join(tmp.dir, "sessions", `${ids[0]}.jsonl`);
+    // What a crash leaves: a turn started after the clean stop, never ended. Written through a store, then killed.
+    const store1 = new SessionStore(tmp.dir, silentLog);
+    store1.loadAll();
+    store1.get(ids[0]!)!.append({ t: "turn_start", turn: 2, at: 2 });
+    // no closeAll: the index still describes the log as it was
+    const store = new SessionStore(tmp.dir, silentLog);
+    const { interrupted } = store.loadAll();
+    expect(interrupted).toEqual([ids[0]]);
+    expect(store.list().map((s) => s.id)).toEqual([ids[0]]); // the changed one was read; the other waits
+    expect(store.get(ids[0]!)!.state.lastTurnEnd).toBe("interrupted");
+    store.closeAll();
+    expect(readFileSync(log, "utf8")).toContain('"reason":"interrupted"');
+  });
+
+  it("is only a cache: a damaged index is ignored, and a log edited since is read again", () => {
+    const ids = seed(2);
+    writeFileSync(join(tmp.dir, "sessions", "index.json"), "{not json");
+    const store = new SessionStore(tmp.dir, silentLog);
+    expect(store.loadAll().loaded).toBe(2);
+    expect(store.list()).toHaveLength(2); // every log read
+    store.closeAll();
+    // A log edited by hand (its size changed): read whole again at start, not listed from the index.
+    appendFileSync(join(tmp.dir, "sessions", `${ids[1]}.jsonl`), '{"seq":99,"crc":"bad","rec":{"t":"note","text":"x","at":3}}\n{"seq":100');
+    const again = new SessionStore(tmp.dir, silentLog);
+    const r = again.loadAll();
+    expect(r.loaded).toBe(2);
+    expect(again.list().map((s) => s.id)).toEqual([ids[1]]);
+    again.closeAll();
+  });
+});
