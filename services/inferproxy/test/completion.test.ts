@@ -145,7 +145,7 @@ describe("Complete against the simulator", () => {
           if (ev.event.case === "content" && ++n === 3) ac.abort();
         }
       })(),
-    ).rejects.toBeDefined();
+    ).rejects.toMatchObject({ code: Status.CANCELLED });
     await s.sim.waitIdle(2);
     expect(s.sim.isProcessing(2)).toBe(false);
     expect(s.sim.completions.at(-1)!.outcome).toBe("aborted");
