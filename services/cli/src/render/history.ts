@@ -1,32 +1,13 @@
 import { ToolDecision, type HistoryMessage } from "@boxmaker/common/client";
+import { contentText, parseStored, type StoredMessage } from "./stored-message.js";
 import type { Style } from "./style.js";
 import { truncate } from "./text.js";
-
-/** A chat-completions message as loopd stores it (exactly what the server saw). */
-interface StoredMessage {
-  role: string;
-  content?: string | { type?: string; text?: string }[] | null;
-  reasoning_content?: string | null;
-  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
-  tool_call_id?: string;
-}
 
 export interface HistoryOptions {
   style: Style;
   reasoning: boolean;
   /** Lines of each tool result shown. */
   resultLines: number;
-}
-
-const text = (c: StoredMessage["content"]): string =>
-  typeof c === "string" ? c : Array.isArray(c) ? c.map((p) => p.text ?? "").join("") : "";
-
-function parse(m: HistoryMessage): StoredMessage {
-  try {
-    return JSON.parse(m.messageJson) as StoredMessage;
-  } catch {
-    return { role: "unparseable", content: m.messageJson };
-  }
 }
 
 const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0, 5) : "");
@@ -37,7 +18,7 @@ const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0,
  */
 export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOptions): string {
   const s = o.style;
-  const parsed = messages.map(parse);
+  const parsed = messages.map(parseStored);
   const results = new Map<string, { msg: StoredMessage; h: HistoryMessage }>();
   parsed.forEach((m, i) => {
     if (m.role === "tool" && m.tool_call_id) results.set(m.tool_call_id, { msg: m, h: messages[i]! });
@@ -55,7 +36,7 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
     const at = s.dim(clock(h.atUnixMs));
     switch (m.role) {
       case "user":
-        out.push(`${s.bold(s.green("you"))} ${at}`, indent(text(m.content)));
+        out.push(`${s.bold(s.green("you"))} ${at}`, indent(contentText(m.content)));
         break;
       case "assistant": {
         out.push(`${s.bold(s.magenta("assistant"))} ${at}`);
@@ -63,7 +44,7 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
         if (reasoning) {
           out.push(o.reasoning ? s.dim(indent(reasoning)) : s.dim(`  (thought for ${reasoning.length} characters)`));
         }
-        const body = text(m.content).trim();
+        const body = contentText(m.content).trim();
         if (body) out.push(indent(body));
         for (const call of m.tool_calls ?? []) {
           out.push(`  ${s.cyan(`┌ ${s.bold(call.function.name)} ${truncate(call.function.arguments, 200)}`)}`);
@@ -73,18 +54,18 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
             const d = decisionLine(s, r.h);
             if (d) out.push(d);
           }
-          out.push(...resultFrame(s, r ? text(r.msg.content) : undefined, r?.h.isError ?? false, o.resultLines));
+          out.push(...resultFrame(s, r ? contentText(r.msg.content) : undefined, r?.h.isError ?? false, o.resultLines));
         }
         break;
       }
       case "tool":
         // Normally drawn inside its call's frame; a result whose call is missing still shows.
         if (!m.tool_call_id || !shown.has(m.tool_call_id)) {
-          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, text(m.content), h.isError, o.resultLines));
+          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, contentText(m.content), h.isError, o.resultLines));
         }
         break;
       default:
-        out.push(`${s.bold(m.role)} ${at}`, indent(text(m.content)));
+        out.push(`${s.bold(m.role)} ${at}`, indent(contentText(m.content)));
     }
   });
   return out.length ? `${out.join("\n")}\n` : "";

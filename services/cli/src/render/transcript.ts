@@ -1,23 +1,5 @@
 import { ToolDecision, type GetSessionResponse, type HistoryMessage } from "@boxmaker/common/client";
-
-interface StoredMessage {
-  role: string;
-  content?: string | { type?: string; text?: string }[] | null;
-  reasoning_content?: string | null;
-  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
-  tool_call_id?: string;
-}
-
-const textOf = (c: StoredMessage["content"]): string =>
-  typeof c === "string" ? c : Array.isArray(c) ? c.map((p) => p.text ?? "").join("") : "";
-
-function parse(m: HistoryMessage): StoredMessage {
-  try {
-    return JSON.parse(m.messageJson) as StoredMessage;
-  } catch {
-    return { role: "unparseable", content: m.messageJson };
-  }
-}
+import { contentText, parseStored, type StoredMessage } from "./stored-message.js";
 
 const iso = (ms: bigint) => (ms ? new Date(Number(ms)).toISOString().replace(/\.\d+Z$/, "Z") : "");
 
@@ -56,7 +38,7 @@ export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: bool
   const s = res.session;
   const out: string[] = [`# ${s?.title || "Untitled session"}`, ""];
   out.push(`- session: \`${s?.id ?? ""}\``, `- created: ${iso(s?.createdUnixMs ?? 0n)}`, `- turns: ${s?.turns ?? 0}, messages: ${s?.messages ?? 0}`, "");
-  const parsed = res.messages.map(parse);
+  const parsed = res.messages.map(parseStored);
   const results = new Map<string, { m: StoredMessage; h: HistoryMessage }>();
   parsed.forEach((m, i) => {
     if (m.role === "tool" && m.tool_call_id) results.set(m.tool_call_id, { m, h: res.messages[i]! });
@@ -69,20 +51,20 @@ export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: bool
       out.push(`---`, "", `*context compacted: epoch ${epoch}*`, "");
     }
     if (m.role === "user") {
-      out.push(`## You · ${iso(h.atUnixMs)}`, "", textOf(m.content), "");
+      out.push(`## You · ${iso(h.atUnixMs)}`, "", contentText(m.content), "");
     } else if (m.role === "assistant") {
       out.push(`## Assistant · ${iso(h.atUnixMs)}`, "");
       if (o.reasoning && m.reasoning_content) out.push("<details><summary>reasoning</summary>", "", fenced(m.reasoning_content), "", "</details>", "");
-      const t = textOf(m.content);
+      const t = contentText(m.content);
       if (t.trim()) out.push(t, "");
       for (const c of m.tool_calls ?? []) {
         const r = results.get(c.id);
         out.push(`### Tool call: \`${c.function.name}\``, "", fenced(prettyArgs(c.function.arguments), "json"), "");
         out.push(`Decision: ${decisionWords(r?.h)}${r?.h.isError ? " — result is an error" : ""}`, "");
-        if (r) out.push(fenced(textOf(r.m.content), "text"), "");
+        if (r) out.push(fenced(contentText(r.m.content), "text"), "");
       }
     } else if (m.role !== "tool") {
-      out.push(`## ${m.role}`, "", textOf(m.content), "");
+      out.push(`## ${m.role}`, "", contentText(m.content), "");
     }
   });
   return `${out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n`;
@@ -97,7 +79,7 @@ export function transcriptJsonl(res: GetSessionResponse): string {
         index: i,
         epoch: h.epoch,
         at_unix_ms: Number(h.atUnixMs),
-        message: parse(h),
+        message: parseStored(h),
         ...(h.decision || h.rule
           ? {
               decision: (ToolDecision[h.decision] ?? "UNSPECIFIED").toLowerCase(),
