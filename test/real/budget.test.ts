@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
-import type { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
+import { describe, expect, it } from "vitest";
+import { haveRealLlama } from "./support/real-llama.js";
+import { useRealStack } from "./support/use-real-stack.js";
 
 /**
  * tiny-tool writes until max_tokens every time, so a turn only ever ends at a
@@ -10,25 +8,11 @@ import { tempDir } from "../support/tmp.js";
  * tokens together must stay within it.
  */
 describe.skipIf(!haveRealLlama("token budgets against the real llama-server"))("real llama-server: token budgets", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let llama: RealLlama;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxr-budget-");
-    llama = await new RealLlama({ model: "tool", socketPath: join(tmp.dir, "llama.sock"), ctxSize: 3 * 8192 }).start();
-    // A per-request maximum below the budget: the turn makes several requests, each capped.
-    stack = await startStackOn(llama, tmp.dir, { loopd: { max_tokens: 200 } });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await llama?.close();
-    tmp?.cleanup();
-  });
+  // A per-request maximum below the budget: the turn makes several requests, each capped.
+  const real = useRealStack("bxr-budget-", { model: "tool", ctxSize: 3 * 8192 }, { loopd: { max_tokens: 200 } });
 
   it.each([1600])("run --max-tokens %i ends within it", async (budget) => {
-    const r = await stack.cli(["run", "--json", "--max-tokens", String(budget), "Write a long story into story.txt"], { timeoutMs: 280_000 });
+    const r = await real.stack.cli(["run", "--json", "--max-tokens", String(budget), "Write a long story into story.txt"], { timeoutMs: 280_000 });
     const events = r.stdout
       .trim()
       .split("\n")

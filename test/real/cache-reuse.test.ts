@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import type { Timings } from "@boxmaker/common";
-import type { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
-import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
-import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
+import { doneOf, newSession, turn } from "../support/loop-client.js";
+import { haveRealLlama } from "./support/real-llama.js";
+import { useRealStack } from "./support/use-real-stack.js";
 
 /**
  * loopd's promise, measured by the real server's own `timings`: every request
@@ -17,29 +15,13 @@ import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js"
  * conversation was rendered differently and the cache was lost.
  */
 describe.skipIf(!haveRealLlama("real llama-server: multi-turn prompt cache reuse"))("prompt cache reuse on a real llama-server", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let llama: RealLlama;
-  let stack: Stack;
-  let client: LoopClient;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxr-c-");
-    llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-    stack = await startStackOn(llama, tmp.dir);
-    client = loopClient(stack.sockets.loopd);
-  }, 120_000);
-  afterAll(async () => {
-    client?.close();
-    await stack?.stop();
-    await llama?.close();
-    tmp?.cleanup();
-  });
+  const t = useRealStack("bxr-c-", { model: "answer" });
 
   it("Σprompt_n over truly new tokens stays ≤ 1.02 over 12 turns", async () => {
-    const id = await newSession(client, "cache");
+    const id = await newSession(t.client, "cache");
     const timings: Timings[] = [];
     for (let i = 0; i < 12; i++) {
-      const done = doneOf(await turn(client, id, `Question ${i}: what does line ${i * 7} of the notes say about "caching" & <tags>?`));
+      const done = doneOf(await turn(t.client, id, `Question ${i}: what does line ${i * 7} of the notes say about "caching" & <tags>?`));
       expect(done.finishReason).toBe("stop");
       expect(done.iterations).toBe(1);
       timings.push(done.timings!);

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BrokerService, createClient } from "@boxmaker/common";
-import { Stack } from "../support/stack.js";
-import { tempDir } from "../support/tmp.js";
-import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
-import { RealLlama, contractOf, haveRealLlama, startStackOn } from "./support/real-llama.js";
+import type { Stack } from "../support/stack.js";
+import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
+import { haveRealLlama, startStackOn } from "./support/real-llama.js";
+import { useRealStack } from "./support/use-real-stack.js";
 // @ts-expect-error plain JS fixture generator
 import { BURIED_ERROR, buildLog, sourceFile } from "../fixtures/large/generate.mjs";
 
@@ -28,42 +28,26 @@ const log300k = (): string => {
 };
 
 describe.skipIf(!haveRealLlama("real llama-server: large input and long sessions"))("large input on a real llama-server", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let llama: RealLlama;
-  let stack: Stack;
-  let client: LoopClient;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxr-li-");
-    // 32,768 tokens per slot.
-    llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-    stack = await startStackOn(llama, tmp.dir);
-    client = loopClient(stack.sockets.loopd);
-  }, 120_000);
-  afterAll(async () => {
-    client?.close();
-    await stack?.stop();
-    await llama?.close();
-    tmp?.cleanup();
-  });
+  // 32,768 tokens per slot.
+  const t = useRealStack("bxr-li-", { model: "answer" });
 
   it("a 300 KB log piped into run gets an answer, takes three more messages, and its blob greps", async () => {
     const log = log300k();
-    const r = await stack.cli(["run", "-"], { input: `What failed here?\n\n${log}`, timeoutMs: 120_000 });
+    const r = await t.stack.cli(["run", "-"], { input: `What failed here?\n\n${log}`, timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout + r.stderr).toContain("1 input block spilled");
     const id = /session (\S+)/.exec(r.stderr)![1]!;
-    const first = JSON.parse((await client.getSession({ id })).messages[0]!.messageJson) as Msg;
+    const first = JSON.parse((await t.client.getSession({ id })).messages[0]!.messageJson) as Msg;
     expect(first.content).toContain(BURIED_ERROR);
     const blob = /blob:sha256:[0-9a-f]{64}/.exec(first.content)![0];
     const prompts: number[] = [];
     for (const q of ["which batch?", "which worker?", "anything else?"]) {
-      const done = doneOf(await turn(client, id, q));
+      const done = doneOf(await turn(t.client, id, q));
       expect(done.finishReason).toBe("stop");
       prompts.push(done.timings!.cacheN + done.timings!.promptN);
     }
     // The tool call the model would make, through brokerd as the session.
-    const broker = createClient(BrokerService, stack.sockets.brokerd);
+    const broker = createClient(BrokerService, t.stack.sockets.brokerd);
     try {
       const res = await broker.callTool({
         sessionId: id,
@@ -83,11 +67,8 @@ describe.skipIf(!haveRealLlama("real llama-server: large input and long sessions
   }, 300_000);
 
   it("a 16k-token first message is sent whole and not compacted", async () => {
-    const dir = join(tmp.dir, "big");
-    const s2 = await new Stack(dir, {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-      loopd: { prepass: { threshold_bytes: 1_000_000 } },
-    }).start();
+    const dir = join(t.dir, "big");
+    const s2 = await startStackOn(t.llama, dir, { loopd: { prepass: { threshold_bytes: 1_000_000 } } });
     const c2 = loopClient(s2.sockets.loopd);
     try {
       const src = (sourceFile() as string).slice(0, 48_000);
@@ -109,37 +90,18 @@ describe.skipIf(!haveRealLlama("real llama-server: large input and long sessions
 });
 
 describe.skipIf(!haveRealLlama("real llama-server: long sessions compact"))("a long session on a real llama-server", () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let llama: RealLlama;
-  let stack: Stack;
-  let client: LoopClient;
-
-  beforeAll(async () => {
-    tmp = tempDir("bxr-lc-");
-    // 3,072 tokens per slot: a few turns fill it.
-    llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock"), ctxSize: 3 * 3072 }).start();
-    stack = await new Stack(tmp.dir, {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-      loopd: { max_tokens: 128, compaction: { threshold: 0.8, keep_recent_messages: 4 } },
-    }).start();
-    client = loopClient(stack.sockets.loopd);
-  }, 120_000);
-  afterAll(async () => {
-    client?.close();
-    await stack?.stop();
-    await llama?.close();
-    tmp?.cleanup();
-  });
+  // 3,072 tokens per slot: a few turns fill it.
+  const t = useRealStack("bxr-lc-", { model: "answer", ctxSize: 3 * 3072 }, { loopd: { max_tokens: 128, compaction: { threshold: 0.8, keep_recent_messages: 4 } } });
 
   it("compacts, keeps working, and its second compaction carries the first fold verbatim; a 60 KB message overflows and recovers", async () => {
-    const id = await newSession(client, "long");
+    const id = await newSession(t.client, "long");
     let compactions = 0;
-    for (let i = 0; i < 40 && epochSystems(stack, id).length < 3; i++) {
-      const done = doneOf(await turn(client, id, `Turn ${i}: remember fact-${i}. ${`note ${i} about the plan; `.repeat(40)}`));
+    for (let i = 0; i < 40 && epochSystems(t.stack, id).length < 3; i++) {
+      const done = doneOf(await turn(t.client, id, `Turn ${i}: remember fact-${i}. ${`note ${i} about the plan; `.repeat(40)}`));
       expect(done.finishReason).toBe("stop");
       compactions += done.compactions;
     }
-    const systems = epochSystems(stack, id);
+    const systems = epochSystems(t.stack, id);
     expect(systems.length).toBeGreaterThanOrEqual(3);
     const fold1 = systems[1]!.slice(systems[1]!.indexOf("[Boxmaker fold 1:"));
     expect(fold1.length).toBeGreaterThan(20);
@@ -149,9 +111,9 @@ describe.skipIf(!haveRealLlama("real llama-server: long sessions compact"))("a l
 
     // Bigger than the whole context, sent whole (under the pre-pass threshold): the server refuses, loopd spills and retries.
     const big = (buildLog() as string).slice(0, 30_000);
-    const done = doneOf(await turn(client, id, big));
+    const done = doneOf(await turn(t.client, id, big));
     expect(done.finishReason).toBe("stop");
     expect(done.compactions).toBe(1);
-    expect(doneOf(await turn(client, id, "still with me?")).finishReason).toBe("stop");
+    expect(doneOf(await turn(t.client, id, "still with me?")).finishReason).toBe("stop");
   }, 600_000);
 });
