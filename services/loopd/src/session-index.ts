@@ -1,6 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
 import { atomicWrite } from "@boxmaker/common";
-import type { SessionRoleName } from "./session-log.js";
 import { instructionsFileOf } from "./project-instructions.js";
 import type { SessionState } from "./session-state.js";
 import { unansweredToolCalls } from "./epoch-view.js";
@@ -10,26 +9,17 @@ import { unansweredToolCalls } from "./epoch-view.js";
  * its log. loopd keeps these for sessions it has not needed since it started
  * (a year of use is thousands of logs; most are never opened again).
  */
-export interface SessionSummary {
-  id: string;
-  role: SessionRoleName;
-  title: string;
-  parentId: string;
-  slot: number;
-  createdAt: number;
-  updatedAt: number;
+export type SessionSummary = Pick<
+  SessionState,
+  "id" | "role" | "title" | "parentId" | "slot" | "createdAt" | "updatedAt" | "turn" | "turnOpen" | "lastTurnEnd" | "archived" | "contextTokens"
+> & {
   epoch: number;
   /** Messages a person sees (carried copies of an earlier epoch not counted). */
   messages: number;
-  turn: number;
-  turnOpen: boolean;
   /** Tool calls without a result: such a session is read whole at start, to be answered. */
   openToolCalls: number;
-  lastTurnEnd: string;
-  archived: boolean;
-  contextTokens: number;
   instructionsFile: string;
-}
+};
 
 export function summarize(st: SessionState): SessionSummary {
   return {
