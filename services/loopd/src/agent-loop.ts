@@ -12,7 +12,7 @@ import {
 } from "@boxmaker/common";
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { replayJson } from "./replay.js";
-import { buildMessagesJson, unansweredToolCalls } from "./epoch-view.js";
+import { buildMessagesJson, messagesBytes, unansweredToolCalls } from "./epoch-view.js";
 import { lastAssistantIndex } from "./compaction.js";
 import { recordPromptCount, tokensOf } from "./token-counts.js";
 import type { SpilledBlock } from "./prepass/index.js";
@@ -319,7 +319,7 @@ export function estimateNewPromptTokens(st: SessionState): number {
 
 /** The bytes of the next request's prompt (messages and tools), set against the server's count of its tokens. */
 function promptBytes(st: SessionState): number {
-  return Buffer.byteLength(buildMessagesJson(st)) + Buffer.byteLength(st.epoch.toolsJson);
+  return messagesBytes(st) + Buffer.byteLength(st.epoch.toolsJson);
 }
 
 function isContextOverflow(err: unknown): boolean {

@@ -15,6 +15,8 @@ interface EpochView {
   /** How far into `history` this view has read. */
   upto: number;
   parts: string[];
+  /** UTF-8 bytes of `parts` joined as an array: what the request's messages weigh. */
+  bytes: number;
   /** `parts` joined, until the next message arrives. */
   joined?: string;
   open: Map<string, string>;
@@ -25,13 +27,22 @@ const views = new WeakMap<SessionState, EpochView>();
 function viewOf(s: SessionState): EpochView {
   let v = views.get(s);
   if (!v || v.epoch !== s.epoch.epoch || v.systemJson !== s.epoch.systemJson || v.upto > s.history.length) {
-    v = { epoch: s.epoch.epoch, systemJson: s.epoch.systemJson, upto: 0, parts: [s.epoch.systemJson], open: new Map() };
+    v = {
+      epoch: s.epoch.epoch,
+      systemJson: s.epoch.systemJson,
+      upto: 0,
+      parts: [s.epoch.systemJson],
+      bytes: 2 + Buffer.byteLength(s.epoch.systemJson), // the brackets and the system message
+      open: new Map(),
+    };
     views.set(s, v);
   }
   for (; v.upto < s.history.length; v.upto++) {
     const m = s.history[v.upto]!;
     if (m.epoch !== v.epoch) continue;
-    v.parts.push(replayJson(m));
+    const json = replayJson(m);
+    v.parts.push(json);
+    v.bytes += 1 + Buffer.byteLength(json); // a comma and the message
     v.joined = undefined;
     trackToolCalls(v.open, m.json);
   }
@@ -54,6 +65,11 @@ export function buildMessagesJson(s: SessionState): string {
   const v = viewOf(s);
   v.joined ??= `[${v.parts.join(",")}]`;
   return v.joined;
+}
+
+/** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */
+export function messagesBytes(s: SessionState): number {
+  return viewOf(s).bytes;
 }
 
 /**

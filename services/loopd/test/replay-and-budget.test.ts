@@ -3,9 +3,9 @@ import { RpcError, Status } from "@boxmaker/common";
 import { runTurn, estimateNewPromptTokens, type LoopDeps } from "../src/agent-loop.js";
 import { SessionStore, type Session } from "../src/session-store.js";
 import { SessionLog } from "../src/session-log.js";
-import { foldRecords } from "../src/session-state.js";
+import { applyRecord, foldRecords } from "../src/session-state.js";
 import { replayableJson } from "../src/replay.js";
-import { buildMessagesJson } from "../src/epoch-view.js";
+import { buildMessagesJson, messagesBytes } from "../src/epoch-view.js";
 import { TurnBudget, type BudgetLimits } from "../src/budgets.js";
 import { cutForPerson } from "../src/error-text.js";
 import { fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
@@ -164,5 +164,19 @@ describe("token budget", () => {
     expect(out.finishReason).toBe("budget");
     expect(out.promptN + out.predictedN).toBeLessThanOrEqual(1200);
     expect(infer.requests.every((r) => r.maxTokens >= 1 && r.maxTokens <= 8192)).toBe(true);
+  });
+});
+
+describe("messagesBytes", () => {
+  it("equals the UTF-8 size of the messages array as it grows, without rebuilding it", () => {
+    const st = foldRecords([
+      { t: "session", id: "s", role: "main", title: "", parent_id: "", slot: 0, at: 1 },
+      { t: "epoch", epoch: 0, system_json: '{"role":"system","content":"sys ✓"}', tools_json: "[]", at: 1 },
+    ]);
+    expect(messagesBytes(st)).toBe(Buffer.byteLength(buildMessagesJson(st)));
+    for (const json of ['{"role":"user","content":"héllo"}', '{"role":"assistant","content":"ok 😀"}']) {
+      applyRecord(st, { t: "message", epoch: 0, json, at: 2 });
+      expect(messagesBytes(st)).toBe(Buffer.byteLength(buildMessagesJson(st)));
+    }
   });
 });
