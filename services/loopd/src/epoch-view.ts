@@ -1,4 +1,5 @@
 import { replayJson } from "./replay.js";
+import { blobRefs } from "./prepass/index.js";
 import type { SessionState } from "./session-state.js";
 
 /**
@@ -20,6 +21,8 @@ interface EpochView {
   /** `parts` joined, until the next message arrives. */
   joined?: string;
   open: Map<string, string>;
+  /** Blob pointers named by the system prompt and the messages, in order of first appearance. */
+  blobs: Set<string>;
 }
 
 const views = new WeakMap<SessionState, EpochView>();
@@ -34,6 +37,7 @@ function viewOf(s: SessionState): EpochView {
       parts: [s.epoch.systemJson],
       bytes: 2 + Buffer.byteLength(s.epoch.systemJson), // the brackets and the system message
       open: new Map(),
+      blobs: new Set(blobRefs(s.epoch.systemJson)),
     };
     views.set(s, v);
   }
@@ -45,6 +49,7 @@ function viewOf(s: SessionState): EpochView {
     v.bytes += 1 + Buffer.byteLength(json); // a comma and the message
     v.joined = undefined;
     trackToolCalls(v.open, m.json);
+    for (const b of blobRefs(m.json)) v.blobs.add(b);
   }
   return v;
 }
@@ -70,6 +75,11 @@ export function buildMessagesJson(s: SessionState): string {
 /** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */
 export function messagesBytes(s: SessionState): number {
   return viewOf(s).bytes;
+}
+
+/** The blob pointers the current epoch names (what the store must keep for this session). */
+export function epochBlobRefs(s: SessionState): string[] {
+  return [...viewOf(s).blobs];
 }
 
 /**

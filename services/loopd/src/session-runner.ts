@@ -17,8 +17,8 @@ import type { Session, SessionStore } from "./session-store.js";
 import { SlotScheduler } from "./slot-pinning.js";
 import { ApprovalWaits } from "./approvals.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
-import { blobRefs, prepass, type PrepassResult } from "./prepass/index.js";
-import { epochMessages } from "./session-state.js";
+import { prepass, type PrepassResult } from "./prepass/index.js";
+import { epochBlobRefs } from "./epoch-view.js";
 import { cutForPerson } from "./error-text.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
@@ -97,7 +97,7 @@ export class SessionRunner {
   /** Pins the blobs the session's current epoch names, so the store never evicts them; best effort. */
   pinBlobs(s: Session): void {
     const st = s.state;
-    const refs = st.archived ? [] : blobRefs([st.epoch.systemJson, ...epochMessages(st).map((m) => m.json)].join("\n"));
+    const refs = st.archived ? [] : epochBlobRefs(st);
     this.d.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
       this.d.log.debug({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not pin blobs");
     });

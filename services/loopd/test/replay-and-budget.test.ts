@@ -5,7 +5,7 @@ import { SessionStore, type Session } from "../src/session-store.js";
 import { SessionLog } from "../src/session-log.js";
 import { applyRecord, foldRecords } from "../src/session-state.js";
 import { replayableJson } from "../src/replay.js";
-import { buildMessagesJson, messagesBytes } from "../src/epoch-view.js";
+import { buildMessagesJson, epochBlobRefs, messagesBytes } from "../src/epoch-view.js";
 import { TurnBudget, type BudgetLimits } from "../src/budgets.js";
 import { cutForPerson } from "../src/error-text.js";
 import { fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
@@ -178,5 +178,22 @@ describe("messagesBytes", () => {
       applyRecord(st, { t: "message", epoch: 0, json, at: 2 });
       expect(messagesBytes(st)).toBe(Buffer.byteLength(buildMessagesJson(st)));
     }
+  });
+});
+
+describe("epochBlobRefs", () => {
+  it("names every blob the epoch's system prompt and messages point at, once, in order", () => {
+    const h = (c: string) => `blob:sha256:${c.repeat(64)}`;
+    const st = foldRecords([
+      { t: "session", id: "s", role: "main", title: "", parent_id: "", slot: 0, at: 1 },
+      { t: "epoch", epoch: 0, system_json: JSON.stringify({ role: "system", content: `folded: ${h("a")}` }), tools_json: "[]", at: 1 },
+    ]);
+    expect(epochBlobRefs(st)).toEqual([h("a")]);
+    applyRecord(st, { t: "message", epoch: 0, json: JSON.stringify({ role: "user", content: `see ${h("b")} and ${h("a")}` }), at: 2 });
+    applyRecord(st, { t: "message", epoch: 0, json: JSON.stringify({ role: "tool", tool_call_id: "x", content: `more in ${h("c")}` }), at: 2 });
+    expect(epochBlobRefs(st)).toEqual([h("a"), h("b"), h("c")]);
+    // A new epoch pins only what it names.
+    applyRecord(st, { t: "epoch", epoch: 1, system_json: JSON.stringify({ role: "system", content: `folded: ${h("c")}` }), tools_json: "[]", at: 3 });
+    expect(epochBlobRefs(st)).toEqual([h("c")]);
   });
 });
