@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { RealLlama, contractOf, haveRealLlama, inferproxyReady } from "./support/real-llama.js";
-import { Stack } from "../support/stack.js";
+import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
+import type { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 import { SessionStore } from "../../services/loopd/src/session-store.js";
@@ -45,11 +45,7 @@ describe.skipIf(!haveRealLlama("a cut-off tool call against the real llama-serve
     poisoned = old.id;
     store.closeAll();
 
-    stack = await new Stack(tmp.dir, {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-      loopd: { max_tokens: 16, budgets: { max_iterations: 2 } },
-    }).start();
-    await inferproxyReady(stack.sockets.inferproxy);
+    stack = await startStackOn(llama, tmp.dir, { loopd: { max_tokens: 16, budgets: { max_iterations: 2 } } });
     c = loopClient(stack.sockets.loopd);
   }, 120_000);
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import type { SessionEvent } from "@boxmaker/common";
-import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, type LoopClient } from "../support/loop-client.js";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
 
 /** A turn's events, with the longest wait between two of them. */
 async function timedTurn(c: LoopClient, sessionId: string, text: string) {
@@ -37,7 +36,9 @@ describe.skipIf(!haveRealLlama("liveness against a real llama-server"))("real ll
 
   beforeAll(async () => {
     tmp = tempDir("bxr-live-");
-    llama = await new RealLlama({ model: "think", socketPath: join(tmp.dir, "llama.sock") }).start();
+    // A fixed sampling seed: the random-weights model then writes the same text for the same prompt,
+    // so whether the server's own output parser gives up early does not change from run to run.
+    llama = await new RealLlama({ model: "think", socketPath: join(tmp.dir, "llama.sock"), extraArgs: ["--seed", "7"] }).start();
   }, 120_000);
 
   afterAll(async () => {
@@ -46,11 +47,7 @@ describe.skipIf(!haveRealLlama("liveness against a real llama-server"))("real ll
   }, 60_000);
 
   async function withStack<T>(name: string, loopd: Record<string, unknown>, f: (c: LoopClient) => Promise<T>): Promise<T> {
-    const stack = await new Stack(join(tmp.dir, name), {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-      inferproxy: { liveness_timeout_ms: 1000 },
-      loopd,
-    }).start();
+    const stack = await startStackOn(llama, join(tmp.dir, name), { inferproxy: { liveness_timeout_ms: 1000 }, loopd });
     const c = loopClient(stack.sockets.loopd);
     try {
       return await f(c);
@@ -81,6 +78,7 @@ describe.skipIf(!haveRealLlama("liveness against a real llama-server"))("real ll
       const sid = await newSession(c, "hung");
       const events: SessionEvent[] = [];
       let stoppedAt = 0;
+      let thrown: unknown;
       try {
         for await (const ev of c.send({ sessionId: sid, text: "think" })) {
           events.push(ev);
@@ -89,9 +87,13 @@ describe.skipIf(!haveRealLlama("liveness against a real llama-server"))("real ll
             stoppedAt = performance.now();
           }
         }
+      } catch (err) {
+        thrown = err;
       } finally {
         llama.proc!.kill("SIGCONT");
       }
+      expect(thrown, `the Send stream itself failed after events ${events.map((e) => e.event.case).join(",")}`).toBeUndefined();
+      expect(stoppedAt, `no reasoning before the turn ended: ${events.map((e) => e.event.case).join(",")}`).toBeGreaterThan(0);
       const end = events.at(-1)?.event;
       console.log(
         `hung server: turn ended ${Math.round(performance.now() - stoppedAt)} ms after SIGSTOP: ` +

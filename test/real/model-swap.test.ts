@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { Stack } from "../support/stack.js";
+import type { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
-import { RealLlama, contractOf, haveRealLlama } from "./support/real-llama.js";
+import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js";
 
 /**
  * llama-server is killed and restarted on the same socket with another model
@@ -19,9 +19,7 @@ describe.skipIf(!haveRealLlama("model swap against a real llama-server"))("real 
   beforeAll(async () => {
     tmp = tempDir("bxr-swap-");
     llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
-    stack = await new Stack(join(tmp.dir, "stack"), {
-      upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
-    }).start();
+    stack = await startStackOn(llama, join(tmp.dir, "stack"));
   }, 120_000);
 
   afterAll(async () => {

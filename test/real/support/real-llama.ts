@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { InferService, createClient } from "@boxmaker/common";
+import { InferService, LoopService, createClient } from "@boxmaker/common";
 import { requires } from "../../support/requirements.js";
 import { Stack, type StackOptions } from "../../support/stack.js";
 
@@ -149,12 +149,19 @@ export async function contractOf(llama: RealLlama): Promise<{ template_sha256: s
 
 /**
  * The three daemons against a running real server, in `dir`, returned once
- * inferproxy's self-test against that server has passed (Stack.start waits
- * only for the sockets).
+ * inferproxy's self-test against that server has passed and loopd answers
+ * (Stack.start waits only for the sockets to exist; on a loaded machine a
+ * first call right after can meet a connection that is not ready yet).
  */
 export async function startStackOn(llama: RealLlama, dir: string, opts: Omit<StackOptions, "upstream"> = {}): Promise<Stack> {
   const stack = await new Stack(dir, { ...opts, upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
   await inferproxyReady(stack.sockets.inferproxy);
+  const loopd = createClient(LoopService, stack.sockets.loopd);
+  try {
+    await loopd.listSessions({}, { waitForReady: true, timeoutMs: 30_000 });
+  } finally {
+    loopd.close();
+  }
   return stack;
 }
 
