@@ -17,6 +17,8 @@ await build({
   platform: "node",
   target: "node22",
   // CommonJS dependencies (grpc-js) call require(); ESM output has none of its own.
-  banner: { js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);",
+  },
   logLevel: "warning",
 });

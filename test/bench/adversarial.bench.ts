@@ -10,7 +10,15 @@ import { pino } from "pino";
 import { Broker } from "../../services/brokerd/dist/broker.js";
 import { parseBrokerConfig } from "../../services/brokerd/dist/config.js";
 import { decide } from "../../services/brokerd/dist/policy/rules.js";
-import { leaked, newCounts, outsideIntact, pathArb, plantWorkspace, rmLineArb, toolCallArb } from "../../services/brokerd/test/adversarial/harness.js";
+import {
+  leaked,
+  newCounts,
+  outsideIntact,
+  pathArb,
+  plantWorkspace,
+  rmLineArb,
+  toolCallArb,
+} from "../../services/brokerd/test/adversarial/harness.js";
 import { tempDir } from "../support/tmp.js";
 import { nowMs } from "./stats.mjs";
 
@@ -28,11 +36,18 @@ async function open(dir: string, name: string, setup: (d: { ws: string; outside:
     workspace_roots: [ws],
     log_level: "silent",
     sandbox: { mode: "none" },
-    policy: { rules: [{ tool: "write_file", effect: "allow" }, { tool: "edit_file", effect: "allow" }, { tool: "run_command", effect: "deny" }] },
+    policy: {
+      rules: [
+        { tool: "write_file", effect: "allow" },
+        { tool: "edit_file", effect: "allow" },
+        { tool: "run_command", effect: "deny" },
+      ],
+    },
   });
   const broker = await Broker.open(config, { log: pino({ level: "silent" }) });
   let n = 0;
-  const call = (tool: string, args: unknown) => broker.call({ sessionId: "b", callId: `c${++n}`, name: tool, argumentsJson: JSON.stringify(args) });
+  const call = (tool: string, args: unknown) =>
+    broker.call({ sessionId: "b", callId: `c${++n}`, name: tool, argumentsJson: JSON.stringify(args) });
   return { ws, outside, broker, call };
 }
 
@@ -45,10 +60,12 @@ export default async function (emit: Emit): Promise<void> {
     const t0 = nowMs();
     const calls = [
       ...fc.sample(toolCallArb(b.ws, b.outside), 3000),
-      ...fc.sample(fc.tuple(pathArb(b.ws, b.outside), fc.constantFrom("read_file", "list_dir", "write_file")), 2000).map(([path, name]) => ({
-        name,
-        args: name === "write_file" ? { path, content: "w" } : { path },
-      })),
+      ...fc
+        .sample(fc.tuple(pathArb(b.ws, b.outside), fc.constantFrom("read_file", "list_dir", "write_file")), 2000)
+        .map(([path, name]) => ({
+          name,
+          args: name === "write_file" ? { path, content: "w" } : { path },
+        })),
     ];
     for (const { name, args } of calls) {
       c.inputs++;
@@ -68,7 +85,11 @@ export default async function (emit: Emit): Promise<void> {
     const noRm = [{ name: "no-rm", tool: "run_command", effect: "deny" as const, command_prefixes: ["rm"] }];
     for (const line of fc.sample(rmLineArb(), 3000)) {
       c.inputs++;
-      const d = decide(noRm, { read: "allow", write: "ask", exec: "allow", network: "deny" }, { tool: "run_command", risk: "exec", paths: [], command: line, hosts: [] });
+      const d = decide(
+        noRm,
+        { read: "allow", write: "ask", exec: "allow", network: "deny" },
+        { tool: "run_command", risk: "exec", paths: [], command: line, hosts: [] },
+      );
       if (d.effect === "allow") c.escapes++;
     }
 

@@ -10,7 +10,28 @@ import { Broker, parseBrokerConfig } from "../../services/brokerd/dist/index.js"
 import { nowMs, p50, p99 } from "./stats.mjs";
 
 const VERBS = ["create", "list", "get", "update", "delete", "search", "sync", "export", "import", "archive"];
-const NOUNS = ["issue", "ticket", "page", "invoice", "user", "repo", "branch", "alert", "dashboard", "calendar", "event", "file", "message", "channel", "build", "deploy", "metric", "report", "contact", "order"];
+const NOUNS = [
+  "issue",
+  "ticket",
+  "page",
+  "invoice",
+  "user",
+  "repo",
+  "branch",
+  "alert",
+  "dashboard",
+  "calendar",
+  "event",
+  "file",
+  "message",
+  "channel",
+  "build",
+  "deploy",
+  "metric",
+  "report",
+  "contact",
+  "order",
+];
 const SERVERS = ["github", "jira", "notion", "slack", "stripe"];
 
 function syntheticTool(i) {
@@ -20,7 +41,10 @@ function syntheticTool(i) {
   return {
     name: `${server}.${verb}_${noun}_${i}`,
     description: `${verb[0].toUpperCase()}${verb.slice(1)} a ${noun} in ${server} (variant ${i}); returns the ${noun} as JSON.`,
-    parameters: { type: "object", properties: { [`${noun}_id`]: { type: "string" }, limit: { type: "integer" }, query: { type: "string" } } },
+    parameters: {
+      type: "object",
+      properties: { [`${noun}_id`]: { type: "string" }, limit: { type: "integer" }, query: { type: "string" } },
+    },
     risk: "read",
     core: false,
     kind: "mcp",
@@ -35,12 +59,27 @@ export default async function (emit) {
   mkdirSync(ws);
   writeFileSync(join(ws, "notes.txt"), Array.from({ length: 120 }, (_, i) => `line ${i + 1} of some notes`).join("\n"));
   const log = pino({ level: "info" }, pino.destination({ dest: "/dev/null", sync: false }));
-  const broker = await Broker.open(parseBrokerConfig({ state_dir: join(dir, "state"), workspace_roots: [ws], log_level: "info" }), { log });
+  const broker = await Broker.open(
+    parseBrokerConfig({ state_dir: join(dir, "state"), workspace_roots: [ws], log_level: "info" }),
+    { log },
+  );
   for (let i = 0; i < 1000; i++) broker.table.add(syntheticTool(i));
 
-  const queries = ["create an issue in github", "list slack channels", "export invoice report", "search jira tickets", "delete a calendar event", "sync notion pages", "stripe order", "get user", "archive build", "metric dashboard"];
+  const queries = [
+    "create an issue in github",
+    "list slack channels",
+    "export invoice report",
+    "search jira tickets",
+    "delete a calendar event",
+    "sync notion pages",
+    "stripe order",
+    "get user",
+    "archive build",
+    "metric dashboard",
+  ];
   let n = 0;
-  const call = (name, args) => broker.call({ sessionId: "bench", callId: String(++n), name, argumentsJson: JSON.stringify(args) });
+  const call = (name, args) =>
+    broker.call({ sessionId: "bench", callId: String(++n), name, argumentsJson: JSON.stringify(args) });
 
   const measure = async (iterations, fn) => {
     for (let i = 0; i < 200; i++) await fn(i); // warm-up: JIT, index build, file cache
@@ -58,7 +97,10 @@ export default async function (emit) {
     if (r.decision !== "allowed" || !r.content.includes("call_tool")) throw new Error(`find_tool failed: ${r.content}`);
   });
   const read = await measure(5000, async () => {
-    const r = await call("call_tool", { name: "read_file", arguments: { path: "notes.txt", start_line: 10, end_line: 20 } });
+    const r = await call("call_tool", {
+      name: "read_file",
+      arguments: { path: "notes.txt", start_line: 10, end_line: 20 },
+    });
     if (r.decision !== "allowed" || r.isError) throw new Error(`read failed: ${r.content}`);
   });
 

@@ -24,7 +24,11 @@ export default async function (emit: Emit): Promise<void> {
   const idleS = Number(process.env.BOXMAKER_BENCH_IDLE_S ?? 60);
   const tmp = tempDir("bxb-f-");
   // Production poll interval, not the tests' fast one: idle cost is what it costs in service.
-  const stack = await new Stack(tmp.dir, { inferproxy: { health_poll_ms: 2000, log_level: "info" }, loopd: { log_level: "info" }, brokerd: { log_level: "info" } }).start();
+  const stack = await new Stack(tmp.dir, {
+    inferproxy: { health_poll_ms: 2000, log_level: "info" },
+    loopd: { log_level: "info" },
+    brokerd: { log_level: "info" },
+  }).start();
   const client = loopClient(stack.sockets.loopd);
   const pid = (d: string) => stack.daemons.get(d)!.proc.pid!;
   try {

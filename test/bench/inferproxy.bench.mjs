@@ -44,7 +44,10 @@ async function bareHop(dir) {
     });
     server.bindAsync("unix://${sock}", grpc.ServerCredentials.createInsecure(), () => console.log("up"));
     process.on("SIGTERM", () => server.forceShutdown());`;
-  const proc = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, ["--input-type=module", "-e", code], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await once(proc.stdout, "data");
   const client = createClient(InferService, sock);
   return {
@@ -92,7 +95,12 @@ export default async function (emit) {
       sim.enqueue(turn, 0);
       const t0 = nowMs();
       let first = NaN;
-      const res = await pool.request({ path: "/v1/chat/completions", method: "POST", body: body(0), headers: { "content-type": "application/json" } });
+      const res = await pool.request({
+        path: "/v1/chat/completions",
+        method: "POST",
+        body: body(0),
+        headers: { "content-type": "application/json" },
+      });
       for await (const chunk of res.body) {
         if (Number.isNaN(first) && chunk.includes('"content":"')) first = nowMs() - t0;
       }

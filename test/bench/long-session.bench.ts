@@ -30,7 +30,11 @@ const N_CTX = 262_144;
 export default async function (emit: Emit): Promise<void> {
   const tmp = tempDir("bxb-ls-");
   const llamaSock = join(tmp.dir, "sim.sock");
-  const sim = spawn(process.execPath, [join(repoRoot, "test/llama-sim/dist/main.js"), "--socket", llamaSock, "--n-ctx", String(N_CTX)], { stdio: "ignore" });
+  const sim = spawn(
+    process.execPath,
+    [join(repoRoot, "test/llama-sim/dist/main.js"), "--socket", llamaSock, "--n-ctx", String(N_CTX)],
+    { stdio: "ignore" },
+  );
   await waitFor(() => existsSync(llamaSock), 10_000, "llama-sim");
   const agent = new Agent({ connect: { socketPath: llamaSock } });
   const props = JSON.parse(await (await request("http://localhost/props", { dispatcher: agent })).body.text());
@@ -67,9 +71,15 @@ export default async function (emit: Emit): Promise<void> {
         // The same request straight to the server: the log's messages up to this turn's user message.
         const body = directBody(join(sessionsDir, `${id}.jsonl`));
         const d0 = now();
-        const res = await request("http://localhost/v1/chat/completions", { method: "POST", dispatcher: agent, headers: { "content-type": "application/json" }, body });
+        const res = await request("http://localhost/v1/chat/completions", {
+          method: "POST",
+          dispatcher: agent,
+          headers: { "content-type": "application/json" },
+          body,
+        });
         let direct = 0;
-        for await (const chunk of res.body) if (!direct && /"content":"[^"]/.test(chunk.toString())) direct = now() - d0;
+        for await (const chunk of res.body)
+          if (!direct && /"content":"[^"]/.test(chunk.toString())) direct = now() - d0;
         if (i >= 5) added.push(first - direct);
       }
       return p50(added);
@@ -97,7 +107,13 @@ function directBody(logPath: string): string {
   const st = foldRecords(records);
   st.history.pop(); // the assistant answer that request produced
   return buildCompletionBody(
-    { slot: 0, messagesJson: buildMessagesJson(st), toolsJson: st.epoch.toolsJson, maxTokens: 64, thinkingCapTokens: 0 },
+    {
+      slot: 0,
+      messagesJson: buildMessagesJson(st),
+      toolsJson: st.epoch.toolsJson,
+      maxTokens: 64,
+      thinkingCapTokens: 0,
+    },
     { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 64, totalSlots: 3 },
   );
 }
@@ -105,7 +121,8 @@ function directBody(logPath: string): string {
 /** Appends user/assistant exchanges to a session's log until it holds about `target` tokens (4 bytes a token). */
 function grow(dir: string, id: string, target: number): number {
   const { log } = SessionLog.open(join(dir, `${id}.jsonl`));
-  const para = "The log shows the service restarted after the config change; the next step is to compare the two builds. ";
+  const para =
+    "The log shows the service restarted after the config change; the next step is to compare the two builds. ";
   let bytes = 0;
   let i = 0;
   log.append({ t: "turn_start", turn: 1, at: Date.now() });

@@ -45,7 +45,10 @@ async function session(dir: string, emit: Emit): Promise<void> {
     writeFileSync(join(stack.workspace, "data.txt"), "alpha\nbeta\n");
     const id = await newSession(client, "bench");
     for (let i = 0; i < 20; i++) {
-      stack.sim.enqueue({ reasoning: "Look first.", toolCalls: [{ name: "read_file", arguments: '{"path":"data.txt"}' }] });
+      stack.sim.enqueue({
+        reasoning: "Look first.",
+        toolCalls: [{ name: "read_file", arguments: '{"path":"data.txt"}' }],
+      });
       stack.sim.enqueue({ reasoning: "Answer now.", content: `Answer ${i}.` });
       doneOf(await turn(client, id, `Question ${i}?`));
     }
@@ -57,7 +60,9 @@ async function session(dir: string, emit: Emit): Promise<void> {
       const prev = reqs[k - 1]!.body as { messages: ChatMessage[]; tools: unknown[] };
       const cur = reqs[k]!.body as { messages: ChatMessage[]; tools: unknown[] };
       const held = countTokens(
-        renderPrompt([...prev.messages, cur.messages[prev.messages.length]!], prev.tools, { addGenerationPrompt: false }).text,
+        renderPrompt([...prev.messages, cur.messages[prev.messages.length]!], prev.tools, {
+          addGenerationPrompt: false,
+        }).text,
       );
       fresh += countTokens(renderPrompt(cur.messages, cur.tools).text) - held;
       processed += reqs[k]!.timings!.prompt_n;
@@ -77,7 +82,11 @@ async function session(dir: string, emit: Emit): Promise<void> {
       const body = stack.sim.completions.at(-1)!.body as { messages: unknown[]; tools: unknown[] };
       stack.sim.enqueue({ content: "ok" });
       t0 = nowMs();
-      for await (const _ of infer.complete({ slot: 0, messagesJson: JSON.stringify(body.messages), toolsJson: JSON.stringify(body.tools) })) {
+      for await (const _ of infer.complete({
+        slot: 0,
+        messagesJson: JSON.stringify(body.messages),
+        toolsJson: JSON.stringify(body.tools),
+      })) {
         /* drain */
       }
       const direct = nowMs() - t0;

@@ -26,7 +26,9 @@ export default async function (emit: Emit): Promise<void> {
     const bytes = writeSessions(dir);
     emit("sessions_written", SESSIONS, "sessions");
     emit("session_logs_mb", bytes / 1048576, "MB");
-    process.stderr.write(`many-sessions: wrote ${SESSIONS} logs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(
+      `many-sessions: wrote ${SESSIONS} logs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
 
     // The first start reads every log (no index knows them); a clean stop writes the index, and
     // later starts list unchanged sessions from it.
@@ -79,7 +81,10 @@ function writeSessions(dir: string): number {
     const exchanges = i < LONG ? 200 : 3;
     for (let k = 0; k < exchanges; k++) {
       const user = JSON.stringify({ role: "user", content: `Step ${k}: ${para.repeat(i < LONG ? 8 : 1)}` });
-      const answer = JSON.stringify({ role: "assistant", content: `Done with step ${k}. ${para.repeat(i < LONG ? 8 : 1)}` });
+      const answer = JSON.stringify({
+        role: "assistant",
+        content: `Done with step ${k}. ${para.repeat(i < LONG ? 8 : 1)}`,
+      });
       log.append({ t: "turn_start", turn: k + 1, at });
       log.append({ t: "message", epoch: 0, json: user, at });
       log.append({ t: "message", epoch: 0, json: answer, at });

@@ -29,10 +29,12 @@ export default async function (emit: Emit): Promise<void> {
   };
   emit("prepass_ms_1mb", time(log1mb), "ms");
   emit("prepass_ms_1mb_source", time(src1mb), "ms");
-  emit("prepass_ms_json_" + Math.round(Buffer.byteLength(json) / 1024) + "kb", time(json), "ms");
+  emit(`prepass_ms_json_${Math.round(Buffer.byteLength(json) / 1024)}kb`, time(json), "ms");
 
   const lines = (buildLog() as string).split("\n");
-  const log300 = [...lines.filter((l) => !l.includes("ERROR") && l.startsWith("2026")).slice(0, 600), ...lines].join("\n");
+  const log300 = [...lines.filter((l) => !l.includes("ERROR") && l.startsWith("2026")).slice(0, 600), ...lines].join(
+    "\n",
+  );
   const out = prepass(log300, DEFAULT_PREPASS);
   emit("prepass_token_ratio_300kb", countTokens(out.text) / countTokens(log300), "ratio");
   emit("prepass_message_bytes_300kb", Buffer.byteLength(out.text), "bytes");

@@ -94,7 +94,13 @@ function directBody(sessionsDir: string): string {
   const epoch = recs.find((r) => r.t === "epoch")!;
   const user = recs.find((r) => r.t === "message" && r.json!.includes('"role":"user"'))!;
   return buildCompletionBody(
-    { slot: 0, messagesJson: `[${epoch.system_json},${user.json}]`, toolsJson: epoch.tools_json!, maxTokens: 64, thinkingCapTokens: 0 },
+    {
+      slot: 0,
+      messagesJson: `[${epoch.system_json},${user.json}]`,
+      toolsJson: epoch.tools_json!,
+      maxTokens: 64,
+      thinkingCapTokens: 0,
+    },
     { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 64, totalSlots: 3 },
   );
 }

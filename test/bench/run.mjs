@@ -32,7 +32,7 @@ for (const f of files) {
   const emit = (metric, value, unit) => {
     const row = { bench, metric, value: Number(value.toFixed ? value.toFixed(4) : value), unit };
     rows.push(row);
-    if (json) process.stdout.write(JSON.stringify(row) + "\n");
+    if (json) process.stdout.write(`${JSON.stringify(row)}\n`);
   };
   try {
     if (!json) process.stderr.write(`running ${bench}…\n`);

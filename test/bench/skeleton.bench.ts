@@ -33,7 +33,8 @@ export default async function (emit: Emit): Promise<void> {
   const stack = await new Stack(tmp.dir).start();
   const client = loopClient(stack.sockets.loopd);
   const agent = new Agent({ connect: { socketPath: stack.sockets.llama } });
-  const erase = () => request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
+  const erase = () =>
+    request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
   try {
     const through: Sample[] = [];
     const direct: Sample[] = [];

@@ -45,25 +45,40 @@ describe("boxmaker up's generated configs", () => {
     const lp = valid("loopd", loopdConfig(layout, upstream, settings));
     expect(lp.inferproxy_socket).toBe(inf.socket);
     expect(lp.brokerd_socket).toBe(brk.socket);
-    expect(inf.upstream).toEqual(upstream.kind === "url" ? { url: upstream.url } : { socket_path: upstream.kind === "socket" ? upstream.path : layout.sockets.llama });
+    expect(inf.upstream).toEqual(
+      upstream.kind === "url"
+        ? { url: upstream.url }
+        : { socket_path: upstream.kind === "socket" ? upstream.path : layout.sockets.llama },
+    );
     // Session logs, blobs and sockets stay out of the tools' reach even inside a workspace.
     expect(brk.protected_paths).toEqual(expect.arrayContaining([layout.stateDir, layout.runtimeDir]));
     // Parking needs a slot save path, which only a server `up` started is known to have.
-    expect((lp.parking as { enabled: boolean }).enabled).toBe(upstream.kind === "llama-sim" || upstream.kind === "llama-server");
+    expect((lp.parking as { enabled: boolean }).enabled).toBe(
+      upstream.kind === "llama-sim" || upstream.kind === "llama-server",
+    );
   });
 
   it("leaves the production contract to inferproxy's defaults unless one is given", () => {
     const defaults = valid("inferproxy", inferproxyConfig(layout, { kind: "socket", path: "/s" }, settings));
-    expect(defaults.contract).toEqual({ template_sha256: "f55f52930aa8bf44ab5cb85f99370fcc3c56e9a85640b812086d5330bce5d86b", n_ctx_per_slot: 131072, total_slots: 3 });
+    expect(defaults.contract).toEqual({
+      template_sha256: "f55f52930aa8bf44ab5cb85f99370fcc3c56e9a85640b812086d5330bce5d86b",
+      n_ctx_per_slot: 131072,
+      total_slots: 3,
+    });
     const props = { chat_template: "{{x}}", total_slots: 3, default_generation_settings: { n_ctx: 32768 } };
     const c = contractFromProps(props);
     expect(c.n_ctx_per_slot).toBe(32768);
-    expect(valid("inferproxy", inferproxyConfig(layout, { kind: "llama-sim" }, { ...settings, contract: c })).contract).toEqual(c);
+    expect(
+      valid("inferproxy", inferproxyConfig(layout, { kind: "llama-sim" }, { ...settings, contract: c })).contract,
+    ).toEqual(c);
     expect(() => contractFromProps({ total_slots: 3 })).toThrow(/lacks chat_template/);
   });
 
   it("merges overrides but refuses ones that move the managed sockets", () => {
-    const overrides = checkOverrides({ brokerd: { policy: { rules: [{ tool: "read_file", effect: "allow" }] } }, loopd: { budgets: { max_iterations: 3 } } });
+    const overrides = checkOverrides({
+      brokerd: { policy: { rules: [{ tool: "read_file", effect: "allow" }] } },
+      loopd: { budgets: { max_iterations: 3 } },
+    });
     const brk = valid("brokerd", brokerdConfig(layout, { ...settings, overrides }));
     expect((brk.policy as { rules: unknown[] }).rules).toHaveLength(1);
     const lp = valid("loopd", loopdConfig(layout, { kind: "llama-sim" }, { ...settings, overrides }));
@@ -82,14 +97,22 @@ describe("boxmaker up's generated configs", () => {
     expect(planUp({ llamaSim: true, sandbox: "none" }, { ...host, env: {} }).layout.runtimeDir).toBe("/tmp/boxmaker-7");
     expect(() => planUp({ llamaSim: true }, host)).toThrow(/bwrap .* not found/);
     expect(() => planUp({ llamaServer: "/bin/llama-server" }, host)).toThrow("--llama-server needs --model");
-    expect(() => planUp({ llamaSim: true, sandbox: "none", runtimeDir: `/${"x".repeat(100)}` }, host)).toThrow(UpFlagError);
+    expect(() => planUp({ llamaSim: true, sandbox: "none", runtimeDir: `/${"x".repeat(100)}` }, host)).toThrow(
+      UpFlagError,
+    );
     expect(() => planUp({ upstreamUrl: "unix:/x", sandbox: "none" }, host)).toThrow(/must start with http/);
     // A workspace inside Boxmaker's own source or state is refused with what to do instead.
-    expect(() => planUp({ llamaSim: true, sandbox: "none" }, { ...host, cwd: "/src/boxmaker/docs", installRoot: "/src/boxmaker" })).toThrow(
+    expect(() =>
+      planUp({ llamaSim: true, sandbox: "none" }, { ...host, cwd: "/src/boxmaker/docs", installRoot: "/src/boxmaker" }),
+    ).toThrow(
       /the workspace \/src\/boxmaker\/docs is inside Boxmaker's own source \(\/src\/boxmaker\).*pass --workspace DIR/,
     );
-    expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/h/.local/state/boxmaker/x"] }, host)).toThrow(/state directory/);
-    expect(planUp({ llamaSim: true, sandbox: "none", workspace: ["/h"] }, host).settings.workspaceRoots).toEqual(["/h"]);
+    expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/h/.local/state/boxmaker/x"] }, host)).toThrow(
+      /state directory/,
+    );
+    expect(planUp({ llamaSim: true, sandbox: "none", workspace: ["/h"] }, host).settings.workspaceRoots).toEqual([
+      "/h",
+    ]);
   });
 });
 
@@ -150,7 +173,10 @@ function contractFlags(args: string[]): string[] {
 const haveNix = requires("nix/lib.nix evaluation", ["nix-instantiate"]);
 
 function nixEval(expr: string): unknown {
-  const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", "-E", expr], { encoding: "utf8", cwd: repoRoot });
+  const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", "-E", expr], {
+    encoding: "utf8",
+    cwd: repoRoot,
+  });
   if (r.status !== 0) throw new Error(r.stderr);
   return JSON.parse(r.stdout);
 }
@@ -208,10 +234,19 @@ describe("the llama-server flags and the NixOS module's configs", () => {
     expect(inf.contract).toMatchObject({ n_ctx_per_slot: 131072, total_slots: 3 });
     expect(inf.upstream).toEqual({ socket_path: "/run/boxmaker/llama.sock" });
     expect(brk.result_cap_bytes).toBe(4096);
-    expect(brk.protected_paths).toEqual(expect.arrayContaining(["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"]));
+    expect(brk.protected_paths).toEqual(
+      expect.arrayContaining(["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"]),
+    );
     expect(brk.mcp_servers).toMatchObject({ fs: { command: "mcp-fs" }, web: { url: "https://mcp.example.org" } });
-    expect((brk.policy as { rules: Array<Record<string, unknown>> }).rules[0]).toEqual({ tool: "run_command", effect: "allow", command_prefixes: ["git status"] });
-    expect((lp.compaction as { threshold: number; keep_recent_messages: number })).toEqual({ threshold: 0.9, keep_recent_messages: 8 });
+    expect((brk.policy as { rules: Array<Record<string, unknown>> }).rules[0]).toEqual({
+      tool: "run_command",
+      effect: "allow",
+      command_prefixes: ["git status"],
+    });
+    expect(lp.compaction as { threshold: number; keep_recent_messages: number }).toEqual({
+      threshold: 0.9,
+      keep_recent_messages: 8,
+    });
     expect(lp.schedules).toEqual([{ id: "daily", cron: "0 7 * * *", prompt: "summarise the inbox" }]);
     expect(lp.inferproxy_socket).toBe(inf.socket);
     expect(lp.brokerd_socket).toBe(brk.socket);

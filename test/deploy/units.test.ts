@@ -9,18 +9,14 @@ import { environment, execStart, readUnit, value } from "./unit-file.js";
 const canCheck = requires("deploy/check.sh", ["systemd-analyze", "nix-instantiate"]);
 
 describe.skipIf(!canCheck)("deploy/check.sh", () => {
-  it(
-    "verifies every unit and parses every .nix file",
-    () => {
-      const r = spawnSync(join(repoRoot, "deploy", "check.sh"), { encoding: "utf8", timeout: 60_000 });
-      expect(r.stderr).toBe("");
-      expect(r.status).toBe(0);
-      for (const f of ["boxmaker-llama-server.service", "boxmaker-loopd.service", "nix/module.nix", "flake.nix"]) {
-        expect(r.stdout).toContain(`ok   ${f}`);
-      }
-    },
-    70_000,
-  );
+  it("verifies every unit and parses every .nix file", () => {
+    const r = spawnSync(join(repoRoot, "deploy", "check.sh"), { encoding: "utf8", timeout: 60_000 });
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    for (const f of ["boxmaker-llama-server.service", "boxmaker-loopd.service", "nix/module.nix", "flake.nix"]) {
+      expect(r.stdout).toContain(`ok   ${f}`);
+    }
+  }, 70_000);
 });
 
 const daemons = ["inferproxy", "brokerd", "loopd"] as const;
@@ -44,14 +40,21 @@ describe("the units", () => {
     expect(value(u, "Install", "WantedBy")).toBe("boxmaker.target");
   });
 
-  it.each(daemons)("boxmaker-%s is Type=notify, accepts notifications from children, and does not restart on a bad config", (d) => {
-    const u = readUnit(`boxmaker-${d}.service`);
-    expect(value(u, "Service", "Type")).toBe("notify");
-    expect(value(u, "Service", "NotifyAccess")).toBe("all");
-    expect(value(u, "Service", "RestartPreventExitStatus")).toBe("2");
-    expect(execStart(u).slice(1)).toEqual([`/opt/boxmaker/services/${d}/dist/main.js`, "--config", `/etc/boxmaker/${d}.json`]);
-    expect(environment(u).NODE_ENV).toBe("production");
-  });
+  it.each(daemons)(
+    "boxmaker-%s is Type=notify, accepts notifications from children, and does not restart on a bad config",
+    (d) => {
+      const u = readUnit(`boxmaker-${d}.service`);
+      expect(value(u, "Service", "Type")).toBe("notify");
+      expect(value(u, "Service", "NotifyAccess")).toBe("all");
+      expect(value(u, "Service", "RestartPreventExitStatus")).toBe("2");
+      expect(execStart(u).slice(1)).toEqual([
+        `/opt/boxmaker/services/${d}/dist/main.js`,
+        "--config",
+        `/etc/boxmaker/${d}.json`,
+      ]);
+      expect(environment(u).NODE_ENV).toBe("production");
+    },
+  );
 
   it("loopd has no network, only Unix sockets", () => {
     const u = readUnit("boxmaker-loopd.service");
@@ -72,7 +75,9 @@ describe("the units", () => {
     const u = readUnit("boxmaker-llama-server.service");
     expect(value(u, "Service", "Type")).toBe("exec");
     expect(value(u, "Service", "ExecStartPre")).toBe("-rm -f /run/boxmaker/llama.sock");
-    expect(value(u, "Service", "ExecStartPost")).toContain("curl -sf -o /dev/null --unix-socket /run/boxmaker/llama.sock http://llama/health");
+    expect(value(u, "Service", "ExecStartPost")).toContain(
+      "curl -sf -o /dev/null --unix-socket /run/boxmaker/llama.sock http://llama/health",
+    );
     expect(value(u, "Service", "StateDirectory")).toBe("boxmaker/slots");
     const args = execStart(u);
     expect(args[args.indexOf("--slot-save-path") + 1]).toBe("/var/lib/boxmaker/slots");

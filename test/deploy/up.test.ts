@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+
 import { once } from "node:events";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -30,12 +30,23 @@ describe("boxmaker up --llama-sim", () => {
   it("runs sessions, restarts a killed daemon, and stops everything on SIGINT", async () => {
     const run = join(tmp.dir, "run");
     const state = join(tmp.dir, "state");
-    const up = start(["--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", state, "--workspace", ws]);
+    const up = start([
+      "--llama-sim",
+      "--sandbox",
+      "none",
+      "--runtime-dir",
+      run,
+      "--state-dir",
+      state,
+      "--workspace",
+      ws,
+    ]);
     await up.ready();
 
     const loopdSock = join(run, "loopd.sock");
     expect(up.stdout).toContain(`export BOXMAKER_SOCKET=${loopdSock}`);
-    for (const f of ["llama-sim.log", "inferproxy.log", "brokerd.log", "loopd.log"]) expect(existsSync(join(state, "logs", f))).toBe(true);
+    for (const f of ["llama-sim.log", "inferproxy.log", "brokerd.log", "loopd.log"])
+      expect(existsSync(join(state, "logs", f))).toBe(true);
     const pids = ["llama-sim", "inferproxy", "brokerd", "loopd"].map((n) => up.pid(n));
 
     const env = { BOXMAKER_SOCKET: loopdSock };
@@ -67,14 +78,26 @@ describe("boxmaker up --llama-sim", () => {
   }, 60_000);
 
   it("refuses a second stack on the same runtime dir and leaves the first one alone", async () => {
-    const args = ["--llama-sim", "--sandbox", "none", "--runtime-dir", join(tmp.dir, "run"), "--state-dir", join(tmp.dir, "state"), "--workspace", ws];
+    const args = [
+      "--llama-sim",
+      "--sandbox",
+      "none",
+      "--runtime-dir",
+      join(tmp.dir, "run"),
+      "--state-dir",
+      join(tmp.dir, "state"),
+      "--workspace",
+      ws,
+    ];
     const up = start(args);
     await up.ready();
     const second = start(args);
     const [code] = (await once(second.proc, "exit")) as [number | null];
     expect(code).toBe(1);
     expect(second.stderr).toContain("is in use: another stack runs in");
-    const status = await runCli(["run", "still there?"], { env: { BOXMAKER_SOCKET: join(tmp.dir, "run", "loopd.sock") } });
+    const status = await runCli(["run", "still there?"], {
+      env: { BOXMAKER_SOCKET: join(tmp.dir, "run", "loopd.sock") },
+    });
     expect(status.code).toBe(0);
   }, 60_000);
 

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTokens, renderPrompt, type ChatMessage } from "@boxmaker/llama-sim";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { doneOf, newSession, turn, } from "../support/loop-client.js";
 
 /**
  * loopd's second promise: every follow-up request costs the server only its
@@ -14,12 +14,14 @@ describe("prompt cache reuse across a 20-turn session", () => {
   const t = useStack("bxc-");
 
   it("every request after the first has prompt_n equal to the tokens of its new messages", async () => {
-    writeFileSync(join(t.stack.workspace, "data.txt"), "alpha\nbeta \"quoted\" & <tag>\n");
+    writeFileSync(join(t.stack.workspace, "data.txt"), 'alpha\nbeta "quoted" & <tag>\n');
     const id = await newSession(t.client, "cache");
     for (let i = 0; i < 20; i++) {
       t.stack.sim.enqueue({
         reasoning: `Turn ${i}: I should look at the file first.`,
-        toolCalls: [{ id: `call-${i}`, name: "read_file", arguments: `{"path": "data.txt", "start_line": ${1 + (i % 2)}}` }],
+        toolCalls: [
+          { id: `call-${i}`, name: "read_file", arguments: `{"path": "data.txt", "start_line": ${1 + (i % 2)}}` },
+        ],
       });
       t.stack.sim.enqueue({ reasoning: "Now I can answer.", content: `Answer ${i}: the file has "beta".` });
       const events = await turn(t.client, id, `Question ${i}: what is in data.txt?`);

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { doneOf, newSession, turn, } from "../support/loop-client.js";
 
 /**
  * A session that outgrows its slot's context is compacted into a new epoch
@@ -10,9 +10,9 @@ import { doneOf, loopClient, newSession, turn, type LoopClient } from "../suppor
 describe("context limits and compaction", () => {
   const nCtx = 4096;
   const t = useStack("bxz-", {
-      sim: { nCtx },
-      loopd: { max_tokens: 256, compaction: { threshold: 0.8, keep_recent_messages: 4 } },
-    });
+    sim: { nCtx },
+    loopd: { max_tokens: 256, compaction: { threshold: 0.8, keep_recent_messages: 4 } },
+  });
 
   it("compacts before overflowing and keeps recent turns verbatim", async () => {
     const id = await newSession(t.client, "long");
@@ -37,7 +37,9 @@ describe("context limits and compaction", () => {
     expect(last.messages.some((m) => m.role === "user" && m.content === question(11))).toBe(true);
     expect(last.messages.some((m) => m.content === question(0))).toBe(false);
     // Nothing is lost from history: every question of every epoch is still in the log.
-    const users = history.messages.map((m) => JSON.parse(m.messageJson) as { role: string; content: string }).filter((m) => m.role === "user");
+    const users = history.messages
+      .map((m) => JSON.parse(m.messageJson) as { role: string; content: string })
+      .filter((m) => m.role === "user");
     // …once each: messages carried into the new epoch are not shown twice.
     for (let i = 0; i < 12; i++) expect(users.filter((m) => m.content === question(i))).toHaveLength(1);
   });

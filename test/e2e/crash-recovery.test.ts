@@ -1,6 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import { useStack } from "../support/use-stack.js";
 import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
 
@@ -19,7 +17,7 @@ describe("crash recovery under SIGKILL", () => {
     const acked = new Map<string, { results: Set<string>; users: Set<string> }>();
     let killedMidTurn = 0;
     let seed = 12345;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 
     for (let round = 0; round < 50; round++) {
       const c: LoopClient = loopClient(t.stack.sockets.loopd);
@@ -31,7 +29,10 @@ describe("crash recovery under SIGKILL", () => {
       const id = sessions[Math.floor(rand() * sessions.length)]!;
       t.stack.sim.reset();
       for (let i = 0; i < 3; i++) {
-        t.stack.sim.enqueue({ toolCalls: [{ id: `r${round}-${i}`, name: "read_file", arguments: '{"path":"f.txt"}' }], tokenDelayMs: 2 });
+        t.stack.sim.enqueue({
+          toolCalls: [{ id: `r${round}-${i}`, name: "read_file", arguments: '{"path":"f.txt"}' }],
+          tokenDelayMs: 2,
+        });
       }
       t.stack.sim.enqueue({ content: "done with this", tokenDelayMs: 2 });
       const text = `round ${round}`;
@@ -67,7 +68,9 @@ describe("crash recovery under SIGKILL", () => {
       for (const sid of sessions) {
         const h = await check.getSession({ id: sid });
         expect(h.session!.state).not.toBe("running");
-        const texts = h.messages.map((m) => JSON.parse(m.messageJson) as { role: string; content?: string; tool_call_id?: string });
+        const texts = h.messages.map(
+          (m) => JSON.parse(m.messageJson) as { role: string; content?: string; tool_call_id?: string },
+        );
         const a = acked.get(sid)!;
         for (const u of a.users) expect(texts.some((m) => m.role === "user" && m.content === u)).toBe(true);
         for (const r of a.results) expect(texts.some((m) => m.role === "tool" && m.tool_call_id === r)).toBe(true);

@@ -49,7 +49,9 @@ function accepts(path: string): Promise<boolean> {
   });
 }
 
-describe.skipIf(!requires("daemon lifecycle under sd_notify", ["python3"])).each(["inferproxy", "brokerd", "loopd"] as const)("%s daemon lifecycle", (name) => {
+describe
+  .skipIf(!requires("daemon lifecycle under sd_notify", ["python3"]))
+  .each(["inferproxy", "brokerd", "loopd"] as const)("%s daemon lifecycle", (name) => {
   let tmp: ReturnType<typeof tempDir>;
   let sim: LlamaSim | undefined;
   afterEach(async () => {
@@ -88,7 +90,9 @@ describe.skipIf(!requires("daemon lifecycle under sd_notify", ["python3"])).each
     tmp = tempDir("bxd-");
     const cfgPath = join(tmp.dir, "bad.json");
     writeFileSync(cfgPath, JSON.stringify({ socket: join(tmp.dir, "x.sock"), log_level: 42 }));
-    const proc = spawn(process.execPath, [daemonMain(name), "--config", cfgPath], { stdio: ["ignore", "ignore", "pipe"] });
+    const proc = spawn(process.execPath, [daemonMain(name), "--config", cfgPath], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     proc.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     const [code] = (await once(proc, "exit")) as [number];

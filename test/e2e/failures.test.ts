@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { startLlamaSim } from "@boxmaker/llama-sim";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
+import { doneOf, newSession, turn } from "../support/loop-client.js";
 
 /**
  * Parts of the system die; a person gets a clear error, the session loses

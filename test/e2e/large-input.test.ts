@@ -42,7 +42,17 @@ describe("large input through the whole stack (simulator)", () => {
       expect(doneOf(await turn(t.client, id, q)).finishReason).toBe("stop");
     }
     // The model greps the whole log through the pointer.
-    t.stack.sim.enqueue({ toolCalls: [{ name: "call_tool", arguments: JSON.stringify({ name: "grep_blob", arguments: { blob, pattern: "SerializationFailure", context: 0 } }) }] });
+    t.stack.sim.enqueue({
+      toolCalls: [
+        {
+          name: "call_tool",
+          arguments: JSON.stringify({
+            name: "grep_blob",
+            arguments: { blob, pattern: "SerializationFailure", context: 0 },
+          }),
+        },
+      ],
+    });
     t.stack.sim.enqueue({ content: "It is a serialization failure." });
     const ev = await turn(t.client, id, "grep the log for the exception");
     const result = ev.flatMap((e) => (e.event.case === "toolResult" ? [e.event.value] : []))[0]!;
@@ -79,7 +89,11 @@ describe("large input through the whole stack (simulator)", () => {
 describe("a whole big first message and overflow recovery (simulator)", () => {
   const t = useStack("bxlo-", {
     sim: { nCtx: 4096 },
-    loopd: { max_tokens: 256, prepass: { threshold_bytes: 1_000_000 }, compaction: { threshold: 0.8, keep_recent_messages: 4 } },
+    loopd: {
+      max_tokens: 256,
+      prepass: { threshold_bytes: 1_000_000 },
+      compaction: { threshold: 0.8, keep_recent_messages: 4 },
+    },
   });
 
   it("a message that overflows the context is spilled, the turn answers, and the session takes the next message", async () => {
@@ -113,7 +127,9 @@ describe("a whole big first message and overflow recovery (simulator)", () => {
     expect(fold2).toBeDefined();
     const block1 = fold1!.slice(fold1!.indexOf("[Boxmaker fold 1:"));
     expect(fold2).toContain(block1);
-    expect(t.stack.sim.completions.every((r) => r.status === 200 || r.rawBody.includes("[Boxmaker compaction]") === false)).toBe(true);
+    expect(
+      t.stack.sim.completions.every((r) => r.status === 200 || r.rawBody.includes("[Boxmaker compaction]") === false),
+    ).toBe(true);
 
     // On demand: boxmaker compact folds it now.
     const r = await t.stack.cli(["compact", id]);
@@ -124,7 +140,10 @@ describe("a whole big first message and overflow recovery (simulator)", () => {
 });
 
 describe("a whole big first message (simulator)", () => {
-  const t = useStack("bxlf-", { sim: { nCtx: 10240 }, loopd: { max_tokens: 256, prepass: { threshold_bytes: 1_000_000 } } });
+  const t = useStack("bxlf-", {
+    sim: { nCtx: 10240 },
+    loopd: { max_tokens: 256, prepass: { threshold_bytes: 1_000_000 } },
+  });
 
   it("a first message that fits is sent whole and not compacted, though bytes/3 says it would not fit", async () => {
     // ~7,300 real tokens; at 3 bytes per token the old estimate said more than 0.85 of 10,240.
@@ -139,5 +158,4 @@ describe("a whole big first message (simulator)", () => {
     const last = messagesOf(t.stack.sim.completions.at(-1)!);
     expect(last.at(-1)!.content).toBe(text);
   });
-
 });

@@ -14,7 +14,9 @@ describe("an approval that comes after the turn stopped waiting", () => {
 
   it("is applied, and the session's next turn is told", async () => {
     const id = await newSession(t.client, "late");
-    t.stack.sim.enqueue({ toolCalls: [{ id: "w1", name: "write_file", arguments: '{"path":"late.txt","content":"ok\\n"}' }] });
+    t.stack.sim.enqueue({
+      toolCalls: [{ id: "w1", name: "write_file", arguments: '{"path":"late.txt","content":"ok\\n"}' }],
+    });
     t.stack.sim.enqueue({ content: "The write is waiting for approval." });
     const first = await turn(t.client, id, "write late.txt");
     const result = first.find((e) => e.event.case === "toolResult");
@@ -32,7 +34,9 @@ describe("an approval that comes after the turn stopped waiting", () => {
     const last = t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] };
     const user = last.messages.at(-1)!;
     expect(user.role).toBe("user");
-    expect(user.content).toContain(`write_file (proposal ${proposal!.id}) was approved and applied after your turn ended`);
+    expect(user.content).toContain(
+      `write_file (proposal ${proposal!.id}) was approved and applied after your turn ended`,
+    );
     expect(user.content.endsWith("is it done?")).toBe(true);
   });
 });

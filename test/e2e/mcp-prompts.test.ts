@@ -3,13 +3,24 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { useStack } from "../support/use-stack.js";
 
-const EVERYTHING = join(fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/", import.meta.url)), "server-everything/dist/index.js");
+const EVERYTHING = join(
+  fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/", import.meta.url)),
+  "server-everything/dist/index.js",
+);
 
 /** The operator sees what prompt templates the MCP servers offer: CLI → loopd → brokerd → a real server from npm. */
 describe("boxmaker tools --prompts", () => {
   const t = useStack("bxp-", {
     brokerd: {
-      mcp_servers: { ev: { transport: "stdio", command: process.execPath, args: [EVERYTHING, "stdio"], sandbox: false, connect_timeout_ms: 15_000 } },
+      mcp_servers: {
+        ev: {
+          transport: "stdio",
+          command: process.execPath,
+          args: [EVERYTHING, "stdio"],
+          sandbox: false,
+          connect_timeout_ms: 15_000,
+        },
+      },
     },
   });
 

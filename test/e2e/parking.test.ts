@@ -23,17 +23,29 @@ describe("session parking", () => {
     const a = await newSession(c, "a");
     const b = await newSession(c, "b");
     const long = (who: string) => `${who}: ${"context ".repeat(300)}`;
-    for (const [id, text] of [[a, long("A")], [b, long("B")], [a, "A again"], [b, "B again"]] as const) {
+    for (const [id, text] of [
+      [a, long("A")],
+      [b, long("B")],
+      [a, "A again"],
+      [b, "B again"],
+    ] as const) {
       stack.sim.enqueue({ content: `ok ${text.slice(0, 1)}` });
       expect(doneOf(await turn(c, id, text)).finishReason).toBe("stop");
     }
     c.close();
-    return stack.sim.completions.map((r) => ({ cacheN: r.cacheN!, promptN: r.timings!.prompt_n, total: r.promptTokens! }));
+    return stack.sim.completions.map((r) => ({
+      cacheN: r.cacheN!,
+      promptN: r.timings!.prompt_n,
+      total: r.promptTokens!,
+    }));
   }
 
   it("restores the returning session's cache: its next request is a full hit", async () => {
     const [aFirst, bFirst, aAgain, bAgain] = await alternate(true);
-    for (const [first, again] of [[aFirst!, aAgain!], [bFirst!, bAgain!]] as const) {
+    for (const [first, again] of [
+      [aFirst!, aAgain!],
+      [bFirst!, bAgain!],
+    ] as const) {
       // Everything the session had before is reused; only the new user message is processed.
       expect(again.cacheN).toBeGreaterThan(first.total);
       expect(again.promptN).toBeLessThan(12);

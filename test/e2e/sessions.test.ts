@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SessionRole, type SessionEvent } from "@boxmaker/common";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { doneOf, loopClient, newSession, turn, } from "../support/loop-client.js";
 
 describe("sessions through loopd", () => {
   const t = useStack("bxs-");
@@ -78,7 +78,9 @@ describe("sessions through loopd", () => {
     const id = await newSession(t.client, "old");
     await t.client.archiveSession({ id });
     expect((await t.client.listSessions({})).sessions.some((s) => s.id === id)).toBe(false);
-    expect((await t.client.listSessions({ includeArchived: true })).sessions.find((s) => s.id === id)!.state).toBe("archived");
+    expect((await t.client.listSessions({ includeArchived: true })).sessions.find((s) => s.id === id)!.state).toBe(
+      "archived",
+    );
     await expect(turn(t.client, id, "hi")).rejects.toThrow(/archived/);
 
     const sch = await t.client.addSchedule({ cron: "0 3 * * *", prompt: "nightly check" });

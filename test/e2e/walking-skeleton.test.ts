@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useStack } from "../support/use-stack.js";
@@ -25,12 +25,19 @@ describe("walking skeleton", () => {
     const [first, second] = t.stack.sim.completions;
     expect(first).toBeDefined();
     expect(second).toBeDefined();
-    const body1 = first!.body as { id_slot: number; cache_prompt: boolean; stream: boolean; return_progress: boolean; tools: { function: { name: string } }[] };
+    const body1 = first!.body as {
+      id_slot: number;
+      cache_prompt: boolean;
+      stream: boolean;
+      return_progress: boolean;
+      tools: { function: { name: string } }[];
+    };
     // The inference contract, on the wire.
     expect(body1).toMatchObject({ id_slot: 0, cache_prompt: true, stream: true, return_progress: true });
     expect(body1.tools.map((t) => t.function.name)).toContain("find_tool");
     // The tool result went back to the model verbatim, after the assistant message as the server produced it.
-    const msgs2 = (second!.body as { messages: { role: string; content: string | null; tool_call_id?: string }[] }).messages;
+    const msgs2 = (second!.body as { messages: { role: string; content: string | null; tool_call_id?: string }[] })
+      .messages;
     expect(msgs2.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call-1" });
     expect(msgs2.at(-1)!.content).toContain("the launch code is 4711");
     // Replay kept every earlier byte: the second request was served from the cache.

@@ -10,13 +10,25 @@ import { configSchema as inferproxySchema } from "../../services/inferproxy/src/
 import { brokerConfigSchema } from "../../services/brokerd/src/config.js";
 import { loopdConfigSchema } from "../../services/loopd/src/config.js";
 import { requires } from "../support/requirements.js";
-import { differences, evalModule, NIXOS_SPECIFIC, normaliseNixos, normalisePlain, renderUnit, type Evaluation } from "./units.js";
+import {
+  differences,
+  evalModule,
+  NIXOS_SPECIFIC,
+  normaliseNixos,
+  normalisePlain,
+  renderUnit,
+  type Evaluation,
+} from "./units.js";
 
 const ok = requires("NixOS module evaluation", ["nix-instantiate"]);
 
 const MODEL = "/var/lib/models/ornith-1.5-35b-a3b-Q4_K_M.gguf";
 const daemons = ["inferproxy", "brokerd", "loopd"] as const;
-const schemas: Record<string, ConfigSchema<unknown>> = { inferproxy: inferproxySchema, brokerd: brokerConfigSchema, loopd: loopdConfigSchema };
+const schemas: Record<string, ConfigSchema<unknown>> = {
+  inferproxy: inferproxySchema,
+  brokerd: brokerConfigSchema,
+  loopd: loopdConfigSchema,
+};
 
 /** The module's units against deploy/systemd: every directive that differs after NIXOS_SPECIFIC. */
 function unitDiffs(ev: Evaluation, model: string | null, extraFlags: string[] = []): string[] {
@@ -24,13 +36,17 @@ function unitDiffs(ev: Evaluation, model: string | null, extraFlags: string[] = 
     ...Object.entries(ev.services).map(([n, u]) => [`${n}.service`, u] as const),
     ...Object.entries(ev.targets).map(([n, u]) => [`${n}.target`, u] as const),
   ];
-  return units.flatMap(([name, u]) => differences(name, normalisePlain(name), normaliseNixos(renderUnit(u), ev, model, extraFlags)));
+  return units.flatMap(([name, u]) =>
+    differences(name, normalisePlain(name), normaliseNixos(renderUnit(u), ev, model, extraFlags)),
+  );
 }
 
 /** The config file a daemon's ExecStart names, parsed and validated against the daemon's schema. */
 function configOf(ev: Evaluation, d: (typeof daemons)[number]): Record<string, unknown> {
   const file = ev.configFiles[d]!;
-  expect(ev.services[`boxmaker-${d}`]!.serviceConfig!.ExecStart).toBe(`${ev.package}/bin/boxmaker-${d} --config ${file.storePath}`);
+  expect(ev.services[`boxmaker-${d}`]!.serviceConfig!.ExecStart).toBe(
+    `${ev.package}/bin/boxmaker-${d} --config ${file.storePath}`,
+  );
   return parseConfig(schemas[d]!, JSON.parse(file.text), d) as Record<string, unknown>;
 }
 
@@ -58,7 +74,12 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
 
   it("defaults with a model: the same four units and target as deploy/systemd, directive by directive", () => {
     const ev = evalModule({ enable: true, llamaServer: { model: MODEL } });
-    expect(Object.keys(ev.services).sort()).toEqual(["boxmaker-brokerd", "boxmaker-inferproxy", "boxmaker-llama-server", "boxmaker-loopd"]);
+    expect(Object.keys(ev.services).sort()).toEqual([
+      "boxmaker-brokerd",
+      "boxmaker-inferproxy",
+      "boxmaker-llama-server",
+      "boxmaker-loopd",
+    ]);
     expect(Object.keys(ev.targets)).toEqual(["boxmaker"]);
     expect(unitDiffs(ev, MODEL)).toEqual([]);
     expect(ev.users.users.boxmaker).toMatchObject({ isSystemUser: true, group: "boxmaker", home: "/var/lib/boxmaker" });
@@ -82,12 +103,18 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
       "boxmaker-llama-server.service [Service] SupplementaryGroups: deploy/systemd=video render module=video render nvidia",
     ]);
     const exec = ev.services["boxmaker-llama-server"]!.serviceConfig!.ExecStart as string;
-    expect(exec).toMatch(new RegExp(`-llama-cpp-0/bin/llama-server --host /run/boxmaker/llama.sock --model ${MODEL} .* --threads 16$`));
+    expect(exec).toMatch(
+      new RegExp(`-llama-cpp-0/bin/llama-server --host /run/boxmaker/llama.sock --model ${MODEL} .* --threads 16$`),
+    );
     expect(configOf(ev, "brokerd").workspace_roots).toEqual(["/home/alice/src"]);
   });
 
   it("an existing upstream: no llama-server unit, nothing waits for it, no parking", () => {
-    const ev = evalModule({ enable: true, llamaServer: { enable: false }, upstream: { socket: "/run/llama/llama.sock" } });
+    const ev = evalModule({
+      enable: true,
+      llamaServer: { enable: false },
+      upstream: { socket: "/run/llama/llama.sock" },
+    });
     expect(ev.services["boxmaker-llama-server"]).toBeUndefined();
     // Compared with the plain units as they are (llama-server included) minus what needs the dedicated server.
     expect(unitDiffs(ev, null)).toEqual([
@@ -114,7 +141,12 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
       llamaServer: { model: MODEL },
       schedules: [{ id: "daily", cron: "0 7 * * 1-5", prompt: "summarise the inbox" }],
       mcpServers: {
-        fs: { transport: "stdio", command: "/run/current-system/sw/bin/mcp-fs", args: ["--root", "/srv"], risk: "read" },
+        fs: {
+          transport: "stdio",
+          command: "/run/current-system/sw/bin/mcp-fs",
+          args: ["--root", "/srv"],
+          risk: "read",
+        },
         web: { transport: "http", url: "https://mcp.example.org", timeoutMs: 5000, risk: "network" },
       },
       policy: { rules: [{ tool: "run_command", effect: "allow", commandPrefixes: ["git status"] }] },
@@ -128,23 +160,51 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     const brk = configOf(ev, "brokerd");
     expect(Object.keys(brk.mcp_servers as object).sort()).toEqual(["fs", "web"]);
     expect(brk.mcp_servers).toMatchObject({
-      fs: { transport: "stdio", command: "/run/current-system/sw/bin/mcp-fs", args: ["--root", "/srv"], risk: "read", timeout_ms: 30000 },
+      fs: {
+        transport: "stdio",
+        command: "/run/current-system/sw/bin/mcp-fs",
+        args: ["--root", "/srv"],
+        risk: "read",
+        timeout_ms: 30000,
+      },
       web: { transport: "http", url: "https://mcp.example.org", risk: "network", timeout_ms: 5000 },
     });
     expect(brk.sandbox).toMatchObject({ mode: "bwrap", network: true });
-    expect((brk.sandbox as { bwrap_path: string }).bwrap_path).toMatch(/^\/nix\/store\/[0-9a-z]{32}-bubblewrap-0\/bin\/bwrap$/);
-    expect((brk.policy as { rules: unknown[] }).rules).toEqual([{ tool: "run_command", effect: "allow", command_prefixes: ["git status"] }]);
+    expect((brk.sandbox as { bwrap_path: string }).bwrap_path).toMatch(
+      /^\/nix\/store\/[0-9a-z]{32}-bubblewrap-0\/bin\/bwrap$/,
+    );
+    expect((brk.policy as { rules: unknown[] }).rules).toEqual([
+      { tool: "run_command", effect: "allow", command_prefixes: ["git status"] },
+    ]);
   });
 
   describe("refuses bad option values with the module's own messages", () => {
     it.each([
       [{ enable: true }, "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file"],
-      [{ enable: true, llamaServer: { model: "" } }, "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file"],
-      [{ enable: true, llamaServer: { model: "models/m.gguf" } }, "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file"],
-      [{ enable: true, llamaServer: { model: MODEL }, slots: 5 }, "services.boxmaker.contextSize must divide evenly by slots."],
-      [{ enable: true, llamaServer: { model: MODEL }, upstream: { url: "http://127.0.0.1:8080" } }, "services.boxmaker.upstream.url is for an external server: set llamaServer.enable = false."],
-      [{ enable: true, llamaServer: { enable: false }, upstream: { url: "unix:/run/llama.sock" } }, "services.boxmaker.upstream.url must start with http:// or https://."],
-      [{ enable: true, llamaServer: { enable: false }, upstream: { socket: "llama.sock" } }, "services.boxmaker.upstream.socket must be an absolute path."],
+      [
+        { enable: true, llamaServer: { model: "" } },
+        "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file",
+      ],
+      [
+        { enable: true, llamaServer: { model: "models/m.gguf" } },
+        "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file",
+      ],
+      [
+        { enable: true, llamaServer: { model: MODEL }, slots: 5 },
+        "services.boxmaker.contextSize must divide evenly by slots.",
+      ],
+      [
+        { enable: true, llamaServer: { model: MODEL }, upstream: { url: "http://127.0.0.1:8080" } },
+        "services.boxmaker.upstream.url is for an external server: set llamaServer.enable = false.",
+      ],
+      [
+        { enable: true, llamaServer: { enable: false }, upstream: { url: "unix:/run/llama.sock" } },
+        "services.boxmaker.upstream.url must start with http:// or https://.",
+      ],
+      [
+        { enable: true, llamaServer: { enable: false }, upstream: { socket: "llama.sock" } },
+        "services.boxmaker.upstream.socket must be an absolute path.",
+      ],
     ])("%j", (boxmaker, message) => {
       const err = evalError(boxmaker);
       expect(err).toContain("Failed assertions:");
@@ -158,16 +218,30 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     });
 
     it.each([
-      [{ enable: true, llamaServer: { model: MODEL }, slots: 0 }, "services.boxmaker.slots' is not of type `positive integer, meaning >0'"],
-      [{ enable: true, llamaServer: { model: MODEL }, contract: { templateSha256: "abc" } }, "services.boxmaker.contract.templateSha256' is not of type"],
-      [{ enable: true, llamaServer: { model: MODEL }, policy: { defaults: { write: "maybe" } } }, "services.boxmaker.policy.defaults.write' is not of type"],
-      [{ enable: true, llamaServer: { model: MODEL }, sampling: { topP: 1.5 } }, "services.boxmaker.sampling.topP' is not of type"],
+      [
+        { enable: true, llamaServer: { model: MODEL }, slots: 0 },
+        "services.boxmaker.slots' is not of type `positive integer, meaning >0'",
+      ],
+      [
+        { enable: true, llamaServer: { model: MODEL }, contract: { templateSha256: "abc" } },
+        "services.boxmaker.contract.templateSha256' is not of type",
+      ],
+      [
+        { enable: true, llamaServer: { model: MODEL }, policy: { defaults: { write: "maybe" } } },
+        "services.boxmaker.policy.defaults.write' is not of type",
+      ],
+      [
+        { enable: true, llamaServer: { model: MODEL }, sampling: { topP: 1.5 } },
+        "services.boxmaker.sampling.topP' is not of type",
+      ],
     ])("type errors: %j", (boxmaker, message) => {
       expect(evalError(boxmaker)).toContain(`A definition for option \`${message}`);
     });
 
     it("an option the module does not have", () => {
-      expect(evalError({ enable: true, llamaServer: { model: MODEL }, port: 8080 })).toContain("The option `services.boxmaker.port' does not exist");
+      expect(evalError({ enable: true, llamaServer: { model: MODEL }, port: 8080 })).toContain(
+        "The option `services.boxmaker.port' does not exist",
+      );
     });
   });
 });

@@ -10,7 +10,13 @@ import { describe, expect, it } from "vitest";
 import { requires } from "../support/requirements.js";
 import { repoRoot } from "../support/stack.js";
 
-interface LockEntry { version?: string; resolved?: string; integrity?: string; link?: boolean; name?: string }
+interface LockEntry {
+  version?: string;
+  resolved?: string;
+  integrity?: string;
+  link?: boolean;
+  name?: string;
+}
 interface Evaluated {
   pname: string;
   version: string;
@@ -20,19 +26,33 @@ interface Evaluated {
   hasNpmDepsHash: boolean;
   preBuild: string;
   installPhase: string;
-  importNpmLock: { npmRoot: string; src: string; package: { workspaces: string[] }; packageLock: { packages: Record<string, LockEntry> } };
+  importNpmLock: {
+    npmRoot: string;
+    src: string;
+    package: { workspaces: string[] };
+    packageLock: { packages: Record<string, LockEntry> };
+  };
 }
 
 const ok = requires("nix/package.nix evaluation", ["nix-instantiate"]);
 
 describe.skipIf(!ok)("nix/package.nix", () => {
   const evaluate = (): Evaluated => {
-    const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", join("test", "nix", "eval-package.nix")], { encoding: "utf8", cwd: repoRoot, timeout: 60_000 });
+    const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", join("test", "nix", "eval-package.nix")], {
+      encoding: "utf8",
+      cwd: repoRoot,
+      timeout: 60_000,
+    });
     if (r.status !== 0) throw new Error(r.stderr);
     return JSON.parse(r.stdout) as Evaluated;
   };
-  const pkgJson = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string; workspaces: string[] };
-  const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, LockEntry> };
+  const pkgJson = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+    version: string;
+    workspaces: string[];
+  };
+  const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
 
   it("uses importNpmLock (no npmDepsHash) and its npmConfigHook, with Node 24, over the filtered source", () => {
     const p = evaluate();
@@ -57,7 +77,11 @@ describe.skipIf(!ok)("nix/package.nix", () => {
         continue;
       }
       const name = original.name ?? path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
-      expect(entry, path).toEqual({ ...original, resolved: original.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split("/").at(-1)}-${original.version}.tgz` });
+      expect(entry, path).toEqual({
+        ...original,
+        resolved:
+          original.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split("/").at(-1)}-${original.version}.tgz`,
+      });
       expect(entry.integrity, path).toMatch(/^sha(256|384|512)-/);
     }
   });

@@ -33,7 +33,10 @@ export interface EvaluatedUnit {
 export interface Evaluation {
   services: Record<string, EvaluatedUnit>;
   targets: Record<string, EvaluatedUnit>;
-  users: { users: Record<string, { isSystemUser: boolean; group: string; home: string }>; groups: Record<string, unknown> };
+  users: {
+    users: Record<string, { isSystemUser: boolean; group: string; home: string }>;
+    groups: Record<string, unknown>;
+  };
   environment: { systemPackages: string[]; variables: Record<string, string> };
   warnings: string[];
   package: string;
@@ -44,7 +47,15 @@ export interface Evaluation {
 export function evalModule(boxmaker: unknown): Evaluation {
   const r = spawnSync(
     "nix-instantiate",
-    ["--eval", "--strict", "--json", join("test", "nix", "eval-module.nix"), "--argstr", "boxmakerJSON", JSON.stringify(boxmaker)],
+    [
+      "--eval",
+      "--strict",
+      "--json",
+      join("test", "nix", "eval-module.nix"),
+      "--argstr",
+      "boxmakerJSON",
+      JSON.stringify(boxmaker),
+    ],
     { encoding: "utf8", cwd: repoRoot, timeout: 60_000 },
   );
   if (r.status !== 0) throw new Error(r.stderr || r.error?.message || `nix-instantiate exited ${r.status}`);
@@ -100,7 +111,16 @@ export function renderUnit(u: EvaluatedUnit): Unit {
 // Normalisation. Both sides are reduced to section -> key -> one string.
 
 /** Keys systemd accumulates over repeated lines (NixOS writes lists that way; the plain units use one line). */
-const LIST_KEYS = new Set(["RestrictAddressFamilies", "SupplementaryGroups", "ReadWritePaths", "Environment", "Wants", "After", "WantedBy", "Documentation"]);
+const LIST_KEYS = new Set([
+  "RestrictAddressFamilies",
+  "SupplementaryGroups",
+  "ReadWritePaths",
+  "Environment",
+  "Wants",
+  "After",
+  "WantedBy",
+  "Documentation",
+]);
 
 const seconds = (v: string): string => {
   const m = /^(\d+)\s*(min|s|sec|h)?$/.exec(v.trim());
@@ -171,11 +191,13 @@ export function normaliseNixos(unit: Unit, ev: Evaluation, model: string | null,
       const words = exec.split(/\s+/).map((w) => w.replace(/^'(.*)'$/, "$1"));
       const i = words.indexOf("--model");
       if (i >= 0 && words[i + 1] === model) words[i + 1] = "${LLAMA_MODEL}";
-      if (extraFlags.length && words.slice(-extraFlags.length).join(" ") === extraFlags.join(" ")) words.splice(-extraFlags.length);
+      if (extraFlags.length && words.slice(-extraFlags.length).join(" ") === extraFlags.join(" "))
+        words.splice(-extraFlags.length);
       svc.set("ExecStart", [...words, "$LLAMA_EXTRA_ARGS"].join(" "));
     }
     const post = unit.get("Service")?.get("ExecStartPost")?.at(-1);
-    const script = Object.values(ev.services).find((s) => typeof s.serviceConfig?.ExecStartPost === "object")?.serviceConfig?.ExecStartPost;
+    const script = Object.values(ev.services).find((s) => typeof s.serviceConfig?.ExecStartPost === "object")
+      ?.serviceConfig?.ExecStartPost;
     if (post && script && typeof script === "object" && !Array.isArray(script) && script.storePath === post) {
       svc.set("ExecStartPost", scriptWords(script.text));
     }
@@ -203,7 +225,10 @@ export function differences(name: string, plain: Normalised, nixos: Normalised):
     const a = plain.get(section) ?? new Map<string, string>();
     const b = nixos.get(section) ?? new Map<string, string>();
     for (const key of [...new Set([...a.keys(), ...b.keys()])].sort()) {
-      if (a.get(key) !== b.get(key)) diffs.push(`${name} [${section}] ${key}: deploy/systemd=${a.get(key) ?? "(unset)"} module=${b.get(key) ?? "(unset)"}`);
+      if (a.get(key) !== b.get(key))
+        diffs.push(
+          `${name} [${section}] ${key}: deploy/systemd=${a.get(key) ?? "(unset)"} module=${b.get(key) ?? "(unset)"}`,
+        );
     }
   }
   return diffs;

@@ -60,7 +60,12 @@ describe.skipIf(!haveRealLlama("session parking against the real llama-server"))
     const b = await newSession(c, "b");
     const long = (who: string) => `${who}: ${"context ".repeat(300)}`;
     const figures: { cacheN: number; promptN: number }[] = [];
-    for (const [id, text] of [[a, long("A")], [b, long("B")], [a, "A again"], [b, "B again"]] as const) {
+    for (const [id, text] of [
+      [a, long("A")],
+      [b, long("B")],
+      [a, "A again"],
+      [b, "B again"],
+    ] as const) {
       const done = doneOf(await turn(c, id, text));
       figures.push({ cacheN: done.timings!.cacheN, promptN: done.timings!.promptN });
     }
@@ -73,7 +78,10 @@ describe.skipIf(!haveRealLlama("session parking against the real llama-server"))
     expect(enabled).toBe(true);
     expect(parkingLine).toMatch(/^on/);
     const [aFirst, bFirst, aAgain, bAgain] = figures;
-    for (const [first, again] of [[aFirst!, aAgain!], [bFirst!, bAgain!]] as const) {
+    for (const [first, again] of [
+      [aFirst!, aAgain!],
+      [bFirst!, bAgain!],
+    ] as const) {
       expect(again.cacheN).toBeGreaterThanOrEqual(first.cacheN + first.promptN);
       expect(again.promptN).toBeLessThan(100);
     }

@@ -17,6 +17,7 @@ export async function turn(c: LoopClient, sessionId: string, text: string): Prom
 
 export const doneOf = (events: SessionEvent[]) => {
   const last = events.at(-1)?.event;
-  if (last?.case !== "turnDone") throw new Error(`turn did not finish: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
+  if (last?.case !== "turnDone")
+    throw new Error(`turn did not finish: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
   return last.value;
 };

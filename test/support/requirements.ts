@@ -40,11 +40,16 @@ export const underCi = (): boolean => /^(1|true|yes)$/i.test(process.env.CI ?? "
  * `present` lets a caller decide availability itself (the real llama-server is
  * a built file, not a command on PATH).
  */
-export function requires(what: string, needs: Requirement[], present: (tool: Requirement) => boolean = onPath): boolean {
+export function requires(
+  what: string,
+  needs: Requirement[],
+  present: (tool: Requirement) => boolean = onPath,
+): boolean {
   const missing = needs.filter((t) => !present(t));
   if (missing.length === 0) return true;
   const needsLine = `needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
-  if (underCi()) throw new Error(`${what} ${needsLine}; under CI=true a missing tool fails the run instead of skipping`);
+  if (underCi())
+    throw new Error(`${what} ${needsLine}; under CI=true a missing tool fails the run instead of skipping`);
   const line = `${what}: skipped, ${needsLine}`;
   // One line per skip in the end-of-run summary (test/support/skip-summary.ts), not one per worker here.
   const file = skipsFile();

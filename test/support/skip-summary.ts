@@ -19,7 +19,11 @@ export default function setup(project: TestProject): () => void {
     }
     rmSync(dir, { recursive: true, force: true });
     if (lines.length === 0) return;
-    const out = [`\nSkipped for missing tools (${lines.length}); install them to run everything:`, ...lines.map((l) => `  - ${l}`), ""];
+    const out = [
+      `\nSkipped for missing tools (${lines.length}); install them to run everything:`,
+      ...lines.map((l) => `  - ${l}`),
+      "",
+    ];
     process.stdout.write(`${out.join("\n")}\n`);
   };
 }

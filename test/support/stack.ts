@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") => join(repoRoot, "services", name, "dist", "main.js");
+export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") =>
+  join(repoRoot, "services", name, "dist", "main.js");
 /** The CLI as users run it: the bundle `npm run build` makes. */
 export const cliMain = join(repoRoot, "services", "cli", "dist", "bundle", "boxmaker.js");
 
@@ -63,7 +64,11 @@ export class Stack {
     if (upstream) {
       this.sockets.llama = upstream.socketPath;
     } else {
-      this.sim = await startLlamaSim({ socketPath: this.sockets.llama, slotSavePath: join(this.dir, "slots"), ...this.opts.sim });
+      this.sim = await startLlamaSim({
+        socketPath: this.sockets.llama,
+        slotSavePath: join(this.dir, "slots"),
+        ...this.opts.sim,
+      });
       mkdirSync(join(this.dir, "slots"), { recursive: true });
     }
     this.configs.inferproxy = {

@@ -15,7 +15,11 @@ export class Up {
 
   /** Resolves once the summary is out; fails fast if `up` exits first. */
   async ready(timeoutMs = 30_000): Promise<void> {
-    await waitFor(() => this.stdout.includes("export BOXMAKER_SOCKET=") || this.proc.exitCode !== null, timeoutMs, "boxmaker up");
+    await waitFor(
+      () => this.stdout.includes("export BOXMAKER_SOCKET=") || this.proc.exitCode !== null,
+      timeoutMs,
+      "boxmaker up",
+    );
     if (this.proc.exitCode !== null) throw new Error(`up exited ${this.proc.exitCode}: ${this.stderr}`);
   }
 

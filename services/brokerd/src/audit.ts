@@ -9,7 +9,17 @@ export interface AuditRecord {
   tool: string;
   /** For call_tool: the tool that was actually run. */
   resolved?: string;
-  decision: "allowed" | "denied" | "staged" | "approved" | "rejected" | "failed" | "restored" | "deleted" | "refused" | "gone";
+  decision:
+    | "allowed"
+    | "denied"
+    | "staged"
+    | "approved"
+    | "rejected"
+    | "failed"
+    | "restored"
+    | "deleted"
+    | "refused"
+    | "gone";
   rule: string;
   duration_ms: number;
   result_bytes: number;

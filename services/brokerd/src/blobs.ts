@@ -91,7 +91,8 @@ export class BlobStore {
   private loadPins(): void {
     try {
       const raw = JSON.parse(readFileSync(join(this.dir, PINS), "utf8")) as Record<string, string[]>;
-      for (const [owner, hashes] of Object.entries(raw)) this.pins.set(owner, new Set(hashes.filter((h) => HEX.test(h))));
+      for (const [owner, hashes] of Object.entries(raw))
+        this.pins.set(owner, new Set(hashes.filter((h) => HEX.test(h))));
     } catch {
       // none yet (or unreadable: loopd re-pins after every turn)
     }
@@ -168,7 +169,9 @@ export class BlobStore {
 
   /** Replaces what `owner` pins; an empty list releases it. Returns how many of the hashes are not stored. */
   pin(owner: string, refs: readonly string[]): { pinned: number; missing: number } {
-    const hashes = new Set(refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => HEX.test(h)));
+    const hashes = new Set(
+      refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => HEX.test(h)),
+    );
     const before = this.pins.get(owner);
     const same = before && before.size === hashes.size && [...hashes].every((h) => before.has(h));
     if (hashes.size) this.pins.set(owner, hashes);
@@ -191,7 +194,8 @@ export class BlobStore {
   /** Accepts `blob:sha256:<hex>` or the bare hex; anything else is the model's mistake. */
   static parseRef(ref: string): string {
     const hex = ref.trim().startsWith(BLOB_PREFIX) ? ref.trim().slice(BLOB_PREFIX.length) : ref.trim();
-    if (!HEX.test(hex)) throw new ToolError(`"${ref}" is not a blob reference; it looks like ${BLOB_PREFIX}<64 hex digits>`);
+    if (!HEX.test(hex))
+      throw new ToolError(`"${ref}" is not a blob reference; it looks like ${BLOB_PREFIX}<64 hex digits>`);
     return hex;
   }
 
@@ -201,7 +205,9 @@ export class BlobStore {
     try {
       text = readFileSync(this.pathOf(hash), "utf8");
     } catch {
-      const cap = this.capBytes ? ` (the store keeps at most ${Math.round(this.capBytes / 1048576)} MiB and evicts the least recently used)` : "";
+      const cap = this.capBytes
+        ? ` (the store keeps at most ${Math.round(this.capBytes / 1048576)} MiB and evicts the least recently used)`
+        : "";
       throw new ToolError(
         `no blob ${BLOB_PREFIX}${hash} is stored: it was evicted from the blob store${cap}, or never stored. ` +
           `Its excerpt in the conversation is all that is left; re-run the command or re-read the file to get the whole text again.`,
@@ -218,7 +224,9 @@ export class BlobStore {
       } catch {
         // left in place; the hash check refuses it again
       }
-      throw new ToolError(`the stored blob ${BLOB_PREFIX}${hash} is damaged (its content no longer matches its hash) and was set aside; re-run the command or re-read the file`);
+      throw new ToolError(
+        `the stored blob ${BLOB_PREFIX}${hash} is damaged (its content no longer matches its hash) and was set aside; re-run the command or re-read the file`,
+      );
     }
     if (!this.index.has(hash)) {
       this.index.set(hash, { bytes: Buffer.byteLength(text), used: this.now() });

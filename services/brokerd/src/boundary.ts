@@ -17,7 +17,10 @@ export function checkBoundary(config: BrokerConfig): void {
   checkSocketPath(config.socket);
   for (const r of config.workspace_roots) {
     const st = statSync(r, { throwIfNoEntry: false });
-    if (!st?.isDirectory()) throw new ConfigError(`key "workspace_roots": ${r} ${st ? "is not a directory" : "does not exist"}; create it or remove it from the list`);
+    if (!st?.isDirectory())
+      throw new ConfigError(
+        `key "workspace_roots": ${r} ${st ? "is not a directory" : "does not exist"}; create it or remove it from the list`,
+      );
   }
   const roots = config.workspace_roots.map((r) => canonicalize(resolve(r)));
   const mine: Array<[string, string]> = [
@@ -29,7 +32,9 @@ export function checkBoundary(config: BrokerConfig): void {
   for (const ro of config.sandbox.ro_paths) {
     const canon = canonicalize(resolve(ro));
     if (within(canon, sockDir)) {
-      throw new ConfigError(`key "sandbox.ro_paths": ${ro} contains brokerd's socket directory ${sockDir}; commands could connect to the daemons. Remove it or move the sockets`);
+      throw new ConfigError(
+        `key "sandbox.ro_paths": ${ro} contains brokerd's socket directory ${sockDir}; commands could connect to the daemons. Remove it or move the sockets`,
+      );
     }
   }
   for (const [key, p] of mine) {

@@ -109,7 +109,10 @@ export class Broker {
       () => guard.secretsInside(),
     );
     const table = builtinTable(config.extra_core_tools);
-    const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log, { sandbox, roots: guard.roots });
+    const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log, {
+      sandbox,
+      roots: guard.roots,
+    });
     const broker = new Broker(
       config,
       table,
@@ -149,11 +152,21 @@ export class Broker {
     let targets: Plan | undefined;
     let out: Outcome;
     try {
-      out = await this.dispatch(req, signal, (n) => (resolvedName = n), (p) => (targets = p));
+      out = await this.dispatch(
+        req,
+        signal,
+        (n) => (resolvedName = n),
+        (p) => (targets = p),
+      );
     } catch (err) {
       if (signal.aborted) throw err;
       this.log.error({ err, tool: req.name }, "tool call failed unexpectedly");
-      out = { decision: "allowed", content: `${req.name} failed: ${(err as Error).message}`, isError: true, rule: "tool:crashed" };
+      out = {
+        decision: "allowed",
+        content: `${req.name} failed: ${(err as Error).message}`,
+        isError: true,
+        rule: "tool:crashed",
+      };
     }
     const outcome: CallOutcome = {
       proposalId: "",
@@ -185,7 +198,12 @@ export class Broker {
     this.audit.record(r);
   }
 
-  private async dispatch(req: CallRequest, signal: AbortSignal, resolved: (n: string) => void, planned?: (p: Plan) => void): Promise<Outcome> {
+  private async dispatch(
+    req: CallRequest,
+    signal: AbortSignal,
+    resolved: (n: string) => void,
+    planned?: (p: Plan) => void,
+  ): Promise<Outcome> {
     let floor: Decision | undefined;
     const max = this.config.limits.max_argument_bytes;
     if (Buffer.byteLength(req.argumentsJson) > max) {
@@ -204,7 +222,7 @@ export class Broker {
       );
     }
     const tool = this.table.get(req.name);
-    if (!tool || !tool.core) {
+    if (!tool?.core) {
       const hint = tool
         ? `Use call_tool({"name": "${req.name}", "arguments": {…}}) after find_tool has shown it.`
         : "Tools not in your list are reached with find_tool, then call_tool.";
@@ -212,9 +230,17 @@ export class Broker {
     }
     if (tool.kind === "meta") {
       // Operator rules name meta tools too: a deny on find_tool or call_tool holds.
-      const gate = decide(this.config.policy.rules, ALLOW_ALL, { tool: tool.name, risk: tool.risk, paths: [], hosts: [] });
+      const gate = decide(this.config.policy.rules, ALLOW_ALL, {
+        tool: tool.name,
+        risk: tool.risk,
+        paths: [],
+        hosts: [],
+      });
       if (gate.effect === "deny" || (gate.effect === "ask" && tool.name === "find_tool")) {
-        return denied(gate.rule, `Denied by policy (${gate.rule}): ${tool.name} is not allowed${gate.effect === "ask" ? " without a person (it cannot be staged)" : ""}. Do not retry it; take another approach or ask the user.`);
+        return denied(
+          gate.rule,
+          `Denied by policy (${gate.rule}): ${tool.name} is not allowed${gate.effect === "ask" ? " without a person (it cannot be staged)" : ""}. Do not retry it; take another approach or ask the user.`,
+        );
       }
       if (gate.effect === "ask") floor = gate;
     }
@@ -223,7 +249,10 @@ export class Broker {
       if (bad) return denied("arguments:schema", bad);
       const query = (args as { query: string }).query;
       const found = this.searchIndex().search(query, this.config.find_tool_results);
-      this.disclosure.disclose(req.sessionId, found.flatMap((f) => [f.tool.name, ...(f.also ?? [])]));
+      this.disclosure.disclose(
+        req.sessionId,
+        found.flatMap((f) => [f.tool.name, ...(f.also ?? [])]),
+      );
       return { decision: "allowed", content: formatFound(query, found), isError: false, rule: "meta:find_tool" };
     }
     if (tool.name === "call_tool") {
@@ -235,7 +264,8 @@ export class Broker {
       );
       if (!r.ok) return denied(r.rule, r.message);
       resolved(r.tool.name);
-      if (r.tool.kind === "meta") return this.dispatch({ ...req, name: r.tool.name, argumentsJson: JSON.stringify(r.args) }, signal, resolved);
+      if (r.tool.kind === "meta")
+        return this.dispatch({ ...req, name: r.tool.name, argumentsJson: JSON.stringify(r.args) }, signal, resolved);
       return this.run(r.tool, r.args, req, signal, floor, planned);
     }
     return this.run(tool, args, req, signal, undefined, planned);
@@ -246,15 +276,30 @@ export class Broker {
     const pathRuled =
       tool && pathRules.length
         ? (rel: string, abs: string) => {
-            const d = decide(pathRules, { read: "allow", write: "allow", exec: "allow", network: "allow" }, { tool: tool.name, risk: tool.risk, paths: [{ rel, abs }], hosts: [] });
+            const d = decide(
+              pathRules,
+              { read: "allow", write: "allow", exec: "allow", network: "allow" },
+              { tool: tool.name, risk: tool.risk, paths: [{ rel, abs }], hosts: [] },
+            );
             return d.effect !== "allow";
           }
         : undefined;
-    return { config: this.config, guard: this.guard, blobs: this.blobs, sandbox: this.sandbox, signal, ...(pathRuled ? { pathRuled } : {}) };
+    return {
+      config: this.config,
+      guard: this.guard,
+      blobs: this.blobs,
+      sandbox: this.sandbox,
+      signal,
+      ...(pathRuled ? { pathRuled } : {}),
+    };
   }
 
   /** Schema, then plan (path checks), then policy; the same sequence runs again at approval. */
-  private async check(tool: ToolDef, args: unknown, signal: AbortSignal): Promise<{ plan: Plan; decision: Decision } | Outcome> {
+  private async check(
+    tool: ToolDef,
+    args: unknown,
+    signal: AbortSignal,
+  ): Promise<{ plan: Plan; decision: Decision } | Outcome> {
     const bad = checkArguments(tool, args);
     if (bad) return denied("arguments:schema", bad);
     let plan: Plan;
@@ -275,7 +320,14 @@ export class Broker {
     return { plan, decision };
   }
 
-  private async run(tool: ToolDef, args: unknown, req: CallRequest, signal: AbortSignal, floor?: Decision, planned?: (p: Plan) => void): Promise<Outcome> {
+  private async run(
+    tool: ToolDef,
+    args: unknown,
+    req: CallRequest,
+    signal: AbortSignal,
+    floor?: Decision,
+    planned?: (p: Plan) => void,
+  ): Promise<Outcome> {
     const checked = await this.check(tool, args, signal);
     if (!("plan" in checked)) return checked;
     planned?.(checked.plan);
@@ -309,7 +361,13 @@ export class Broker {
     const r = await this.execute(tool, plan, signal);
     if (!r.isError) this.checkpoint(plan, req.sessionId, req.callId, tool.name, "");
     const capped = this.cap(req.sessionId, tool, r.text);
-    return { decision: "allowed", content: capped.text, isError: r.isError, rule: decision.rule, blobSha256: capped.blob ?? "" };
+    return {
+      decision: "allowed",
+      content: capped.text,
+      isError: r.isError,
+      rule: decision.rule,
+      blobSha256: capped.blob ?? "",
+    };
   }
 
   private async execute(tool: ToolDef, plan: Plan, signal: AbortSignal): Promise<ToolText> {
@@ -365,11 +423,14 @@ export class Broker {
   async decideProposal(id: string, approve: boolean, reason: string): Promise<ProposalRecord> {
     const p = this.proposals.get(id);
     if (!p) throw notFound(`no proposal ${id}`);
-    if (p.state !== "pending" || this.deciding.has(id)) throw failedPrecondition(`proposal ${id} is already ${p.state === "pending" ? "being decided" : p.state}`);
+    if (p.state !== "pending" || this.deciding.has(id))
+      throw failedPrecondition(`proposal ${id} is already ${p.state === "pending" ? "being decided" : p.state}`);
     this.deciding.add(id);
     const t0 = performance.now();
     try {
-      const done = approve ? await this.approve(p) : this.proposals.finish(p, "rejected", `Rejected by a person${reason ? `: ${reason}` : ""}.`, reason);
+      const done = approve
+        ? await this.approve(p)
+        : this.proposals.finish(p, "rejected", `Rejected by a person${reason ? `: ${reason}` : ""}.`, reason);
       this.record({
         kind: "proposal",
         session: p.session_id,
@@ -420,7 +481,15 @@ export class Broker {
     if (!c) return;
     try {
       const rec = this.checkpoints.record(
-        { session_id: session, call_id: callId, tool, proposal_id: proposalId, root: c.path.root, rel: c.path.rel, abs: c.path.abs },
+        {
+          session_id: session,
+          call_id: callId,
+          tool,
+          proposal_id: proposalId,
+          root: c.path.root,
+          rel: c.path.rel,
+          abs: c.path.abs,
+        },
         c.before,
         c.after,
       );

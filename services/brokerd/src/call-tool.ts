@@ -1,8 +1,6 @@
 import type { ToolDef, ToolTable } from "./tool-table.js";
 
-export type Resolution =
-  | { ok: true; tool: ToolDef; args: unknown }
-  | { ok: false; rule: string; message: string };
+export type Resolution = { ok: true; tool: ToolDef; args: unknown } | { ok: false; rule: string; message: string };
 
 /**
  * Models sometimes send `arguments` as a JSON string instead of an object.
@@ -33,7 +31,11 @@ export function resolveCallTool(
 ): Resolution {
   const name = call.name.trim();
   if (name === "call_tool") {
-    return { ok: false, rule: "call_tool:nested", message: "call_tool cannot call itself; give the target tool's name directly." };
+    return {
+      ok: false,
+      rule: "call_tool:nested",
+      message: "call_tool cannot call itself; give the target tool's name directly.",
+    };
   }
   const tool = table.get(name);
   if (!tool) {

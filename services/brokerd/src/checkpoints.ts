@@ -1,5 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { appendFileSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+} from "node:fs";
 import { join } from "node:path";
 import { BlobStore, sha256 } from "./blobs.js";
 import type { PathGuard } from "./policy/paths.js";
@@ -72,7 +81,11 @@ export class Checkpoints {
     }
   }
 
-  record(c: Omit<ChangeRecord, "id" | "before_sha256" | "after_sha256" | "applied_unix_ms">, before: string | null, after: string): ChangeRecord {
+  record(
+    c: Omit<ChangeRecord, "id" | "before_sha256" | "after_sha256" | "applied_unix_ms">,
+    before: string | null,
+    after: string,
+  ): ChangeRecord {
     const rec: ChangeRecord = {
       ...c,
       id: `c-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`,
@@ -101,7 +114,9 @@ export class Checkpoints {
    * first. Each file must still hold what the change wrote, unless `force`.
    */
   undo(sessionId: string, last: number, force: boolean, guard: PathGuard, maxBytes: number): UndoOutcome[] {
-    const open = this.list(sessionId).filter((c) => !c.undone_unix_ms).reverse();
+    const open = this.list(sessionId)
+      .filter((c) => !c.undone_unix_ms)
+      .reverse();
     const todo = last > 0 ? open.slice(0, last) : open;
     const out: UndoOutcome[] = [];
     for (const c of todo) out.push(this.undoOne(c, force, guard, maxBytes));
@@ -132,7 +147,11 @@ export class Checkpoints {
     }
     if (exists) removeFileAt(p.root, p.rel);
     this.markUndone(c);
-    return { change: c, result: exists ? "deleted" : "gone", message: `${c.rel}: ${exists ? "deleted (it did not exist before" : "already gone (it did not exist before"} ${c.tool})` };
+    return {
+      change: c,
+      result: exists ? "deleted" : "gone",
+      message: `${c.rel}: ${exists ? "deleted (it did not exist before" : "already gone (it did not exist before"} ${c.tool})`,
+    };
   }
 
   private markUndone(c: ChangeRecord): void {

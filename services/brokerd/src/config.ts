@@ -253,7 +253,16 @@ export const brokerConfigSchema = {
           required: ["max_processes", "max_memory_bytes", "max_file_bytes", "max_open_files"],
         },
       },
-      required: ["mode", "allow_unsandboxed", "bwrap_path", "timeout_ms", "output_cap_bytes", "network", "ro_paths", "limits"],
+      required: [
+        "mode",
+        "allow_unsandboxed",
+        "bwrap_path",
+        "timeout_ms",
+        "output_cap_bytes",
+        "network",
+        "ro_paths",
+        "limits",
+      ],
     },
     result_cap_bytes: positive(16 * 1024),
     fetch_url: {

@@ -24,7 +24,8 @@ export function stem(w: string): string {
   else if (s.length > 4 && s.endsWith("es") && !s.endsWith("ses")) s = s.slice(0, -2);
   else if (s.length > 3 && s.endsWith("s") && !s.endsWith("ss")) s = s.slice(0, -1);
   if (s.length > 4 && s.endsWith("e")) s = s.slice(0, -1);
-  if (s.length > 3 && s !== w && s[s.length - 1] === s[s.length - 2] && !/[aeiouls]/.test(s[s.length - 1]!)) s = s.slice(0, -1);
+  if (s.length > 3 && s !== w && s[s.length - 1] === s[s.length - 2] && !/[aeiouls]/.test(s[s.length - 1]!))
+    s = s.slice(0, -1);
   return s;
 }
 

@@ -1,9 +1,16 @@
 #!/usr/bin/env node
-import { BrokerService, addService, configPathFromArgs, createLogger, runMain, startDaemon, exitOnVersionFlag } from "@boxmaker/common";
+import {
+  BrokerService,
+  addService,
+  configPathFromArgs,
+  createLogger,
+  runMain,
+  startDaemon,
+  exitOnVersionFlag,
+} from "@boxmaker/common";
 import { Broker } from "./broker.js";
 import { loadBrokerConfig } from "./config.js";
 import { brokerService } from "./service.js";
-
 
 // `--version`: the package's version, before anything else happens.
 exitOnVersionFlag(import.meta.url);

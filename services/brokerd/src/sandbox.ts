@@ -37,13 +37,22 @@ export interface BwrapLayout {
 
 /** The bwrap command line, pure so its shape is tested without running anything. */
 export function bwrapArgs(l: BwrapLayout): string[] {
-  const a = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"];
+  const a = [
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--cap-drop",
+    "ALL",
+  ];
   if (!l.network) a.push("--unshare-net");
   for (const r of l.ro) {
     if (r.symlinkTo !== undefined) a.push("--symlink", r.symlinkTo, r.path);
     else a.push("--ro-bind", r.path, r.path);
   }
-  if (l.network) a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
+  if (l.network)
+    a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
   // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   for (const r of l.rw) a.push("--bind", r, r);
@@ -114,16 +123,44 @@ export class Sandbox {
   ): Sandbox {
     const fallback = (why: string) =>
       config.allow_unsandboxed
-        ? new Sandbox("unsandboxed", `${why}; running commands unsandboxed (allow_unsandboxed)`, config, rw, roInside, secrets)
-        : new Sandbox("unavailable", `${why}; run_command is refused (set sandbox.allow_unsandboxed to override)`, config, rw, roInside, secrets);
+        ? new Sandbox(
+            "unsandboxed",
+            `${why}; running commands unsandboxed (allow_unsandboxed)`,
+            config,
+            rw,
+            roInside,
+            secrets,
+          )
+        : new Sandbox(
+            "unavailable",
+            `${why}; run_command is refused (set sandbox.allow_unsandboxed to override)`,
+            config,
+            rw,
+            roInside,
+            secrets,
+          );
     if (config.mode === "none") return fallback("sandbox.mode is none");
     if (!existsSync(config.bwrap_path)) return fallback(`${config.bwrap_path} does not exist`);
     const r = spawnSync(
       config.bwrap_path,
-      ["--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"],
+      [
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-net",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--",
+        "/bin/true",
+      ],
       { timeout: 10_000, stdio: ["ignore", "ignore", "pipe"] },
     );
-    if (r.status !== 0) return fallback(`bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`);
+    if (r.status !== 0)
+      return fallback(
+        `bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`,
+      );
     return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, secrets);
   }
 
@@ -169,7 +206,8 @@ export class Sandbox {
   }
 
   run(req: SandboxRequest, signal?: AbortSignal): Promise<SandboxResult> {
-    if (this.state === "unavailable") throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
+    if (this.state === "unavailable")
+      throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
     const [cmd, args] =
       this.state === "bwrap"
         ? [this.config.bwrap_path, bwrapArgs(this.layout(req))]
@@ -218,12 +256,21 @@ export class Sandbox {
         signal?.removeEventListener("abort", onAbort);
         child.stdout!.destroy();
         child.stderr!.destroy();
-        resolve({ exitCode: code, signal: sig, output: Buffer.concat(chunks).toString("utf8"), droppedBytes: dropped, timedOut });
+        resolve({
+          exitCode: code,
+          signal: sig,
+          output: Buffer.concat(chunks).toString("utf8"),
+          droppedBytes: dropped,
+          timedOut,
+        });
       };
       const killAndWait = () => {
         kill();
         clearTimeout(graceTimer);
-        graceTimer = setTimeout(() => settle(exited?.code ?? null, exited?.sig ?? (timedOut ? "SIGKILL" : null)), PIPE_GRACE_MS);
+        graceTimer = setTimeout(
+          () => settle(exited?.code ?? null, exited?.sig ?? (timedOut ? "SIGKILL" : null)),
+          PIPE_GRACE_MS,
+        );
       };
       const timer = setTimeout(() => {
         timedOut = true;

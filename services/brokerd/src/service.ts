@@ -1,4 +1,4 @@
-import { BrokerService, ToolDecision, type ImplOf } from "@boxmaker/common";
+import { type BrokerService, ToolDecision, type ImplOf } from "@boxmaker/common";
 import type { Broker, CallDecision } from "./broker.js";
 import type { ProposalRecord } from "./staging.js";
 import type { ChangeRecord } from "./checkpoints.js";
@@ -68,7 +68,9 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       prompts: req.includePrompts ? await broker.mcp.prompts(ctx.signal) : [],
     }),
     listProposals: (req) => ({ proposals: broker.listProposals(req.sessionId, req.includeDecided).map(proposal) }),
-    decideProposal: async (req) => ({ proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)) }),
+    decideProposal: async (req) => ({
+      proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)),
+    }),
     brokerStatus: () => broker.status(),
     putBlob: (req) => {
       const r = broker.putBlob(req.sessionId, req.text);

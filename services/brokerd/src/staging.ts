@@ -23,7 +23,8 @@ export interface ProposalRecord {
 }
 
 const CHECK_MEANING: Record<string, (was: string, now: string | undefined) => string> = {
-  path: (was, now) => `the path now resolves to ${now ?? "nothing"} instead of ${was} (a symlink changed since staging)`,
+  path: (was, now) =>
+    `the path now resolves to ${now ?? "nothing"} instead of ${was} (a symlink changed since staging)`,
   base_sha256: () => "the file changed on disk since the diff was made",
   cwd: (was, now) => `the working directory now resolves to ${now ?? "nothing"} instead of ${was}`,
   command: () => "the command differs from the staged one",
@@ -34,7 +35,10 @@ const CHECK_MEANING: Record<string, (was: string, now: string | undefined) => st
  * against the current disk. Returns why they differ, or undefined when the
  * staged action is still exactly what the person saw.
  */
-export function staleReason(staged: Record<string, string>, now: Record<string, string> | undefined): string | undefined {
+export function staleReason(
+  staged: Record<string, string>,
+  now: Record<string, string> | undefined,
+): string | undefined {
   for (const [k, was] of Object.entries(staged)) {
     const cur = now?.[k];
     if (cur !== was) return (CHECK_MEANING[k] ?? ((w, n) => `${k} changed from ${w} to ${n ?? "nothing"}`))(was, cur);
@@ -58,7 +62,14 @@ export class ProposalStore {
       if (!f.endsWith(".json")) continue;
       try {
         const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as ProposalRecord;
-        if (!p || typeof p !== "object" || typeof p.id !== "string" || typeof p.state !== "string" || typeof p.tool !== "string" || `${p.id}.json` !== f) {
+        if (
+          !p ||
+          typeof p !== "object" ||
+          typeof p.id !== "string" ||
+          typeof p.state !== "string" ||
+          typeof p.tool !== "string" ||
+          `${p.id}.json` !== f
+        ) {
           throw new Error("not a proposal record");
         }
         this.byId.set(p.id, p);
@@ -99,7 +110,10 @@ export class ProposalStore {
 
   list(filter: { sessionId?: string; includeDecided?: boolean }): ProposalRecord[] {
     return [...this.byId.values()]
-      .filter((p) => (!filter.sessionId || p.session_id === filter.sessionId) && (filter.includeDecided || p.state === "pending"))
+      .filter(
+        (p) =>
+          (!filter.sessionId || p.session_id === filter.sessionId) && (filter.includeDecided || p.state === "pending"),
+      )
       .sort((a, b) => a.created_unix_ms - b.created_unix_ms || (a.id < b.id ? -1 : 1));
   }
 

@@ -22,8 +22,10 @@ function compile(tool: ToolDef): ValidateFunction | null {
 
 function explain(e: ErrorObject): string {
   const at = e.instancePath ? e.instancePath.slice(1).replace(/\//g, ".") : "arguments";
-  if (e.keyword === "additionalProperties") return `${at}: unknown parameter "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-  if (e.keyword === "required") return `${at}: missing required parameter "${(e.params as { missingProperty: string }).missingProperty}"`;
+  if (e.keyword === "additionalProperties")
+    return `${at}: unknown parameter "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+  if (e.keyword === "required")
+    return `${at}: missing required parameter "${(e.params as { missingProperty: string }).missingProperty}"`;
   return `${at}: ${e.message ?? "is invalid"}`;
 }
 
@@ -32,7 +34,9 @@ export function checkArguments(tool: ToolDef, args: unknown): string | undefined
   const v = compile(tool);
   if (!v) {
     // An uncompilable schema still guarantees the shape every tool call has.
-    return args && typeof args === "object" && !Array.isArray(args) ? undefined : `arguments for ${tool.name} must be a JSON object`;
+    return args && typeof args === "object" && !Array.isArray(args)
+      ? undefined
+      : `arguments for ${tool.name} must be a JSON object`;
   }
   if (v(args)) return undefined;
   const problems = [...new Set((v.errors ?? []).map(explain))].slice(0, 8);

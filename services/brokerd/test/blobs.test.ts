@@ -21,7 +21,14 @@ describe("blob store upkeep", () => {
     expect(blobs.has(a)).toBe(true); // pinned, though the oldest
     expect(blobs.has(c)).toBe(false); // least recently used
     expect(blobs.has(b) && blobs.has(d)).toBe(true);
-    expect(blobs.stat()).toMatchObject({ blobs: 3, bytes: 3000, capBytes: 3000, pinned: 1, evicted: 1, evictedBytes: 1000 });
+    expect(blobs.stat()).toMatchObject({
+      blobs: 3,
+      bytes: 3000,
+      capBytes: 3000,
+      pinned: 1,
+      evicted: 1,
+      evictedBytes: 1000,
+    });
     expect(() => blobs.get(c)).toThrow(/no blob .* is stored: it was evicted/);
     // Same text twice: one blob.
     expect(blobs.putEx("d".repeat(1000))).toMatchObject({ hash: d, existed: true });

@@ -18,7 +18,9 @@ describe("built-in tools under the default policy", () => {
     expect(part).toMatchObject({ decision: "allowed", rule: "default:read", isError: false });
     expect(part.content).toBe("[a.txt: lines 2-3 of 3]\ntwo\nthree");
     expect((await r.call("list_dir", {})).content).toBe("a.txt  14");
-    expect((await r.call("search_files", { pattern: "t[wh]", glob: "*.txt" })).content).toBe("a.txt:2: two\na.txt:3: three");
+    expect((await r.call("search_files", { pattern: "t[wh]", glob: "*.txt" })).content).toBe(
+      "a.txt:2: two\na.txt:3: three",
+    );
     const bad = await r.call("search_files", { pattern: "(" });
     expect(bad).toMatchObject({ decision: "denied", isError: true });
     expect(bad.content).toMatch(/invalid regular expression/);
@@ -66,7 +68,9 @@ describe("built-in tools under the default policy", () => {
     r = await rig();
     writeFileSync(join(r.ws, "a.txt"), "x\nx\n");
     expect((await r.call("edit_file", { path: "a.txt", old_text: "y", new_text: "z" })).content).toMatch(/not found/);
-    expect((await r.call("edit_file", { path: "a.txt", old_text: "x", new_text: "z" })).content).toMatch(/more than one place/);
+    expect((await r.call("edit_file", { path: "a.txt", old_text: "x", new_text: "z" })).content).toMatch(
+      /more than one place/,
+    );
     expect(r.broker.listProposals("s1", true)).toEqual([]);
   });
 
@@ -98,10 +102,18 @@ describe("built-in tools under the default policy", () => {
     expect(res.content).toContain(`blob:sha256:${res.blobSha256}`);
     expect(res.content).toContain("FATAL: disk on fire");
     // read_blob/grep_blob were disclosed with the pointer: call_tool works without find_tool.
-    const more = await r.call("call_tool", { name: "read_blob", arguments: { blob: `blob:sha256:${res.blobSha256}`, start_line: 2999, end_line: 3000 } }, "s9");
+    const more = await r.call(
+      "call_tool",
+      { name: "read_blob", arguments: { blob: `blob:sha256:${res.blobSha256}`, start_line: 2999, end_line: 3000 } },
+      "s9",
+    );
     expect(more).toMatchObject({ decision: "allowed", resolvedName: "read_blob" });
     expect(more.content).toBe("[lines 2999-3000 of 3000]\nrow 2999\nrow 3000");
-    const g = await r.call("call_tool", { name: "grep_blob", arguments: { blob: res.blobSha256, pattern: "FATAL", context: 1 } }, "s9");
+    const g = await r.call(
+      "call_tool",
+      { name: "grep_blob", arguments: { blob: res.blobSha256, pattern: "FATAL", context: 1 } },
+      "s9",
+    );
     expect(g.content).toBe("1500: row 1500\n1501: FATAL: disk on fire\n1502: row 1502");
   });
 
@@ -116,7 +128,9 @@ describe("built-in tools under the default policy", () => {
     expect(after).toMatchObject({ decision: "denied", rule: "tool:invalid-call", resolvedName: "read_blob" });
     expect(after.content).toMatch(/not a blob reference/);
     // Disclosure is per session.
-    expect((await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } }, "other")).rule).toBe("call_tool:undisclosed");
+    expect((await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } }, "other")).rule).toBe(
+      "call_tool:undisclosed",
+    );
   });
 
   it("disclosure survives a brokerd restart", async () => {
@@ -126,7 +140,12 @@ describe("built-in tools under the default policy", () => {
     const { silent } = await import("./helpers.js");
     const again = await Broker.open(r.config, { log: silent });
     const call = (session: string) =>
-      again.call({ sessionId: session, callId: "c", name: "call_tool", argumentsJson: JSON.stringify({ name: "read_blob", arguments: { blob: "x" } }) });
+      again.call({
+        sessionId: session,
+        callId: "c",
+        name: "call_tool",
+        argumentsJson: JSON.stringify({ name: "read_blob", arguments: { blob: "x" } }),
+      });
     expect((await call("s1")).rule).toBe("tool:invalid-call");
     expect((await call("other")).rule).toBe("call_tool:undisclosed");
     await again.close();
@@ -144,9 +163,19 @@ describe("built-in tools under the default policy", () => {
     await r.call("list_dir", {});
     await r.call("read_file", { path: "../x" });
     await r.broker.close(); // flushes the audit stream
-    const lines = readFileSync(join(r.config.state_dir, "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const lines = readFileSync(join(r.config.state_dir, "audit.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatchObject({ kind: "call", session: "s1", tool: "list_dir", decision: "allowed", rule: "default:read", is_error: false });
+    expect(lines[0]).toMatchObject({
+      kind: "call",
+      session: "s1",
+      tool: "list_dir",
+      decision: "allowed",
+      rule: "default:read",
+      is_error: false,
+    });
     expect(lines[1]).toMatchObject({ tool: "read_file", decision: "denied", rule: "path:outside-workspace" });
     expect(typeof lines[0].duration_ms).toBe("number");
     expect(lines[0].result_bytes).toBeGreaterThan(0);

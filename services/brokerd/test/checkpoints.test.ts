@@ -19,7 +19,19 @@ afterEach(() => tmp.cleanup());
 function applied(cp: Checkpoints, rel: string, before: string | null, after: string, session = "s1") {
   writeFileSync(join(ws, rel), after);
   const p = guard.resolve(rel, { write: true });
-  return cp.record({ session_id: session, call_id: `call-${rel}`, tool: "write_file", proposal_id: "", root: p.root, rel: p.rel, abs: p.abs }, before, after);
+  return cp.record(
+    {
+      session_id: session,
+      call_id: `call-${rel}`,
+      tool: "write_file",
+      proposal_id: "",
+      root: p.root,
+      rel: p.rel,
+      abs: p.abs,
+    },
+    before,
+    after,
+  );
 }
 
 describe("checkpoints", () => {

@@ -11,7 +11,13 @@ describe("brokerd config", () => {
       workspace_roots: [],
       protected_paths: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"],
       policy: { defaults: { read: "allow", write: "ask", exec: "ask", network: "ask" }, rules: [] },
-      sandbox: { mode: "bwrap", allow_unsandboxed: false, timeout_ms: 120_000, output_cap_bytes: 1_048_576, network: false },
+      sandbox: {
+        mode: "bwrap",
+        allow_unsandboxed: false,
+        timeout_ms: 120_000,
+        output_cap_bytes: 1_048_576,
+        network: false,
+      },
       result_cap_bytes: 16_384,
       find_tool_results: 3,
       mcp_servers: {},
@@ -23,8 +29,12 @@ describe("brokerd config", () => {
   it("fills MCP server defaults and requires command for stdio, url for http", () => {
     const c = parseBrokerConfig({ mcp_servers: { gh: { transport: "stdio", command: "gh-mcp" } } });
     expect(c.mcp_servers.gh).toMatchObject({ args: [], env: {}, risk: "write", timeout_ms: 30_000 });
-    expect(() => parseBrokerConfig({ mcp_servers: { gh: { transport: "stdio" } } })).toThrow(/mcp_servers\.gh\.command" is required/);
-    expect(() => parseBrokerConfig({ mcp_servers: { d: { transport: "http" } } })).toThrow(/mcp_servers\.d\.url" is required/);
+    expect(() => parseBrokerConfig({ mcp_servers: { gh: { transport: "stdio" } } })).toThrow(
+      /mcp_servers\.gh\.command" is required/,
+    );
+    expect(() => parseBrokerConfig({ mcp_servers: { d: { transport: "http" } } })).toThrow(
+      /mcp_servers\.d\.url" is required/,
+    );
   });
 
   it("names the bad key in one line", () => {

@@ -43,7 +43,13 @@ interface Running {
 /** Tool settings only, as the default config: the array must equal the fixture. */
 async function startDaemon(name: string): Promise<Running> {
   const sock = join(t.dir, `${name}.sock`);
-  const config = writeConfig(name, { socket: sock, state_dir: join(t.dir, `${name}-state`), workspace_roots: [ws], log_level: "warn", sandbox: { bwrap_path: bwrapPath } });
+  const config = writeConfig(name, {
+    socket: sock,
+    state_dir: join(t.dir, `${name}-state`),
+    workspace_roots: [ws],
+    log_level: "warn",
+    sandbox: { bwrap_path: bwrapPath },
+  });
   const notify = new FakeNotifySocket(join(t.dir, `${name}-notify.sock`));
   await notify.start();
   const proc = spawn(process.execPath, [MAIN, "--config", config], {
@@ -89,7 +95,17 @@ describe.skipIf(!haveTools)("brokerd as a process", () => {
     expect(ta2.toolsJson).toBe(ta.toolsJson);
     expect(`${ta.toolsJson}\n`).toBe(readFileSync(FIXTURE, "utf8"));
     expect(ta.toolsSha256).toBe(tb.toolsSha256);
-    expect(ta.coreToolNames).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool", "spawn_agent"]);
+    expect(ta.coreToolNames).toEqual([
+      "read_file",
+      "list_dir",
+      "search_files",
+      "write_file",
+      "edit_file",
+      "run_command",
+      "find_tool",
+      "call_tool",
+      "spawn_agent",
+    ]);
     ca.close();
     cb.close();
     await Promise.all([stop(a), stop(b)]);
@@ -100,7 +116,9 @@ describe.skipIf(!haveTools)("brokerd as a process", () => {
       [{ sandbox: { mod: "bwrap" } }, "sandbox.mod"],
       [{ policy: { defaults: { write: "sometimes" } } }, "policy.defaults.write"],
     ] as const) {
-      const proc = spawn(process.execPath, [MAIN, "--config", writeConfig("bad", data)], { stdio: ["ignore", "ignore", "pipe"] });
+      const proc = spawn(process.execPath, [MAIN, "--config", writeConfig("bad", data)], {
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       let err = "";
       proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
       const [code] = (await once(proc, "exit")) as [number];
@@ -128,20 +146,47 @@ describe.skipIf(!haveTools)("BrokerService over a real Unix socket", () => {
 
   it("CallTool runs an allowed read and refuses a traversal", async () => {
     writeFileSync(join(ws, "hello.txt"), "hello\n");
-    const ok = await c.callTool({ sessionId: "s", callId: "1", name: "read_file", argumentsJson: '{"path":"hello.txt"}' });
-    expect(ok).toMatchObject({ decision: ToolDecision.ALLOWED, content: "hello", isError: false, rule: "default:read", resolvedName: "read_file" });
+    const ok = await c.callTool({
+      sessionId: "s",
+      callId: "1",
+      name: "read_file",
+      argumentsJson: '{"path":"hello.txt"}',
+    });
+    expect(ok).toMatchObject({
+      decision: ToolDecision.ALLOWED,
+      content: "hello",
+      isError: false,
+      rule: "default:read",
+      resolvedName: "read_file",
+    });
     expect(ok.durationMs).toBeGreaterThan(0);
-    const no = await c.callTool({ sessionId: "s", callId: "2", name: "read_file", argumentsJson: '{"path":"../../etc/passwd"}' });
+    const no = await c.callTool({
+      sessionId: "s",
+      callId: "2",
+      name: "read_file",
+      argumentsJson: '{"path":"../../etc/passwd"}',
+    });
     expect(no).toMatchObject({ decision: ToolDecision.DENIED, isError: true, rule: "path:outside-workspace" });
   });
 
   it("stages a write, lists it, and applies it when approved", async () => {
-    const res = await c.callTool({ sessionId: "p", callId: "w1", name: "write_file", argumentsJson: '{"path":"out/new.txt","content":"made\\n"}' });
+    const res = await c.callTool({
+      sessionId: "p",
+      callId: "w1",
+      name: "write_file",
+      argumentsJson: '{"path":"out/new.txt","content":"made\\n"}',
+    });
     expect(res.decision).toBe(ToolDecision.STAGED);
     expect(existsSync(join(ws, "out/new.txt"))).toBe(false);
     const list = await c.listProposals({ sessionId: "p" });
     expect(list.proposals).toHaveLength(1);
-    expect(list.proposals[0]).toMatchObject({ id: res.proposalId, tool: "write_file", state: "pending", callId: "w1", rule: "default:write" });
+    expect(list.proposals[0]).toMatchObject({
+      id: res.proposalId,
+      tool: "write_file",
+      state: "pending",
+      callId: "w1",
+      rule: "default:write",
+    });
     expect(list.proposals[0]!.preview).toContain("+made");
     const done = await c.decideProposal({ id: res.proposalId, approve: true });
     expect(done.proposal).toMatchObject({ state: "applied" });
@@ -160,7 +205,12 @@ describe.skipIf(!haveTools)("BrokerService over a real Unix socket", () => {
     expect(s.core.map((t) => t.name)).toContain("find_tool");
     expect(s.matches[0]).toMatchObject({ name: "read_blob", risk: "read", core: false });
     expect(JSON.parse(s.matches[0]!.parametersJson)).toMatchObject({ required: ["blob"] });
-    const call = await c.callTool({ sessionId: "z", callId: "1", name: "call_tool", argumentsJson: '{"name":"read_blob","arguments":{"blob":"x"}}' });
+    const call = await c.callTool({
+      sessionId: "z",
+      callId: "1",
+      name: "call_tool",
+      argumentsJson: '{"name":"read_blob","arguments":{"blob":"x"}}',
+    });
     expect(call.rule).toBe("call_tool:undisclosed");
   });
 });

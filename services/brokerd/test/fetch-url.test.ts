@@ -102,7 +102,9 @@ describe("fetch_url", () => {
     r = await fetchRig();
     const redirected = await fetch(r, `http://allowed.test:${port}/redirect-local`);
     expect(redirected.isError).toBe(true);
-    expect(redirected.content).toMatch(/127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback or link-local address/);
+    expect(redirected.content).toMatch(
+      /127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback or link-local address/,
+    );
     const priv = await fetch(r, `http://private.test:${port}/page`);
     expect(priv.isError).toBe(true);
     expect(priv.content).toContain("private.test resolves to 10.0.0.5");
@@ -123,7 +125,18 @@ describe("fetch_url", () => {
   });
 
   it("classifies addresses and converts entities", () => {
-    for (const a of ["127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.1.1", "169.254.169.254", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "0.0.0.0"]) {
+    for (const a of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.20.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "::1",
+      "fe80::1",
+      "fd00::1",
+      "::ffff:127.0.0.1",
+      "0.0.0.0",
+    ]) {
       expect(isPrivateAddress(a), a).toBe(true);
     }
     for (const a of ["93.184.216.34", "2606:2800:220:1::1", "8.8.8.8"]) expect(isPrivateAddress(a), a).toBe(false);

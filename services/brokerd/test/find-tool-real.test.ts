@@ -51,7 +51,10 @@ const QUERIES: [string, string[]][] = [
 describe("find_tool over server-everything and server-filesystem", () => {
   it.each(QUERIES)("%s → %s in the top 3", (query, want) => {
     const top = index.search(query, 3).map((f) => f.tool.name);
-    expect(top.some((t) => want.includes(t)), `${query}: got ${top.join(", ")}`).toBe(true);
+    expect(
+      top.some((t) => want.includes(t)),
+      `${query}: got ${top.join(", ")}`,
+    ).toBe(true);
   });
 
   it("collapses the same tool offered by two servers into one entry naming both", () => {

@@ -1,5 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { rig, type Rig } from "./helpers.js";
 import { requires } from "../../../test/support/requirements.js";
@@ -43,7 +52,11 @@ const seed = ({ ws, outside }: { ws: string; outside: string }) => {
 beforeEach(async () => {
   // An operator who allows everything still cannot lift the hard path checks.
   r = await rig(
-    { limits: { max_argument_bytes: 4096 }, protected_paths: [], policy: { rules: [{ name: "yolo", tool: "*", effect: "allow" }] } },
+    {
+      limits: { max_argument_bytes: 4096 },
+      protected_paths: [],
+      policy: { rules: [{ name: "yolo", tool: "*", effect: "allow" }] },
+    },
     seed,
   );
   before = snapshot(r.outside);
@@ -71,20 +84,23 @@ describe("hostile input", () => {
     await refused("write_file", { path: join(r.outside, "fresh.txt"), content: "pwned" }, /outside the workspace/);
   });
 
-  it.skipIf(!haveBwrap)("refuses symlinks that lead out of the workspace, as a directory or as the file itself", async () => {
-    symlinkSync(r.outside, join(r.ws, "escape"));
-    symlinkSync(join(r.outside, "victim.txt"), join(r.ws, "victim-link.txt"));
-    const esc = /symlink .*outside the workspace/;
-    await refused("read_file", { path: "escape/victim.txt" }, esc);
-    await refused("write_file", { path: "escape/new.txt", content: "pwned" }, esc);
-    await refused("write_file", { path: "victim-link.txt", content: "pwned" }, esc);
-    await refused("edit_file", { path: "victim-link.txt", old_text: "original", new_text: "pwned" }, esc);
-    await refused("list_dir", { path: "escape" }, esc);
-    await refused("run_command", { command: "touch pwned", cwd: "escape" }, esc);
-    // search_files from the root walks past the links without following them.
-    const s = await r.call("search_files", { pattern: "original" });
-    expect(s.content).toMatch(/^no matches/);
-  });
+  it.skipIf(!haveBwrap)(
+    "refuses symlinks that lead out of the workspace, as a directory or as the file itself",
+    async () => {
+      symlinkSync(r.outside, join(r.ws, "escape"));
+      symlinkSync(join(r.outside, "victim.txt"), join(r.ws, "victim-link.txt"));
+      const esc = /symlink .*outside the workspace/;
+      await refused("read_file", { path: "escape/victim.txt" }, esc);
+      await refused("write_file", { path: "escape/new.txt", content: "pwned" }, esc);
+      await refused("write_file", { path: "victim-link.txt", content: "pwned" }, esc);
+      await refused("edit_file", { path: "victim-link.txt", old_text: "original", new_text: "pwned" }, esc);
+      await refused("list_dir", { path: "escape" }, esc);
+      await refused("run_command", { command: "touch pwned", cwd: "escape" }, esc);
+      // search_files from the root walks past the links without following them.
+      const s = await r.call("search_files", { pattern: "original" });
+      expect(s.content).toMatch(/^no matches/);
+    },
+  );
 
   it("refuses an approval when a directory was swapped for a symlink after staging", async () => {
     r.config.policy.rules = []; // back to the defaults: writes ask
@@ -135,7 +151,10 @@ describe("hostile input", () => {
 
   it("refuses writes to protected paths even when a rule allows everything", async () => {
     await r.cleanup();
-    r = await rig(({ ws }) => ({ protected_paths: [join(ws, ".boxmaker")], policy: { rules: [{ tool: "*", effect: "allow" }] } }), seed);
+    r = await rig(
+      ({ ws }) => ({ protected_paths: [join(ws, ".boxmaker")], policy: { rules: [{ tool: "*", effect: "allow" }] } }),
+      seed,
+    );
     before = snapshot(r.outside);
     await refused("write_file", { path: ".boxmaker/config.json", content: "{}" }, /never writable/);
     await refused("edit_file", { path: "sub/../.boxmaker/x", old_text: "a", new_text: "b" }, /never writable/);
@@ -143,7 +162,11 @@ describe("hostile input", () => {
   });
 
   it("refuses oversized arguments before parsing them", async () => {
-    const res = await refused("write_file", { path: "big.txt", content: "x".repeat(5000) }, /above the 4096-byte limit/);
+    const res = await refused(
+      "write_file",
+      { path: "big.txt", content: "x".repeat(5000) },
+      /above the 4096-byte limit/,
+    );
     expect(res.rule).toBe("limit:argument-size");
     expect(() => statSync(join(r.ws, "big.txt"))).toThrow();
   });
@@ -154,7 +177,11 @@ describe("hostile input", () => {
     await refused("read_file", "[1,2]", /must be object/);
     await refused("read_file", '"ok.txt"', /must be object/);
     await refused("read_file", { path: 42 }, /path: must be string/);
-    await refused("read_file", { file: "ok.txt" }, /missing required parameter "path".*unknown parameter "file"|unknown parameter "file".*missing required parameter "path"/);
+    await refused(
+      "read_file",
+      { file: "ok.txt" },
+      /missing required parameter "path".*unknown parameter "file"|unknown parameter "file".*missing required parameter "path"/,
+    );
     await refused("read_file", { path: "ok.txt", start_line: 0 }, /start_line: must be >= 1/);
     await refused("call_tool", { name: "read_file" }, /missing required parameter "arguments"/);
     await refused("call_tool", '{"name": "read_file", "arguments": "{bad json"}', /arguments: must be object/);
@@ -163,7 +190,11 @@ describe("hostile input", () => {
   it("refuses call_tool before find_tool, unknown tools, and extended tools called by name", async () => {
     await refused("call_tool", { name: "grep_blob", arguments: { blob: "x", pattern: "y" } }, /Call find_tool first/);
     await refused("call_tool", { name: "nope_tool", arguments: {} }, /no tool named "nope_tool".*find_tool/i);
-    await refused("call_tool", { name: "call_tool", arguments: { name: "read_file", arguments: {} } }, /cannot call itself/);
+    await refused(
+      "call_tool",
+      { name: "call_tool", arguments: { name: "read_file", arguments: {} } },
+      /cannot call itself/,
+    );
     await refused("grep_blob", { blob: "x", pattern: "y" }, /not one of your tools.*call_tool/);
     await refused("shell", { cmd: "rm -rf /" }, /not one of your tools.*find_tool/);
   });
@@ -172,7 +203,11 @@ describe("hostile input", () => {
     await r.cleanup();
     r = await rig({ sandbox: { mode: "none" }, policy: { rules: [{ tool: "*", effect: "allow" }] } }, seed);
     before = snapshot(r.outside);
-    const res = await refused("run_command", { command: `echo pwned > ${join(r.outside, "victim.txt")}` }, /unavailable/);
+    const res = await refused(
+      "run_command",
+      { command: `echo pwned > ${join(r.outside, "victim.txt")}` },
+      /unavailable/,
+    );
     expect(res.rule).toBe("sandbox:unavailable");
   });
 });

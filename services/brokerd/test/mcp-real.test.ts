@@ -127,18 +127,27 @@ describe("server-everything over stdio", () => {
   });
 
   it("progress extends a call past its timeout; a timed-out call is cancelled alone, the concurrent one and the server survive", async () => {
-    r = await rig({ mcp_servers: { ev: everything({ timeout_ms: 1500 }) }, mcp_reconnect: { initial_ms: 50, max_ms: 200 } });
+    r = await rig({
+      mcp_servers: { ev: everything({ timeout_ms: 1500 }) },
+      mcp_reconnect: { initial_ms: 50, max_ms: 200 },
+    });
     await r.broker.mcp.settled();
     expect(r.broker.table.get("ev.trigger-long-running-operation")?.risk).toBe("read");
     const conn = r.broker.mcp.get("ev")!;
     const pids = conn.pids();
     await r.call("find_tool", { query: "ev.trigger-long-running-operation" });
-    const run = (args: Record<string, unknown>) => r!.call("call_tool", { name: "ev.trigger-long-running-operation", arguments: args });
+    const run = (args: Record<string, unknown>) =>
+      r!.call("call_tool", { name: "ev.trigger-long-running-operation", arguments: args });
     // 3 s with progress every 0.6 s; and 4 s with no progress until the end, which must time out.
     const [steady, silent] = await Promise.all([run({ duration: 3, steps: 5 }), run({ duration: 4, steps: 1 })]);
     expect(silent).toMatchObject({ isError: true });
-    expect(silent.content).toMatch(/did not answer trigger-long-running-operation within 1500 ms; the call was cancelled \(the server is alive/);
-    expect(steady).toMatchObject({ isError: false, content: "Long running operation completed. Duration: 3 seconds, Steps: 5." });
+    expect(silent.content).toMatch(
+      /did not answer trigger-long-running-operation within 1500 ms; the call was cancelled \(the server is alive/,
+    );
+    expect(steady).toMatchObject({
+      isError: false,
+      content: "Long running operation completed. Duration: 3 seconds, Steps: 5.",
+    });
     expect(conn.pids()).toEqual(pids);
     expect(conn.state).toBe("ready");
     const sum = await viaCallTool("ev.get-sum", { a: 2, b: 3 });
@@ -165,7 +174,10 @@ describe("server-everything over stdio", () => {
     const text = await r.call("call_tool", { name: "read_resource", arguments: { server: "ev", uri } });
     expect(text).toMatchObject({ decision: "allowed", isError: false });
     expect(text.content.length).toBeGreaterThan(20);
-    const bin = await r.call("call_tool", { name: "read_resource", arguments: { server: "ev", uri: "demo://resource/dynamic/blob/7" } });
+    const bin = await r.call("call_tool", {
+      name: "read_resource",
+      arguments: { server: "ev", uri: "demo://resource/dynamic/blob/7" },
+    });
     expect(bin.content).toMatch(/\[resource demo:\/\/resource\/dynamic\/blob\/7: .*stored as blob:sha256:/);
   });
 
@@ -201,7 +213,10 @@ async function freePort(): Promise<number> {
 }
 
 async function startEverythingHttp(port: number): Promise<ChildProcess> {
-  const c = spawn(node, [EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"] });
+  const c = spawn(node, [EVERYTHING, "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   children.push(c);
   await new Promise<void>((res, rej) => {
     const t = setTimeout(() => rej(new Error("server-everything did not start")), 15_000);
@@ -254,7 +269,13 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
     const t0 = Date.now();
     r = await rig({
       mcp_servers: {
-        stuck: { transport: "stdio", command: node, args: [PROBE, "--hang-init", "--ignore-term"], sandbox: false, connect_timeout_ms: 30_000 },
+        stuck: {
+          transport: "stdio",
+          command: node,
+          args: [PROBE, "--hang-init", "--ignore-term"],
+          sandbox: false,
+          connect_timeout_ms: 30_000,
+        },
         fx: { transport: "stdio", command: node, args: [ECHO], sandbox: false, risk: "read", path_args: [] },
       },
     });
@@ -275,7 +296,16 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
 
   it("no notifications/cancelled follows a normal call", async () => {
     r = await rig(({ ws }) => ({
-      mcp_servers: { probe: { transport: "stdio", command: node, args: [PROBE, "--log", join(ws, "msgs.jsonl")], sandbox: hasBwrap, risk: "read", path_args: [] } },
+      mcp_servers: {
+        probe: {
+          transport: "stdio",
+          command: node,
+          args: [PROBE, "--log", join(ws, "msgs.jsonl")],
+          sandbox: hasBwrap,
+          risk: "read",
+          path_args: [],
+        },
+      },
     }));
     await r.broker.mcp.settled();
     expect((await viaCallTool("probe.slow", { ms: 10 })).content).toBe("slept 10");
@@ -283,11 +313,18 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
     await new Promise((res) => setTimeout(res, 300));
     const log = join(r.ws, "msgs.jsonl");
     expect(existsSync(log)).toBe(true);
-    const methods = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l).method as string);
+    const methods = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).method as string);
     expect(methods.filter((m) => m === "tools/call")).toHaveLength(2);
     expect(methods).not.toContain("notifications/cancelled");
     // Every call asks for progress, so long tools can extend their deadline.
-    const calls = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((m) => m.method === "tools/call");
+    const calls = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((m) => m.method === "tools/call");
     for (const c of calls) expect(c.params._meta.progressToken).toBeDefined();
   });
 });

@@ -65,7 +65,11 @@ describe("MCP over stdio (the SDK's own server)", () => {
   it("passes content through whether isError is false with an error text or true", async () => {
     r = await rig({ mcp_servers: { fx: stdio() }, mcp_reconnect: fast });
     const soft = await viaCallTool("fx.read_remote", { path: "/doc" });
-    expect(soft).toMatchObject({ decision: "allowed", isError: false, content: "Error: could not read /doc: no such document" });
+    expect(soft).toMatchObject({
+      decision: "allowed",
+      isError: false,
+      content: "Error: could not read /doc: no such document",
+    });
     const hard = await viaCallTool("fx.explode");
     expect(hard).toMatchObject({ decision: "allowed", isError: true, content: "it blew up" });
   });
@@ -88,7 +92,9 @@ describe("MCP over stdio (the SDK's own server)", () => {
     expect(meanwhile.decision).toBe("allowed");
     const res = await hung;
     expect(res).toMatchObject({ decision: "allowed", isError: true });
-    expect(res.content).toMatch(/did not answer hang within 1500 ms; the call was cancelled \(the server is alive; other calls are unaffected\)/);
+    expect(res.content).toMatch(
+      /did not answer hang within 1500 ms; the call was cancelled \(the server is alive; other calls are unaffected\)/,
+    );
     expect((await viaCallTool("fx.pid")).content).toBe(firstPid);
   });
 
@@ -119,13 +125,18 @@ function httpMcpServer(): Server {
   const server = new Server({ name: "fixture-http", version: "1.0.0" }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      { name: "search", description: "Search the documentation", inputSchema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] } },
+      {
+        name: "search",
+        description: "Search the documentation",
+        inputSchema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+      },
       { name: "hang", description: "Never answers", inputSchema: { type: "object", properties: {} } },
       { name: "gone", description: "Unknown when called", inputSchema: { type: "object", properties: {} } },
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    if (req.params.name === "search") return { content: [{ type: "text", text: `results for ${String(req.params.arguments?.q)}` }] };
+    if (req.params.name === "search")
+      return { content: [{ type: "text", text: `results for ${String(req.params.arguments?.q)}` }] };
     if (req.params.name === "hang") return new Promise(() => {});
     throw new McpError(ErrorCode.MethodNotFound, `Tool not found: ${req.params.name}`);
   });
@@ -195,7 +206,11 @@ describe("MCP tool mapping", async () => {
   const cfg = (extra: Record<string, unknown> = {}) =>
     parseBrokerConfig({ mcp_servers: { s: { transport: "stdio", command: "x", ...extra } } }).mcp_servers.s!;
   const t = (annotations: Record<string, unknown> | undefined, props: string[] = []) =>
-    ({ name: "t", inputSchema: { type: "object", properties: Object.fromEntries(props.map((p) => [p, {}])) }, ...(annotations ? { annotations } : {}) }) as never;
+    ({
+      name: "t",
+      inputSchema: { type: "object", properties: Object.fromEntries(props.map((p) => [p, {}])) },
+      ...(annotations ? { annotations } : {}),
+    }) as never;
 
   it("risk: annotations, else the server's risk; a per-tool override wins", () => {
     expect(toolRisk(cfg(), t({ readOnlyHint: true }))).toBe("read");
@@ -213,8 +228,12 @@ describe("MCP tool mapping", async () => {
   });
 
   it("tools needing tasks are unavailable; a program's dirs and node_modules are bound read-only", () => {
-    expect(missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "required" } } as never)).toMatch(/tasks/);
-    expect(missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "optional" } } as never)).toBeUndefined();
+    expect(
+      missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "required" } } as never),
+    ).toMatch(/tasks/);
+    expect(
+      missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "optional" } } as never),
+    ).toBeUndefined();
     const paths = programPaths([process.execPath, FIXTURE]);
     expect(paths).toContain(fileURLToPath(new URL("./fixtures", import.meta.url)));
     expect(paths.some((p) => p.endsWith("/node_modules"))).toBe(true);

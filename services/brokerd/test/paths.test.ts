@@ -32,8 +32,15 @@ afterEach(() => t.cleanup());
 
 describe("path guard", () => {
   it("resolves relative and absolute paths inside the workspace, existing or not", () => {
-    expect(guard.resolve("src/a.ts", { write: false })).toMatchObject({ abs: join(ws, "src/a.ts"), rel: "src/a.ts", exists: true });
-    expect(guard.resolve(join(ws, "src/new/b.ts"), { write: true })).toMatchObject({ rel: "src/new/b.ts", exists: false });
+    expect(guard.resolve("src/a.ts", { write: false })).toMatchObject({
+      abs: join(ws, "src/a.ts"),
+      rel: "src/a.ts",
+      exists: true,
+    });
+    expect(guard.resolve(join(ws, "src/new/b.ts"), { write: true })).toMatchObject({
+      rel: "src/new/b.ts",
+      exists: false,
+    });
     expect(guard.resolve("src/../src/a.ts", { write: false }).rel).toBe("src/a.ts");
     expect(guard.resolve(".", { write: false }).rel).toBe(".");
   });

@@ -26,7 +26,18 @@ describe("globs", () => {
   it("finds secrets anywhere in a path, including directories and multi-segment names", () => {
     const m = new PathMatcher(DEFAULT_SECRET_PATTERNS);
     const secret = (rel: string) => m.matches(rel, `/ws/${rel}`);
-    for (const s of [".env", "app/.env.local", "certs/server.pem", "tls.key", "home/.ssh/config", ".ssh", "id_rsa.pub", "x/.aws/credentials", ".netrc", ".git-credentials"]) {
+    for (const s of [
+      ".env",
+      "app/.env.local",
+      "certs/server.pem",
+      "tls.key",
+      "home/.ssh/config",
+      ".ssh",
+      "id_rsa.pub",
+      "x/.aws/credentials",
+      ".netrc",
+      ".git-credentials",
+    ]) {
       expect(secret(s), s).toBe(true);
     }
     for (const s of ["src/env.ts", "keyboard.ts", "docs/ssh.md", "aws/credentials.md", "src/main.ts", ".envelope/x"]) {
@@ -37,7 +48,10 @@ describe("globs", () => {
 
 describe("policy decisions", () => {
   it("uses the risk defaults when no rule matches: reads allow, writes and commands ask, network denies", () => {
-    expect(decide([], defaults, subject({ tool: "read_file", risk: "read", paths: [file("a")] }))).toEqual({ effect: "allow", rule: "default:read" });
+    expect(decide([], defaults, subject({ tool: "read_file", risk: "read", paths: [file("a")] }))).toEqual({
+      effect: "allow",
+      rule: "default:read",
+    });
     expect(decide([], defaults, subject({ tool: "write_file", risk: "write", paths: [file("a")] })).effect).toBe("ask");
     expect(decide([], defaults, subject({ tool: "run_command", risk: "exec", command: "ls" })).effect).toBe("ask");
     expect(decide([], defaults, subject({ tool: "web.fetch", risk: "network", hosts: ["x.org"] })).effect).toBe("deny");
@@ -49,16 +63,25 @@ describe("policy decisions", () => {
       { name: "no-lockfiles", tool: "*", effect: "deny", paths: ["**/package-lock.json"] },
       { name: "review-scratch-json", tool: "write_file", effect: "ask", paths: ["scratch/*.json"] },
     ];
-    const w = (rel: string) => decide(rules, defaults, subject({ tool: "write_file", risk: "write", paths: [file(rel)] }));
+    const w = (rel: string) =>
+      decide(rules, defaults, subject({ tool: "write_file", risk: "write", paths: [file(rel)] }));
     expect(w("scratch/a.txt")).toEqual({ effect: "allow", rule: "scratch-ok" });
     expect(w("scratch/a.json")).toEqual({ effect: "ask", rule: "review-scratch-json" });
     expect(w("scratch/package-lock.json")).toEqual({ effect: "deny", rule: "no-lockfiles" });
     expect(w("src/a.ts")).toEqual({ effect: "ask", rule: "default:write" });
-    expect(decide([...rules].reverse(), defaults, subject({ tool: "write_file", risk: "write", paths: [file("scratch/package-lock.json")] })).effect).toBe("deny");
+    expect(
+      decide(
+        [...rules].reverse(),
+        defaults,
+        subject({ tool: "write_file", risk: "write", paths: [file("scratch/package-lock.json")] }),
+      ).effect,
+    ).toBe("deny");
   });
 
   it("allows a command prefix only for a plain command line that cannot chain another", () => {
-    const rules: PolicyRule[] = [{ name: "git-read", tool: "run_command", effect: "allow", command_prefixes: ["git status", "git diff"] }];
+    const rules: PolicyRule[] = [
+      { name: "git-read", tool: "run_command", effect: "allow", command_prefixes: ["git status", "git diff"] },
+    ];
     const run = (command: string) => decide(rules, defaults, subject({ tool: "run_command", risk: "exec", command }));
     expect(run("git status --short").effect).toBe("allow");
     expect(run("git diff HEAD~1").effect).toBe("allow");
@@ -71,7 +94,8 @@ describe("policy decisions", () => {
 
   it("denies a command prefix wherever it appears in a chain", () => {
     const rules: PolicyRule[] = [{ name: "no-rm", tool: "run_command", effect: "deny", command_prefixes: ["rm"] }];
-    const run = (command: string) => decide(rules, defaults, subject({ tool: "run_command", risk: "exec", command })).effect;
+    const run = (command: string) =>
+      decide(rules, defaults, subject({ tool: "run_command", risk: "exec", command })).effect;
     expect(run("rm -rf build")).toBe("deny");
     expect(run("make && rm -rf build")).toBe("deny");
     expect(run("ls | rm x")).toBe("deny");
@@ -80,7 +104,8 @@ describe("policy decisions", () => {
 
   it("matches hosts exactly or by *. suffix; an allow must cover every host", () => {
     const rules: PolicyRule[] = [{ name: "gh", tool: "*", effect: "allow", hosts: ["*.github.com", "github.com"] }];
-    const net = (hosts: string[]) => decide(rules, defaults, subject({ tool: "gh.search", risk: "network", hosts })).effect;
+    const net = (hosts: string[]) =>
+      decide(rules, defaults, subject({ tool: "gh.search", risk: "network", hosts })).effect;
     expect(net(["api.github.com"])).toBe("allow");
     expect(net(["github.com"])).toBe("allow");
     expect(net(["evilgithub.com"])).toBe("deny");
@@ -97,6 +122,8 @@ describe("policy decisions", () => {
 
   it("absolute globs match the canonical path", () => {
     const rules: PolicyRule[] = [{ name: "abs", tool: "*", effect: "deny", paths: ["/ws/vendor/**"] }];
-    expect(decide(rules, defaults, subject({ tool: "read_file", risk: "read", paths: [file("vendor/x.js")] })).rule).toBe("abs");
+    expect(
+      decide(rules, defaults, subject({ tool: "read_file", risk: "read", paths: [file("vendor/x.js")] })).rule,
+    ).toBe("abs");
   });
 });

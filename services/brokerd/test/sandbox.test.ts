@@ -11,7 +11,14 @@ afterEach(async () => r && (await r.cleanup()));
 const allowCommands = { policy: { rules: [{ name: "cmds", tool: "run_command", effect: "allow" }] } };
 
 describe("bwrap command line", () => {
-  const base = { ro: [{ path: "/usr" }, { path: "/bin", symlinkTo: "usr/bin" }], rw: ["/tmp/ws"], roInside: ["/tmp/ws/.boxmaker"], hidden: [], cwd: "/tmp/ws", command: "make" };
+  const base = {
+    ro: [{ path: "/usr" }, { path: "/bin", symlinkTo: "usr/bin" }],
+    rw: ["/tmp/ws"],
+    roInside: ["/tmp/ws/.boxmaker"],
+    hidden: [],
+    cwd: "/tmp/ws",
+    command: "make",
+  };
 
   it("unshares the network unless policy allows it, and always the pid namespace", () => {
     const a = bwrapArgs({ ...base, network: false });
@@ -26,7 +33,9 @@ describe("bwrap command line", () => {
     expect(a).toContain("--ro-bind /usr /usr");
     expect(a).toContain("--symlink usr/bin /bin");
     expect(a.indexOf("--tmpfs /tmp")).toBeLessThan(a.indexOf("--bind /tmp/ws /tmp/ws"));
-    expect(a.indexOf("--bind /tmp/ws /tmp/ws")).toBeLessThan(a.indexOf("--ro-bind /tmp/ws/.boxmaker /tmp/ws/.boxmaker"));
+    expect(a.indexOf("--bind /tmp/ws /tmp/ws")).toBeLessThan(
+      a.indexOf("--ro-bind /tmp/ws/.boxmaker /tmp/ws/.boxmaker"),
+    );
     expect(a.endsWith("--chdir /tmp/ws -- /bin/sh -c make")).toBe(true);
   });
 });
@@ -43,7 +52,12 @@ describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"])
     expect(readFileSync(join(r.ws, "made.txt"), "utf8")).toBe("made\n");
     expect(readdirSync(r.outside)).toEqual([]);
     expect(res.content).toMatch(/escape\.txt: (No such file or directory|Read-only file system|Directory nonexistent)/);
-    expect(res.content.split("\n").filter((l) => /^\s*(lo|eth\d|en\w+|wl\w+)$/.test(l)).map((l) => l.trim())).toEqual(["lo"]);
+    expect(
+      res.content
+        .split("\n")
+        .filter((l) => /^\s*(lo|eth\d|en\w+|wl\w+)$/.test(l))
+        .map((l) => l.trim()),
+    ).toEqual(["lo"]);
     expect(res.content).not.toContain("hunter2");
     expect(res.content).toContain("HOME=/tmp");
     expect(res.content).toMatch(/\[exit code 0\]$/);
@@ -75,7 +89,10 @@ describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"])
   });
 
   it("keeps protected paths inside the workspace read-only", async () => {
-    r = await rig(({ ws }) => ({ ...allowCommands, protected_paths: [join(ws, ".boxmaker")] }), ({ ws }) => mkdirSync(join(ws, ".boxmaker")));
+    r = await rig(
+      ({ ws }) => ({ ...allowCommands, protected_paths: [join(ws, ".boxmaker")] }),
+      ({ ws }) => mkdirSync(join(ws, ".boxmaker")),
+    );
     const res = await r.call("run_command", { command: "echo x > .boxmaker/config.json" });
     expect(res.isError).toBe(true);
     expect(res.content).toMatch(/Read-only file system/);

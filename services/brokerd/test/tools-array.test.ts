@@ -15,8 +15,21 @@ describe("the epoch tools array", () => {
 
   it("holds the nine core tools in a fixed order, with the short meta-tool schemas", () => {
     const a = buildToolsArray(builtinTable([]).core());
-    expect(a.names).toEqual(["read_file", "list_dir", "search_files", "write_file", "edit_file", "run_command", "find_tool", "call_tool", "spawn_agent"]);
-    const tools = JSON.parse(a.json) as Array<{ type: string; function: { name: string; parameters: { required: string[] } } }>;
+    expect(a.names).toEqual([
+      "read_file",
+      "list_dir",
+      "search_files",
+      "write_file",
+      "edit_file",
+      "run_command",
+      "find_tool",
+      "call_tool",
+      "spawn_agent",
+    ]);
+    const tools = JSON.parse(a.json) as Array<{
+      type: string;
+      function: { name: string; parameters: { required: string[] } };
+    }>;
     expect(tools.every((t) => t.type === "function")).toBe(true);
     expect(tools[6]!.function.parameters.required).toEqual(["query"]);
     expect(tools[7]!.function.parameters.required).toEqual(["name", "arguments"]);
@@ -29,8 +42,24 @@ describe("the epoch tools array", () => {
     const two = buildToolsArray(builtinTable([]).core());
     expect(two.json).toBe(one.json);
     expect(two.sha256).toBe(one.sha256);
-    const spawnA = { name: "plan_review", description: "Ask for a plan review", parameters: { type: "object", properties: { task: { type: "string" }, budget: { type: "integer" } }, required: ["task"] } };
-    const spawnB = { parameters: { required: ["task"], properties: { task: { type: "string" }, budget: { type: "integer" } }, type: "object" }, description: "Ask for a plan review", name: "plan_review" };
+    const spawnA = {
+      name: "plan_review",
+      description: "Ask for a plan review",
+      parameters: {
+        type: "object",
+        properties: { task: { type: "string" }, budget: { type: "integer" } },
+        required: ["task"],
+      },
+    };
+    const spawnB = {
+      parameters: {
+        required: ["task"],
+        properties: { task: { type: "string" }, budget: { type: "integer" } },
+        type: "object",
+      },
+      description: "Ask for a plan review",
+      name: "plan_review",
+    };
     const a = buildToolsArray(builtinTable(parseBrokerConfig({ extra_core_tools: [spawnA] }).extra_core_tools).core());
     const b = buildToolsArray(builtinTable(parseBrokerConfig({ extra_core_tools: [spawnB] }).extra_core_tools).core());
     expect(b.json).toBe(a.json);

@@ -28,13 +28,13 @@ export async function runSlashCommand(
       out(SLASH_HELP);
       return true;
     case "/compact": {
-      if (!sessionId) return note("nothing to compact yet"), true;
+      if (!sessionId) return (note("nothing to compact yet"), true);
       const { compactedText } = await import("./commands/compact.js");
       note(compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
       return true;
     }
     case "/cancel": {
-      if (!sessionId) return note("no session yet"), true;
+      if (!sessionId) return (note("no session yet"), true);
       const { cancelled } = await client.cancelTurn({ sessionId });
       note(cancelled ? `cancelled the running turn of ${sessionId}` : "no turn is running");
       return true;
@@ -50,13 +50,15 @@ export async function runSlashCommand(
       return true;
     }
     case "/proposals": {
-      if (!sessionId) return note("no session yet"), true;
+      if (!sessionId) return (note("no session yet"), true);
       const { proposals } = await client.listProposals({ sessionId, includeDecided: false });
-      if (!proposals.length) return note("nothing waits for a decision in this session"), true;
+      if (!proposals.length) return (note("nothing waits for a decision in this session"), true);
       const { oneLinePreview } = await import("./commands/proposals.js");
       const { ago } = await import("./render/text.js");
       for (const p of proposals) {
-        out(`${s.bold(p.id)}  ${p.tool}  ${oneLinePreview(p.tool, p.preview, p.argumentsJson)}  ${s.dim(ago(p.createdUnixMs))}`);
+        out(
+          `${s.bold(p.id)}  ${p.tool}  ${oneLinePreview(p.tool, p.preview, p.argumentsJson)}  ${s.dim(ago(p.createdUnixMs))}`,
+        );
       }
       note("decide with `boxmaker approve ID` / `boxmaker reject ID`");
       return true;

@@ -34,7 +34,9 @@ function probe(socket: string): Promise<void> {
     });
     c.once("error", (err: NodeJS.ErrnoException) => {
       c.destroy();
-      reject(new DaemonUnreachable(socket, err.code === "ECONNREFUSED" ? "nothing is listening" : (err.code ?? err.message)));
+      reject(
+        new DaemonUnreachable(socket, err.code === "ECONNREFUSED" ? "nothing is listening" : (err.code ?? err.message)),
+      );
     });
   });
 }

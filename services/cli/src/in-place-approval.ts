@@ -63,11 +63,17 @@ export class InPlaceApprovals {
       if (!p || ac.signal.aborted) return;
       this.err.write(preview(p, this.style, PREVIEW_LINES));
       for (;;) {
-        const a = (await this.question(`${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `, ac.signal))
+        const a = (
+          await this.question(
+            `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `,
+            ac.signal,
+          )
+        )
           ?.trim()
           .toLowerCase();
         if (a === undefined || a === "" || a === "l" || a === "later") {
-          if (!ac.signal.aborted) this.note(`left pending; \`boxmaker approve ${id}\` or \`boxmaker reject ${id}\` from any terminal`);
+          if (!ac.signal.aborted)
+            this.note(`left pending; \`boxmaker approve ${id}\` or \`boxmaker reject ${id}\` from any terminal`);
           return;
         }
         if (a === "d" || a === "diff") {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useStack } from "../../../test/support/use-stack.js";
@@ -30,7 +30,9 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
 
   it("runs two turns, shows the framed write_file call, and resumes after an approval from a second pane", async () => {
     t.stack.sim.enqueue({
-      toolCalls: [{ id: "call-w1", name: "write_file", arguments: '{"path": "hello.txt", "content": "hello from the model\\n"}' }],
+      toolCalls: [
+        { id: "call-w1", name: "write_file", arguments: '{"path": "hello.txt", "content": "hello from the model\\n"}' },
+      ],
     });
     t.stack.sim.enqueue({ content: "I wrote hello.txt for you." });
     t.stack.sim.enqueue({ content: "Second answer: the file is still there." });
@@ -72,7 +74,10 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(second).toContain("Second answer: the file is still there.");
     // Both turns went to one session: the second request replays the first turn.
     const msgs = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages;
-    expect(msgs.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["please write hello.txt", "is it still there?"]);
+    expect(msgs.filter((m) => m.role === "user").map((m) => m.content)).toEqual([
+      "please write hello.txt",
+      "is it still there?",
+    ]);
 
     // On a terminal without NO_COLOR the frame is coloured.
     expect(await tmux.screen(chat, true)).toMatch(/\x1b\[[0-9;]*m┌ /);
@@ -84,7 +89,9 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
   it("asks in place in chat: d shows the whole diff, y applies it and the turn carries on", async () => {
     const content = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join("\\n");
     t.stack.sim.enqueue({
-      toolCalls: [{ id: "call-ip1", name: "write_file", arguments: `{"path": "inplace.txt", "content": "${content}\\n"}` }],
+      toolCalls: [
+        { id: "call-ip1", name: "write_file", arguments: `{"path": "inplace.txt", "content": "${content}\\n"}` },
+      ],
     });
     t.stack.sim.enqueue({ content: "Wrote inplace.txt." });
     tmux = new Tmux();
@@ -129,7 +136,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(msgs.find((m) => m.role === "tool")?.content).toContain("use notes.txt instead");
   });
 
-  it("takes a paste and a \"\"\" block as one message each, and recalls messages from an earlier run", async () => {
+  it('takes a paste and a """ block as one message each, and recalls messages from an earlier run', async () => {
     t.stack.sim.enqueue({ content: "Got the paste." });
     t.stack.sim.enqueue({ content: "Got the block." });
     tmux = new Tmux();
@@ -174,7 +181,11 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     await tmux.type(chat, "/status");
     await tmux.waitFor(chat, (s) => /loopd/.test(s) && /inferproxy/.test(s), "the status");
     await tmux.type(chat, "/frobnicate");
-    await tmux.waitFor(chat, (s) => s.includes("unknown command /frobnicate; /help lists them (nothing was sent)"), "the unknown command");
+    await tmux.waitFor(
+      chat,
+      (s) => s.includes("unknown command /frobnicate; /help lists them (nothing was sent)"),
+      "the unknown command",
+    );
     const before = t.stack.sim.completions.length;
     await tmux.type(chat, "hi");
     await tmux.waitFor(chat, (s) => s.includes("Hello there."), "the answer");
@@ -191,7 +202,13 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
   it("undo restores an applied edit, changes shows it, and the model is told at its next turn", async () => {
     writeFileSync(join(t.stack.workspace, "undo-me.txt"), "keep this line\n");
     t.stack.sim.enqueue({
-      toolCalls: [{ id: "call-ed", name: "edit_file", arguments: '{"path": "undo-me.txt", "old_text": "keep this line", "new_text": "model was here"}' }],
+      toolCalls: [
+        {
+          id: "call-ed",
+          name: "edit_file",
+          arguments: '{"path": "undo-me.txt", "old_text": "keep this line", "new_text": "model was here"}',
+        },
+      ],
     });
     t.stack.sim.enqueue({ content: "Edited it." });
     t.stack.sim.enqueue({ content: "I see it was undone." });
@@ -258,14 +275,24 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(after).toMatch(/Fresh answer after the cancel\.\n— stop/);
     expect(after).not.toContain("[exit ");
 
-    const id = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find((s: { title: string }) => s.title === "take your time").id;
+    const id = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find(
+      (s: { title: string }) => s.title === "take your time",
+    ).id;
     const shown = await t.stack.cli(["show", "--json", id]);
-    const users = JSON.parse(shown.stdout).messages.filter((m: { message: { role: string } }) => m.message.role === "user");
-    expect(users.map((m: { message: { content: string } }) => m.message.content)).toEqual(["take your time", "still there?"]);
+    const users = JSON.parse(shown.stdout).messages.filter(
+      (m: { message: { role: string } }) => m.message.role === "user",
+    );
+    expect(users.map((m: { message: { content: string } }) => m.message.content)).toEqual([
+      "take your time",
+      "still there?",
+    ]);
   });
 
   it("prints no escape sequences on a terminal when NO_COLOR is set", async () => {
-    t.stack.sim.enqueue({ reasoning: "hmm", toolCalls: [{ id: "c-ls", name: "list_dir", arguments: '{"path": "."}' }] });
+    t.stack.sim.enqueue({
+      reasoning: "hmm",
+      toolCalls: [{ id: "c-ls", name: "list_dir", arguments: '{"path": "."}' }],
+    });
     t.stack.sim.enqueue({ content: "Listed." });
     tmux = new Tmux();
     const pane = await tmux.start(Tmux.cliLine(["run", "list", "it"], { ...env(), NO_COLOR: "1" }));

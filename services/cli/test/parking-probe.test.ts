@@ -7,11 +7,20 @@ import { layoutFor } from "../src/supervisor/layout.js";
 describe("the slot-save probe of `up`", () => {
   it("reads llama-server's answers to an unknown slot action", () => {
     // Recorded from llama-server b1-80fb11a: without --slot-save-path, then with it.
-    const off = { error: { code: 501, message: "This server does not support slots action. Start it with `--slot-save-path`", type: "not_supported_error" } };
+    const off = {
+      error: {
+        code: 501,
+        message: "This server does not support slots action. Start it with `--slot-save-path`",
+        type: "not_supported_error",
+      },
+    };
     const on = { error: { code: 400, message: "Invalid action", type: "invalid_request_error" } };
     expect(slotSaveAnswer(501, off)).toEqual({ works: false, why: "the server was started without --slot-save-path" });
     expect(slotSaveAnswer(400, on).works).toBe(true);
-    expect(slotSaveAnswer(404, "Not Found")).toEqual({ works: false, why: "the server answered a slot probe with 404" });
+    expect(slotSaveAnswer(404, "Not Found")).toEqual({
+      works: false,
+      why: "the server answered a slot probe with 404",
+    });
     expect(slotSaveAnswer(500, { error: { message: "boom" } }).works).toBe(false);
   });
 
@@ -25,6 +34,8 @@ describe("the slot-save probe of `up`", () => {
   });
 
   it("a contract refusal names --accept-server-contract", () => {
-    expect(contractRefusal(["n_ctx_per_slot 32768 != 131072"])).toMatch(/n_ctx_per_slot 32768 != 131072.*--accept-server-contract/);
+    expect(contractRefusal(["n_ctx_per_slot 32768 != 131072"])).toMatch(
+      /n_ctx_per_slot 32768 != 131072.*--accept-server-contract/,
+    );
   });
 });

@@ -10,7 +10,9 @@ const plain = styleFor({ isTTY: false } as NodeJS.WriteStream, { NO_COLOR: "1" }
 
 describe("CLI rendering", () => {
   it("explains the thinking cap in words, including a reply that finished before the stop request", () => {
-    expect(thinkingCapText(10, true, "")).toBe("thinking cap: reasoning stopped after 10 tokens (the thinking budget); the model answers now");
+    expect(thinkingCapText(10, true, "")).toBe(
+      "thinking cap: reasoning stopped after 10 tokens (the thinking budget); the model answers now",
+    );
     expect(thinkingCapText(10, false, "no active completion for this id")).toMatch(
       /^thinking cap of 10 tokens reached, but the reply had already finished .* nothing was cut$/,
     );
@@ -26,7 +28,13 @@ describe("CLI rendering", () => {
 
   it("shows the first lines of a long diff and says how many more there are", () => {
     const body = Array.from({ length: 30 }, (_, i) => `+line ${i + 1}`).join("\n");
-    const p = create(ProposalSchema, { id: "p-1", sessionId: "s", tool: "write_file", state: "pending", preview: `+++ b/f\n${body}` });
+    const p = create(ProposalSchema, {
+      id: "p-1",
+      sessionId: "s",
+      tool: "write_file",
+      state: "pending",
+      preview: `+++ b/f\n${body}`,
+    });
     const out = preview(p, plain, 20);
     expect(out).toContain("+line 19");
     expect(out).not.toContain("+line 20\n");

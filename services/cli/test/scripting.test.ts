@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
@@ -43,8 +43,18 @@ describe("boxmaker through pipes", () => {
     expect(r.code).toBe(0);
     const evs = events(r.stdout);
     expect(evs[0]).toHaveProperty("turn_started");
-    expect(evs.filter((e) => e.reasoning).map((e) => e.reasoning.text).join("")).toBe("thinking hard");
-    expect(evs.filter((e) => e.content).map((e) => e.content.text).join("")).toBe("Hello from JSON.");
+    expect(
+      evs
+        .filter((e) => e.reasoning)
+        .map((e) => e.reasoning.text)
+        .join(""),
+    ).toBe("thinking hard");
+    expect(
+      evs
+        .filter((e) => e.content)
+        .map((e) => e.content.text)
+        .join(""),
+    ).toBe("Hello from JSON.");
     const done = evs.at(-1)!;
     expect(done.turn_done).toMatchObject({ finish_reason: "stop", iterations: 1, final_text: "Hello from JSON." });
     expect(new Set(evs.map((e) => e.session_id)).size).toBe(1);
@@ -57,7 +67,11 @@ describe("boxmaker through pipes", () => {
     const r = await t.stack.cli(["run", "--json", "--max-iterations", "1", "read", "budget.txt"]);
     expect(r.code).toBe(3);
     const evs = events(r.stdout);
-    expect(evs.find((e) => e.budget_breach)?.budget_breach).toMatchObject({ budget: "iterations", limit: "1", used: "1" });
+    expect(evs.find((e) => e.budget_breach)?.budget_breach).toMatchObject({
+      budget: "iterations",
+      limit: "1",
+      used: "1",
+    });
     expect(evs.at(-1)!.turn_done.finish_reason).toBe("budget");
   });
 
@@ -73,7 +87,10 @@ describe("boxmaker through pipes", () => {
 
   it("exits 6 with one line naming the socket and how to start the stack when loopd is missing", async () => {
     const socket = join(t.dir, "nope.sock");
-    for (const via of [{ args: ["--socket", socket, "ls"], env: {} }, { args: ["status"], env: { BOXMAKER_SOCKET: socket } }]) {
+    for (const via of [
+      { args: ["--socket", socket, "ls"], env: {} },
+      { args: ["status"], env: { BOXMAKER_SOCKET: socket } },
+    ]) {
       const r = await runCli(via.args, { env: via.env });
       expect(r.code).toBe(6);
       expect(r.stdout).toBe("");
@@ -85,13 +102,17 @@ describe("boxmaker through pipes", () => {
     writeFileSync(join(t.dir, "stale.sock"), "");
     const stale = await runCli(["ls"], { env: { BOXMAKER_SOCKET: join(t.dir, "stale.sock") } });
     expect(stale.code).toBe(6);
-    expect(stale.stderr).toMatch(/^boxmaker: cannot reach loopd at \S+stale\.sock \(nothing is listening\); start the stack/);
+    expect(stale.stderr).toMatch(
+      /^boxmaker: cannot reach loopd at \S+stale\.sock \(nothing is listening\); start the stack/,
+    );
   });
 
   it("prints no escape sequences into a pipe even without NO_COLOR", async () => {
     t.stack.sim.enqueue({ reasoning: "r", toolCalls: [{ name: "list_dir", arguments: '{"path": "."}' }] });
     t.stack.sim.enqueue({ content: "Done." });
-    const r = await t.stack.cli(["run", "--reasoning", "list"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } });
+    const r = await t.stack.cli(["run", "--reasoning", "list"], {
+      env: { NO_COLOR: undefined, FORCE_COLOR: undefined },
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("┌ list_dir");
     expect(r.stdout).toContain("thinking:");
@@ -133,15 +154,23 @@ describe("boxmaker through pipes", () => {
 
     const ls = await t.stack.cli(["ls"]);
     expect(ls.stdout).toMatch(/^ID\s+STATE\s+ROLE\s+MSGS\s+CONTEXT\s+ACTIVE\s+TITLE$/m);
-    expect(ls.stdout).toMatch(new RegExp(`^${id}\\s+idle\\s+main\\s+4\\s+\\d+\\s+\\S+ ago\\s+what colour is the sky\\?$`, "m"));
+    expect(ls.stdout).toMatch(
+      new RegExp(`^${id}\\s+idle\\s+main\\s+4\\s+\\d+\\s+\\S+ ago\\s+what colour is the sky\\?$`, "m"),
+    );
     const lsJson = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout);
-    expect(lsJson.sessions.find((s: Event) => s.id === id)).toMatchObject({ state: "idle", messages: 4, role: "SESSION_ROLE_MAIN" });
+    expect(lsJson.sessions.find((s: Event) => s.id === id)).toMatchObject({
+      state: "idle",
+      messages: 4,
+      role: "SESSION_ROLE_MAIN",
+    });
 
     const show = await t.stack.cli(["show", id]);
     expect(show.stdout).toContain("what colour is the sky?");
     expect(show.stdout).toContain("I should read the file.");
     // The call, its decision as the live view showed it, then its result.
-    expect(show.stdout).toMatch(/┌ read_file \{"path": "facts.txt"\}\n\s+│ allowed \(default:read\)\n\s+│ the sky is green\n\s+└ ok/);
+    expect(show.stdout).toMatch(
+      /┌ read_file \{"path": "facts.txt"\}\n\s+│ allowed \(default:read\)\n\s+│ the sky is green\n\s+└ ok/,
+    );
     expect(show.stdout).toContain("The file says the sky is green.");
     expect((await t.stack.cli(["show", "--no-reasoning", id])).stdout).not.toContain("I should read the file.");
     const showJson = JSON.parse((await t.stack.cli(["show", "--json", id])).stdout);
@@ -151,7 +180,8 @@ describe("boxmaker through pipes", () => {
 
     const status = await t.stack.cli(["status"]);
     expect(status.code).toBe(0);
-    for (const d of ["loopd", "inferproxy", "brokerd"]) expect(status.stdout).toMatch(new RegExp(`✓\\s+${d}\\s+\\S+\\.sock\\s+ok`));
+    for (const d of ["loopd", "inferproxy", "brokerd"])
+      expect(status.stdout).toMatch(new RegExp(`✓\\s+${d}\\s+\\S+\\.sock\\s+ok`));
     expect(status.stdout).toMatch(/build\s+b1-llamasim/);
     expect(status.stdout).toMatch(/self-test\s+passed/);
     expect(status.stdout).toMatch(/^\s+0\s+main\s+idle/m);
@@ -187,7 +217,9 @@ describe("boxmaker through pipes", () => {
     t.stack.sim.enqueue({ content: "tock ".repeat(400), tokenDelayMs: 20 });
     const slow = spawnCli(["run", "tock", "forever"]);
     await until(() => slow.stdout().includes("tock tock"), "the slow turn to stream");
-    const slowId = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find((s: Event) => s.title === "tock forever").id;
+    const slowId = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find(
+      (s: Event) => s.title === "tock forever",
+    ).id;
     const c = await t.stack.cli(["cancel", slowId]);
     expect(c.stdout).toBe(`cancelled the running turn of ${slowId}\n`);
     expect(await slow.exited).toBe(5);
@@ -195,17 +227,20 @@ describe("boxmaker through pipes", () => {
     expect((await t.stack.cli(["cancel", "--json", slowId])).stdout.trim()).toBe('{"cancelled":false}');
   });
 
-  it.each(["SIGTERM", "SIGHUP", "SIGINT"] as const)("run stopped with %s cancels its turn, so the next run does not wait for the slot", async (sig) => {
-    t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 20 });
-    const slow = spawnCli(["run", "--json", "go", "slowly", sig]);
-    await until(() => slow.stdout().includes('"content"'), "the slow turn to stream");
-    slow.proc.kill(sig);
-    expect(await slow.exited).toBe(5);
-    t.stack.sim.enqueue({ content: "next" });
-    const next = await t.stack.cli(["run", "--json", "next", "one"], { timeoutMs: 5_000 });
-    expect(next.code).toBe(0);
-    expect(next.stdout).not.toContain('"waiting"');
-  });
+  it.each(["SIGTERM", "SIGHUP", "SIGINT"] as const)(
+    "run stopped with %s cancels its turn, so the next run does not wait for the slot",
+    async (sig) => {
+      t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 20 });
+      const slow = spawnCli(["run", "--json", "go", "slowly", sig]);
+      await until(() => slow.stdout().includes('"content"'), "the slow turn to stream");
+      slow.proc.kill(sig);
+      expect(await slow.exited).toBe(5);
+      t.stack.sim.enqueue({ content: "next" });
+      const next = await t.stack.cli(["run", "--json", "next", "one"], { timeoutMs: 5_000 });
+      expect(next.code).toBe(0);
+      expect(next.stdout).not.toContain('"waiting"');
+    },
+  );
 
   it("--version prints the package version", async () => {
     const r = await t.stack.cli(["--version"]);
@@ -229,7 +264,9 @@ describe("boxmaker through pipes", () => {
     // `proposals` lists what waits: id, session, tool, a one-line preview, its age.
     const listed = await t.stack.cli(["proposals"]);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(new RegExp(`^${decision.proposal_id}\\s+s-\\S+\\s+write_file\\s+\\d+s ago\\s+nope\\.txt \\(\\+1 -0\\)$`, "m"));
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${decision.proposal_id}\\s+s-\\S+\\s+write_file\\s+\\d+s ago\\s+nope\\.txt \\(\\+1 -0\\)$`, "m"),
+    );
     // Without a terminal nobody can be asked: --yes is required.
     const unconfirmed = await t.stack.cli(["reject", decision.proposal_id]);
     expect(unconfirmed.code).toBe(2);
@@ -247,11 +284,15 @@ describe("boxmaker through pipes", () => {
   });
 
   it("schedule add, ls and rm", async () => {
-    const added = JSON.parse((await t.stack.cli(["schedule", "add", "--json", "30 6 * * *", "water", "the", "plants"])).stdout);
+    const added = JSON.parse(
+      (await t.stack.cli(["schedule", "add", "--json", "30 6 * * *", "water", "the", "plants"])).stdout,
+    );
     expect(added).toMatchObject({ cron: "30 6 * * *", prompt: "water the plants" });
     const ls = await t.stack.cli(["schedule", "ls"]);
     expect(ls.stdout).toMatch(new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+.*water the plants$`, "m"));
-    expect(ls.stdout).toMatch(new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+never\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:30`, "m"));
+    expect(ls.stdout).toMatch(
+      new RegExp(`^${added.id}\\s+30 6 \\* \\* \\*\\s+never\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:30`, "m"),
+    );
     const four = await t.stack.cli(["schedule", "add", "* * * *", "hi"]);
     expect(four.code).toBe(2);
     expect(four.stderr).toContain("has 4 fields; a schedule needs five");
@@ -262,7 +303,10 @@ describe("boxmaker through pipes", () => {
 
   it("rename, export (md and jsonl), archive and rm a session; schedule run starts one now", async () => {
     writeFileSync(join(t.stack.workspace, "life.txt"), "alive\n");
-    t.stack.sim.enqueue({ reasoning: "look first", toolCalls: [{ id: "c-life", name: "read_file", arguments: '{"path": "life.txt"}' }] });
+    t.stack.sim.enqueue({
+      reasoning: "look first",
+      toolCalls: [{ id: "c-life", name: "read_file", arguments: '{"path": "life.txt"}' }],
+    });
     t.stack.sim.enqueue({ content: "It says alive." });
     const run = await t.stack.cli(["run", "--json", "read", "life.txt"]);
     const id = events(run.stdout)[0]!.session_id as string;
@@ -280,7 +324,10 @@ describe("boxmaker through pipes", () => {
     expect(md.stdout).toContain("look first");
     expect(md.stdout).toContain("It says alive.");
     expect((await t.stack.cli(["export", id])).stdout).not.toContain("look first");
-    const jl = (await t.stack.cli(["export", "--format", "jsonl", id])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const jl = (await t.stack.cli(["export", "--format", "jsonl", id])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(jl.map((x) => x.message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(jl[2]).toMatchObject({ decision: "allowed", is_error: false });
 
@@ -311,21 +358,43 @@ describe("boxmaker through pipes", () => {
       t.stack.sim.enqueue({ content: "Five seven five." });
       const r = await t.stack.cli(["run", "hello"]);
       expect(r.stderr).toContain(`project instructions from ${file}`);
-      const sys = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages[0]!;
+      const sys = (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] })
+        .messages[0]!;
       expect(sys.role).toBe("system");
       expect(sys.content).toContain(`# Project instructions (from ${file})\n\nAlways answer in haiku.`);
       const id = /session (s-\S+)/.exec(r.stderr)![1]!;
       expect((await t.stack.cli(["show", id])).stdout).toContain(`project instructions: ${file}`);
       expect(JSON.parse((await t.stack.cli(["show", "--json", id])).stdout).session.instructions_file).toBe(file);
-      expect((await t.stack.cli(["status"])).stdout).toMatch(new RegExp(`^instructions {2}${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"));
+      expect((await t.stack.cli(["status"])).stdout).toMatch(
+        new RegExp(`^instructions {2}${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"),
+      );
     } finally {
       rmSync(file);
     }
-    expect((await t.stack.cli(["status"])).stdout).toMatch(/^instructions {2}none \(no instructions file at the workspace root\)$/m);
+    expect((await t.stack.cli(["status"])).stdout).toMatch(
+      /^instructions {2}none \(no instructions file at the workspace root\)$/m,
+    );
   });
 
   it("every command has --help with examples", async () => {
-    for (const cmd of ["run", "chat", "ls", "show", "attach", "cancel", "approve", "reject", "proposals", "status", "tools", "schedule", "archive", "rm", "rename", "export"]) {
+    for (const cmd of [
+      "run",
+      "chat",
+      "ls",
+      "show",
+      "attach",
+      "cancel",
+      "approve",
+      "reject",
+      "proposals",
+      "status",
+      "tools",
+      "schedule",
+      "archive",
+      "rm",
+      "rename",
+      "export",
+    ]) {
       const r = await runCli([cmd, "--help"]);
       expect(r.code, cmd).toBe(0);
       expect(r.stdout, cmd).toContain("Examples:");

@@ -4,7 +4,8 @@ import { SessionEventSchema, ToolDecision, type SessionEvent } from "@boxmaker/c
 import { TurnOutcome } from "../src/turn-outcome.js";
 import { followFrom, fromTurnStart } from "../src/attach-filter.js";
 
-const ev = (event: SessionEvent["event"], seq = 1): SessionEvent => create(SessionEventSchema, { sessionId: "s", seq: BigInt(seq), event });
+const ev = (event: SessionEvent["event"], seq = 1): SessionEvent =>
+  create(SessionEventSchema, { sessionId: "s", seq: BigInt(seq), event });
 
 function outcomeOf(events: SessionEvent["event"][]): TurnOutcome {
   const o = new TurnOutcome();
@@ -12,7 +13,8 @@ function outcomeOf(events: SessionEvent["event"][]): TurnOutcome {
   return o;
 }
 const turnDone = (finishReason: string) => ({ case: "turnDone", value: { finishReason } }) as SessionEvent["event"];
-const decision = (d: ToolDecision, callId = "c1") => ({ case: "toolDecision", value: { callId, decision: d } }) as SessionEvent["event"];
+const decision = (d: ToolDecision, callId = "c1") =>
+  ({ case: "toolDecision", value: { callId, decision: d } }) as SessionEvent["event"];
 const result = (content: string, isError = false, proposalState = "", callId = "c1") =>
   ({ case: "toolResult", value: { callId, content, isError, proposalState } }) as SessionEvent["event"];
 
@@ -22,18 +24,33 @@ describe("TurnOutcome", () => {
     expect(outcomeOf([turnDone("stop")]).exitCode).toBe(0);
     expect(outcomeOf([turnDone("budget")]).exitCode).toBe(3);
     expect(outcomeOf([turnDone("cancelled")]).exitCode).toBe(5);
-    expect(outcomeOf([{ case: "turnFailed", value: { code: "UNAVAILABLE" } } as SessionEvent["event"]]).exitCode).toBe(6);
+    expect(outcomeOf([{ case: "turnFailed", value: { code: "UNAVAILABLE" } } as SessionEvent["event"]]).exitCode).toBe(
+      6,
+    );
     expect(outcomeOf([{ case: "turnFailed", value: { code: "INTERNAL" } } as SessionEvent["event"]]).exitCode).toBe(1);
     expect(outcomeOf([result("x")]).done).toBe(false);
   });
 
   it("a staged call approved in time is a success; still pending, rejected or denied is exit 4", () => {
-    expect(outcomeOf([decision(ToolDecision.STAGED), result("Created a.txt", false, "applied"), turnDone("stop")]).exitCode).toBe(0);
-    expect(outcomeOf([decision(ToolDecision.STAGED), result("staged; nobody decided", false, "pending"), turnDone("stop")]).exitCode).toBe(4);
-    expect(outcomeOf([decision(ToolDecision.STAGED), result("the operator rejected this", true, "rejected"), turnDone("stop")]).exitCode).toBe(4);
+    expect(
+      outcomeOf([decision(ToolDecision.STAGED), result("Created a.txt", false, "applied"), turnDone("stop")]).exitCode,
+    ).toBe(0);
+    expect(
+      outcomeOf([decision(ToolDecision.STAGED), result("staged; nobody decided", false, "pending"), turnDone("stop")])
+        .exitCode,
+    ).toBe(4);
+    expect(
+      outcomeOf([
+        decision(ToolDecision.STAGED),
+        result("the operator rejected this", true, "rejected"),
+        turnDone("stop"),
+      ]).exitCode,
+    ).toBe(4);
     expect(outcomeOf([decision(ToolDecision.DENIED), result("denied", true), turnDone("stop")]).exitCode).toBe(4);
     // An error from an allowed call is the model's business, not the operator's.
-    expect(outcomeOf([decision(ToolDecision.ALLOWED), result("error: no such file", true), turnDone("stop")]).exitCode).toBe(0);
+    expect(
+      outcomeOf([decision(ToolDecision.ALLOWED), result("error: no such file", true), turnDone("stop")]).exitCode,
+    ).toBe(0);
   });
 });
 

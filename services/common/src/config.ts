@@ -55,7 +55,9 @@ export function parseConfig<T>(schema: ConfigSchema<T>, data: unknown, source = 
   }
   if (data === undefined) data = {};
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
-    throw new ConfigError(`${source}: the config must be one JSON object, not ${data === null ? "null" : Array.isArray(data) ? "an array" : typeof data}`);
+    throw new ConfigError(
+      `${source}: the config must be one JSON object, not ${data === null ? "null" : Array.isArray(data) ? "an array" : typeof data}`,
+    );
   }
   const copy = structuredClone(data);
   if (!validate(copy)) {
@@ -72,7 +74,9 @@ export const MAX_SOCKET_PATH_BYTES = 107;
 export function checkSocketPath(path: string, key = "socket"): void {
   const n = Buffer.byteLength(path);
   if (n > MAX_SOCKET_PATH_BYTES) {
-    throw new ConfigError(`key "${key}": the socket path ${path} is ${n} bytes; Unix socket paths are limited to ${MAX_SOCKET_PATH_BYTES} bytes, use a shorter directory`);
+    throw new ConfigError(
+      `key "${key}": the socket path ${path} is ${n} bytes; Unix socket paths are limited to ${MAX_SOCKET_PATH_BYTES} bytes, use a shorter directory`,
+    );
   }
 }
 

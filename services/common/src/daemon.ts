@@ -38,7 +38,9 @@ export interface Daemon {
 async function probeBind(socketPath: string): Promise<void> {
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
-    probe.once("error", (err) => reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`)));
+    probe.once("error", (err) =>
+      reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`)),
+    );
     probe.listen(socketPath, () => resolve());
   });
   await new Promise<void>((resolve) => probe.close(() => resolve()));
@@ -60,7 +62,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
       // A socket that cannot be bound is a config problem: one line, exit 2, not a stack trace.
       err
-        ? reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${(/\[(.*)\]/.exec(err.message)?.[1] ?? err.message).replace(/\s+/g, " ")}`))
+        ? reject(
+            new ConfigError(
+              `key "socket": cannot listen on ${socketPath}: ${(/\[(.*)\]/.exec(err.message)?.[1] ?? err.message).replace(/\s+/g, " ")}`,
+            ),
+          )
         : resolve(),
     ),
   );

@@ -28,9 +28,17 @@ type StreamHandler<I extends DescMessage, O extends DescMessage> = (
   ctx: CallContext,
 ) => AsyncIterable<MessageInitShape<O>>;
 
-type Handler<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+type Handler<M> = M extends {
+  methodKind: "unary";
+  input: infer I extends DescMessage;
+  output: infer O extends DescMessage;
+}
   ? UnaryHandler<I, O>
-  : M extends { methodKind: "server_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  : M extends {
+        methodKind: "server_streaming";
+        input: infer I extends DescMessage;
+        output: infer O extends DescMessage;
+      }
     ? StreamHandler<I, O>
     : never;
 
@@ -53,9 +61,17 @@ export interface CallOptions {
   waitForReady?: boolean;
 }
 
-type ClientMethod<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+type ClientMethod<M> = M extends {
+  methodKind: "unary";
+  input: infer I extends DescMessage;
+  output: infer O extends DescMessage;
+}
   ? (req: MessageInitShape<I>, opts?: CallOptions) => Promise<MessageShape<O>>
-  : M extends { methodKind: "server_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  : M extends {
+        methodKind: "server_streaming";
+        input: infer I extends DescMessage;
+        output: infer O extends DescMessage;
+      }
     ? (req: MessageInitShape<I>, opts?: CallOptions) => AsyncIterable<MessageShape<O>>
     : never;
 
@@ -191,7 +207,10 @@ function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage
  * notifications/cancelled for a request that already completed), so once the
  * handler has settled, "cancelled" means nothing to it.
  */
-function abortOnClientCancel(call: Pick<grpc.ServerUnaryCall<unknown, unknown>, "on" | "off">, ac: AbortController): { settled(): void } {
+function abortOnClientCancel(
+  call: Pick<grpc.ServerUnaryCall<unknown, unknown>, "on" | "off">,
+  ac: AbortController,
+): { settled(): void } {
   let settled = false;
   const onCancelled = () => {
     if (!settled) ac.abort(new RpcError(Status.CANCELLED, "cancelled by client"));
@@ -246,15 +265,22 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     if (m.methodKind === "unary") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
         new Promise((resolve, reject) => {
-          const call = method(create(m.input, req), callMetadata(opts), callOptions(opts), (err: unknown, res: unknown) =>
-            err ? reject(toClientError(err)) : resolve(res),
+          const call = method(
+            create(m.input, req),
+            callMetadata(opts),
+            callOptions(opts),
+            (err: unknown, res: unknown) => (err ? reject(toClientError(err)) : resolve(res)),
           ) as grpc.ClientUnaryCall;
           opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
     } else {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
         async *[Symbol.asyncIterator]() {
-          const call = method(create(m.input, req), callMetadata(opts), callOptions(opts)) as grpc.ClientReadableStream<unknown>;
+          const call = method(
+            create(m.input, req),
+            callMetadata(opts),
+            callOptions(opts),
+          ) as grpc.ClientReadableStream<unknown>;
           const onAbort = () => call.cancel();
           opts?.signal?.addEventListener("abort", onAbort, { once: true });
           try {

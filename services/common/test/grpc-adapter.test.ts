@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { existsSync, statSync } from "node:fs";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import {
@@ -148,7 +148,11 @@ describe("socket lifecycle", () => {
     await expect(prepareSocketPath(sock)).rejects.toBeInstanceOf(SocketInUseError);
     await new Promise<void>((r) => live.close(() => r()));
     // A crashed process leaves the file behind with no listener: a child that listens, then is SIGKILLed.
-    spawnSync(process.execPath, ["-e", 'require("net").createServer().listen(process.argv[1], () => process.kill(process.pid, "SIGKILL"))', sock]);
+    spawnSync(process.execPath, [
+      "-e",
+      'require("net").createServer().listen(process.argv[1], () => process.kill(process.pid, "SIGKILL"))',
+      sock,
+    ]);
     expect(statSync(sock).isSocket()).toBe(true);
     await prepareSocketPath(sock);
     expect(existsSync(sock)).toBe(false);

@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import { buildConnector } from "undici";
+import type { buildConnector } from "undici";
 
 /**
  * Why a new connection to llama-server was not handed to any request: the

@@ -42,11 +42,10 @@ export function mapHttpError(status: number, body: ServerErrorBody, ctx: ErrorCo
   const d = details(body, status, ctx);
   if (body.type === "exceed_context_size_error") return contextOverflow(body, d, ctx);
   if (status === 503 || body.type === "unavailable_error") {
-    return new RpcError(
-      Status.UNAVAILABLE,
-      `llama-server is not ready (${msg}); retry in ${ctx.retryAfterMs} ms`,
-      { ...d, retry_after_ms: String(ctx.retryAfterMs) },
-    );
+    return new RpcError(Status.UNAVAILABLE, `llama-server is not ready (${msg}); retry in ${ctx.retryAfterMs} ms`, {
+      ...d,
+      retry_after_ms: String(ctx.retryAfterMs),
+    });
   }
   if (status === 501 || body.type === "not_supported_error") {
     return new RpcError(Status.UNIMPLEMENTED, `llama-server does not support this ${ctx.what}: ${msg}`, d);
@@ -116,13 +115,25 @@ export function mapConnectError(err: unknown, ctx: ErrorContext): RpcError {
 
 /** undici sometimes wraps the socket error in `cause`. */
 export function errnoOf(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
+  for (
+    let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0;
+    e && i < 4;
+    e = e.cause as typeof e, i++
+  ) {
     if (typeof e.code === "string") return e.code;
   }
   return undefined;
 }
 
-const CONNECT_CODES = new Set(["ENOENT", "ECONNREFUSED", "EACCES", "ENOTSOCK", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const CONNECT_CODES = new Set([
+  "ENOENT",
+  "ECONNREFUSED",
+  "EACCES",
+  "ENOTSOCK",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 /** True when the request never reached the server at all. */
 export function isConnectError(err: unknown): boolean {

@@ -42,10 +42,13 @@ export function refusalMessage(upstream: string, st: SelfTestResult, props: Prop
   const short = (h: string) => (h ? h.slice(0, 12) : "none");
   const diffs: string[] = [];
   if (st.actualTemplateSha256 !== st.expectedTemplateSha256) {
-    diffs.push(`chat_template sha256 ${short(st.actualTemplateSha256)}…, expected ${short(st.expectedTemplateSha256)}…`);
+    diffs.push(
+      `chat_template sha256 ${short(st.actualTemplateSha256)}…, expected ${short(st.expectedTemplateSha256)}…`,
+    );
   }
   if (st.actualNCtx !== st.expectedNCtx) diffs.push(`n_ctx per slot ${st.actualNCtx}, expected ${st.expectedNCtx}`);
-  if (st.actualTotalSlots !== st.expectedTotalSlots) diffs.push(`total_slots ${st.actualTotalSlots}, expected ${st.expectedTotalSlots}`);
+  if (st.actualTotalSlots !== st.expectedTotalSlots)
+    diffs.push(`total_slots ${st.actualTotalSlots}, expected ${st.expectedTotalSlots}`);
   if (diffs.length === 0) diffs.push(...st.mismatches);
   const model = props?.model_path ?? props?.model_alias;
   return (
@@ -109,7 +112,10 @@ export class HealthMonitor {
   checkConnection(res: RawResponse): void {
     if (res.status === 503) {
       this.setState("loading");
-      throw new ServerCheckError("loading", `llama-server is loading (GET /props answered 503); retry in ${this.o.pollMs} ms`);
+      throw new ServerCheckError(
+        "loading",
+        `llama-server is loading (GET /props answered 503); retry in ${this.o.pollMs} ms`,
+      );
     }
     let props: unknown;
     try {

@@ -35,7 +35,13 @@ export class JsonArrayCheck {
       const prev = this.recent[i]!;
       if (text === prev) return true;
       const open = prev.length - 1; // where prev's closing bracket stands
-      if (prev[open] !== "]" || text.length <= prev.length || text[open] !== "," || !text.startsWith(prev.slice(0, open))) continue;
+      if (
+        prev[open] !== "]" ||
+        text.length <= prev.length ||
+        text[open] !== "," ||
+        !text.startsWith(prev.slice(0, open))
+      )
+        continue;
       if (!prev.slice(0, open).trimEnd().endsWith("[")) {
         // prev had elements: the new ones follow them after the comma.
         try {

@@ -84,8 +84,11 @@ export class SilenceJudge {
         ? { verdict: "kill", reason: "the slot is not processing any task" }
         : { verdict: "wait", reason: "slot not processing yet" };
     }
-    if (prev && prev.processing && prev.task === sample.task &&
-        (sample.decoded > prev.decoded || sample.promptProcessed > prev.promptProcessed)) {
+    if (
+      prev?.processing &&
+      prev.task === sample.task &&
+      (sample.decoded > prev.decoded || sample.promptProcessed > prev.promptProcessed)
+    ) {
       this.lastProgressAt = now;
       this.extensions++;
       return { verdict: "wait", reason: `slot busy: ${sample.decoded} tokens decoded`, progressed: true };

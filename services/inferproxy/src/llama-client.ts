@@ -266,7 +266,10 @@ export class LlamaClient {
     return new Promise<Dispatcher.ResponseData>((resolve, reject) => {
       const onAbort = () => {
         reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-        p.then((r) => r.body.dump().catch(() => undefined), () => undefined);
+        p.then(
+          (r) => r.body.dump().catch(() => undefined),
+          () => undefined,
+        );
       };
       if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { dirname, join } from "node:path";
 import {
   InferService,
   addService,
@@ -13,7 +12,6 @@ import {
 import { configSchema } from "./config.js";
 import { InferProxy } from "./service.js";
 import type { SelfTestResult } from "./self-test.js";
-
 
 // `--version`: the package's version, before anything else happens.
 exitOnVersionFlag(import.meta.url);
@@ -46,7 +44,11 @@ runMain(async () => {
     }
     log.error(
       {
-        expected: { template_sha256: r.expectedTemplateSha256, n_ctx: r.expectedNCtx, total_slots: r.expectedTotalSlots },
+        expected: {
+          template_sha256: r.expectedTemplateSha256,
+          n_ctx: r.expectedNCtx,
+          total_slots: r.expectedTotalSlots,
+        },
         actual: { template_sha256: r.actualTemplateSha256, n_ctx: r.actualNCtx, total_slots: r.actualTotalSlots },
         mismatches: r.mismatches,
       },

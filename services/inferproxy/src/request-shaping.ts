@@ -42,7 +42,8 @@ export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, 
   const pick = (k: keyof SamplingConfig): number => {
     const v = s[k];
     if (v === undefined || v === null) return d.sampling[k];
-    if (!Number.isFinite(v) || v < 0) throw invalidArgument(`sampling.${k} must be a finite number >= 0, got ${v}`, { field: `sampling.${k}` });
+    if (!Number.isFinite(v) || v < 0)
+      throw invalidArgument(`sampling.${k} must be a finite number >= 0, got ${v}`, { field: `sampling.${k}` });
     return v;
   };
   const maxTokens = input.maxTokens > 0 ? input.maxTokens : d.maxTokens;

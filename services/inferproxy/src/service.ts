@@ -1,5 +1,5 @@
 import {
-  InferService,
+  type InferService,
   RpcError,
   SlotActionKind,
   Status,
@@ -18,7 +18,12 @@ import {
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { InferproxyConfig } from "./config.js";
-import { CompletionAssembler, StreamErrorObject, StreamProtocolError, type CompletionEventInit } from "./completion-stream.js";
+import {
+  CompletionAssembler,
+  StreamErrorObject,
+  StreamProtocolError,
+  type CompletionEventInit,
+} from "./completion-stream.js";
 import { errorBodyOf, mapConnectError, mapHttpError, mapStreamError, type ErrorContext } from "./error-mapping.js";
 import { ServerCheckError } from "./connection-check.js";
 import { HealthMonitor, refusalMessage } from "./health-monitor.js";
@@ -184,7 +189,10 @@ export class InferProxy {
       probe: (signal) => this.probeSlot(req.slot, signal),
       onDead: (silent, why) => upstream.abort(new LivenessTimeout(silent, why)),
       onBusy: (silent, smp) =>
-        log.debug({ silent_ms: Math.round(silent), n_decoded: smp.decoded }, "stream silent but the slot is decoding; waiting"),
+        log.debug(
+          { silent_ms: Math.round(silent), n_decoded: smp.decoded },
+          "stream silent but the slot is decoding; waiting",
+        ),
     });
     const asm = new CompletionAssembler();
     const cap = new ThinkingCap(req.thinkingCapTokens);
@@ -336,7 +344,12 @@ export class InferProxy {
       return new RpcError(
         Status.ABORTED,
         `thinking cap reached but llama-server refused to end reasoning (${reason.message}); the completion was aborted`,
-        { upstream: errCtx.upstream, slot: String(errCtx.slot), completion_id: asm.completionId, reason: "thinking_cap_refused" },
+        {
+          upstream: errCtx.upstream,
+          slot: String(errCtx.slot),
+          completion_id: asm.completionId,
+          reason: "thinking_cap_refused",
+        },
       );
     }
     if (err instanceof RpcError) return err;
@@ -425,9 +438,12 @@ export class InferProxy {
     }
     if (action !== "erase" && !/^[A-Za-z0-9._-]+$/.test(req.filename)) {
       // The server resolves the name inside --slot-save-path; a path would be refused or escape it.
-      throw invalidArgument(`filename must be a plain file name ([A-Za-z0-9._-]+), got ${JSON.stringify(req.filename)}`, {
-        field: "filename",
-      });
+      throw invalidArgument(
+        `filename must be a plain file name ([A-Za-z0-9._-]+), got ${JSON.stringify(req.filename)}`,
+        {
+          field: "filename",
+        },
+      );
     }
     if (action !== "erase" && (req.filename === "." || req.filename === "..")) {
       throw invalidArgument("filename must not be . or ..", { field: "filename" });
@@ -458,7 +474,8 @@ export class InferProxy {
         throw mapConnectError(err.cause, errCtx);
       }
       if (err instanceof ServerCheckError) throw this.checkError(err);
-      if (err instanceof UpstreamTimeoutError) throw deadlineExceeded(`slot ${action}: ${err.message}`, { upstream: this.client.label });
+      if (err instanceof UpstreamTimeoutError)
+        throw deadlineExceeded(`slot ${action}: ${err.message}`, { upstream: this.client.label });
       if (ctx.signal.aborted) throw cancelled();
       throw err;
     } finally {

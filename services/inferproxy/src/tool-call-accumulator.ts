@@ -88,7 +88,15 @@ export class ToolCallAccumulator {
         const { parsed, error } = parseArguments(raw);
         const parseError =
           error && finishReason === "length" ? `${error} (the call was cut off: finish_reason length)` : error;
-        return { index: s.index, id: s.id, type: s.type, name: s.name, arguments: raw, parseError, ...(parsed ? { parsed } : {}) };
+        return {
+          index: s.index,
+          id: s.id,
+          type: s.type,
+          name: s.name,
+          arguments: raw,
+          parseError,
+          ...(parsed ? { parsed } : {}),
+        };
       });
   }
 }
@@ -102,7 +110,9 @@ export function parseArguments(raw: string): { parsed?: Record<string, unknown>;
     return { error: `arguments are not valid JSON: ${(err as Error).message}` };
   }
   if (v === null || typeof v !== "object" || Array.isArray(v)) {
-    return { error: `arguments are JSON but not an object (${v === null ? "null" : Array.isArray(v) ? "array" : typeof v})` };
+    return {
+      error: `arguments are JSON but not an object (${v === null ? "null" : Array.isArray(v) ? "array" : typeof v})`,
+    };
   }
   return { parsed: v as Record<string, unknown>, error: "" };
 }

@@ -33,35 +33,45 @@ function expected(r: Recording) {
 }
 
 describe("replaying recorded streams through the assembler", () => {
-  it.each(["chat-stream-answer", "cache-1-first", "cache-3-next-user-turn", "prefill-progress-16k", "reasoning-stream-no-control", "error-tool-choice-unknown-name"])(
-    "%s: final message and timings as recorded",
-    (name) => {
-      const r = recording(name);
-      const { asm, events, error } = replay(r);
-      expect(error).toBeUndefined();
-      const want = expected(r);
-      const fin = asm.message();
-      expect(fin.content).toBe(want.content);
-      expect(fin.reasoningContent).toBe(want.reasoning);
-      expect(fin.finishReason).toBe(want.finish);
-      expect(fin.timings).toEqual({
-        cacheN: want.timings!.cache_n,
-        promptN: want.timings!.prompt_n,
-        promptMs: want.timings!.prompt_ms,
-        predictedN: want.timings!.predicted_n,
-        predictedMs: want.timings!.predicted_ms,
-      });
-      expect(fin.completionId).toMatch(/^chatcmpl-/);
-      const msg = JSON.parse(fin.messageJson!);
-      expect(msg).toEqual({ role: "assistant", content: want.content, ...(want.reasoning ? { reasoning_content: want.reasoning } : {}) });
-      const progress = events.filter((e) => e.event?.case === "progress");
-      expect(progress.length).toBe((recordedEvents(r) as any[]).filter((c) => c.prompt_progress).length);
-    },
-  );
+  it.each([
+    "chat-stream-answer",
+    "cache-1-first",
+    "cache-3-next-user-turn",
+    "prefill-progress-16k",
+    "reasoning-stream-no-control",
+    "error-tool-choice-unknown-name",
+  ])("%s: final message and timings as recorded", (name) => {
+    const r = recording(name);
+    const { asm, events, error } = replay(r);
+    expect(error).toBeUndefined();
+    const want = expected(r);
+    const fin = asm.message();
+    expect(fin.content).toBe(want.content);
+    expect(fin.reasoningContent).toBe(want.reasoning);
+    expect(fin.finishReason).toBe(want.finish);
+    expect(fin.timings).toEqual({
+      cacheN: want.timings!.cache_n,
+      promptN: want.timings!.prompt_n,
+      promptMs: want.timings!.prompt_ms,
+      predictedN: want.timings!.predicted_n,
+      predictedMs: want.timings!.predicted_ms,
+    });
+    expect(fin.completionId).toMatch(/^chatcmpl-/);
+    const msg = JSON.parse(fin.messageJson!);
+    expect(msg).toEqual({
+      role: "assistant",
+      content: want.content,
+      ...(want.reasoning ? { reasoning_content: want.reasoning } : {}),
+    });
+    const progress = events.filter((e) => e.event?.case === "progress");
+    expect(progress.length).toBe((recordedEvents(r) as any[]).filter((c) => c.prompt_progress).length);
+  });
 
   it("chat-stream-answer: exact event sequence", () => {
     const { events, asm } = replay(recording("chat-stream-answer"));
-    expect(events.map((e) => [e.event?.case, (e.event?.value as any)?.text ?? (e.event?.value as any)?.processed])).toEqual([
+    expect(
+      events.map((e) => [e.event?.case, (e.event?.value as any)?.text ?? (e.event?.value as any)?.processed]),
+    ).toEqual([
       ["progress", 0],
       ["progress", 35],
       ["content", "Done"],
@@ -94,15 +104,29 @@ describe("replaying recorded streams through the assembler", () => {
     const fin = asm.message();
     expect(fin.finishReason).toBe("length");
     expect(fin.toolCalls).toEqual([
-      { index: 0, id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m", type: "function", name: "find_tool", arguments: raw, parseError: expect.stringMatching(/cut off/) },
+      {
+        index: 0,
+        id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m",
+        type: "function",
+        name: "find_tool",
+        arguments: raw,
+        parseError: expect.stringMatching(/cut off/),
+      },
     ]);
     expect(JSON.parse(fin.messageJson!)).toEqual({
       role: "assistant",
       content: "",
-      tool_calls: [{ id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m", type: "function", function: { name: "find_tool", arguments: raw } }],
+      tool_calls: [
+        { id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m", type: "function", function: { name: "find_tool", arguments: raw } },
+      ],
     });
     const tc = events.filter((e) => e.event?.case === "toolCall").map((e) => e.event!.value as any);
-    expect(tc[0]).toMatchObject({ index: 0, id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m", name: "find_tool", argumentsDelta: "{" });
+    expect(tc[0]).toMatchObject({
+      index: 0,
+      id: "AJQzlKPtpNvF1ANJnUIAPo0dVGuVR81m",
+      name: "find_tool",
+      argumentsDelta: "{",
+    });
     expect(tc.slice(1).every((t) => t.id === "" && t.name === "")).toBe(true);
   });
 
@@ -125,7 +149,15 @@ describe("replaying recorded streams through the assembler", () => {
   it("serialises the message deterministically, with keys only when the server produced them", () => {
     const asm = new CompletionAssembler();
     asm.onChunk({ choices: [{ delta: { reasoning_content: "hm" } }] });
-    asm.onChunk({ choices: [{ delta: { tool_calls: [{ index: 0, id: "i", type: "function", function: { name: "f", arguments: '{"b":1, "a":2}' } }] } }] });
+    asm.onChunk({
+      choices: [
+        {
+          delta: {
+            tool_calls: [{ index: 0, id: "i", type: "function", function: { name: "f", arguments: '{"b":1, "a":2}' } }],
+          },
+        },
+      ],
+    });
     asm.onChunk({ choices: [{ finish_reason: "tool_calls", delta: {} }] });
     expect(asm.message().messageJson).toBe(
       '{"role":"assistant","content":"","reasoning_content":"hm","tool_calls":[{"id":"i","type":"function","function":{"name":"f","arguments":"{\\"b\\":1, \\"a\\":2}"}}]}',

@@ -14,7 +14,8 @@ describe("Complete against the simulator", () => {
 
   it("shapes the request and streams progress, content and a final message with timings", async () => {
     const messages = '[{"role":"system","content":"You are Boxmaker."} ,  {"role":"user","content":"caf\\u00e9?"}]';
-    const tools = '[{"type":"function","function":{"name":"list_dir","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]';
+    const tools =
+      '[{"type":"function","function":{"name":"list_dir","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]';
     s.sim.enqueue({ content: ["Hel", "lo", " there"] });
     const r = await collect(s.client, { slot: 2, messagesJson: messages, toolsJson: tools, requestId: "t1" });
     expect(r.error).toBeUndefined();
@@ -44,7 +45,13 @@ describe("Complete against the simulator", () => {
     expect(f.finishReason).toBe("stop");
     expect(f.completionId).toBe(req.completionId);
     const t = req.timings!;
-    expect(f.timings).toMatchObject({ cacheN: t.cache_n, promptN: t.prompt_n, promptMs: t.prompt_ms, predictedN: t.predicted_n, predictedMs: t.predicted_ms });
+    expect(f.timings).toMatchObject({
+      cacheN: t.cache_n,
+      promptN: t.prompt_n,
+      promptMs: t.prompt_ms,
+      predictedN: t.predicted_n,
+      predictedMs: t.predicted_ms,
+    });
     // What the server says it streamed is what loopd will store.
     expect(f.content).toBe(req.output!.content);
   });
@@ -74,14 +81,27 @@ describe("Complete against the simulator", () => {
     for (const r of [split, whole]) {
       expect(r.final!.finishReason).toBe("tool_calls");
       expect(r.final!.toolCalls.map((c) => ({ ...c, $typeName: undefined }))).toEqual([
-        { $typeName: undefined, index: 0, id: "call-1", type: "function", name: "read_file", arguments: args, parseError: "" },
+        {
+          $typeName: undefined,
+          index: 0,
+          id: "call-1",
+          type: "function",
+          name: "read_file",
+          arguments: args,
+          parseError: "",
+        },
       ]);
     }
     expect(split.final!.messageJson).toBe(whole.final!.messageJson);
   });
 
   it("reports invalid tool-call JSON per call without breaking the stream", async () => {
-    s.sim.enqueue({ toolCalls: [{ name: "a", arguments: '{"x":1}' }, { name: "b", arguments: '{"x":' }] });
+    s.sim.enqueue({
+      toolCalls: [
+        { name: "a", arguments: '{"x":1}' },
+        { name: "b", arguments: '{"x":' },
+      ],
+    });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
     expect(r.error).toBeUndefined();
     expect(r.final!.toolCalls.map((c) => [c.name, c.arguments, c.parseError === ""])).toEqual([
@@ -98,7 +118,11 @@ describe("Complete against the simulator", () => {
     expect(req.body).toMatchObject({ reasoning_control: true });
     expect(s.sim.controlCalls).toHaveLength(1);
     expect(s.sim.controlCalls[0]).toMatchObject({ id: req.completionId, action: "reasoning_end", status: 200 });
-    const cap = r.events.find((e) => e.event.case === "thinkingCap")!.event.value as { accepted: boolean; completionId: string; reasoningTokens: number };
+    const cap = r.events.find((e) => e.event.case === "thinkingCap")!.event.value as {
+      accepted: boolean;
+      completionId: string;
+      reasoningTokens: number;
+    };
     expect(cap.accepted).toBe(true);
     expect(cap.completionId).toBe(req.completionId);
     expect(cap.reasoningTokens).toBeGreaterThanOrEqual(10);
@@ -141,7 +165,10 @@ describe("Complete against the simulator", () => {
     let n = 0;
     await expect(
       (async () => {
-        for await (const ev of s.client.complete({ slot: 2, messagesJson: userMessages(), requestId: "c" }, { signal: ac.signal })) {
+        for await (const ev of s.client.complete(
+          { slot: 2, messagesJson: userMessages(), requestId: "c" },
+          { signal: ac.signal },
+        )) {
           if (ev.event.case === "content" && ++n === 3) ac.abort();
         }
       })(),

@@ -104,15 +104,24 @@ describe("LlamaClient with a connection check", () => {
     expect(seen.length).toBeLessThan(5);
     expect(seen[0]).toBe('{"model_path":"a"}');
 
-    const other = new LlamaClient({ socket_path: srv.path }, { timeoutMs: 1000, onProps: () => { refuse = true; throw new ServerCheckError("mismatch", "not the contract's server"); } });
+    const other = new LlamaClient(
+      { socket_path: srv.path },
+      {
+        timeoutMs: 1000,
+        onProps: () => {
+          refuse = true;
+          throw new ServerCheckError("mismatch", "not the contract's server");
+        },
+      },
+    );
     cleanups.push(() => other.close());
     await expect(other.json({ method: "GET", path: "/health", timeoutMs: 1000 })).rejects.toMatchObject({
       name: "ServerCheckError",
       kind: "mismatch",
     });
-    await expect(
-      other.stream("/v1/chat/completions", "{}", new AbortController().signal),
-    ).rejects.toBeInstanceOf(ServerCheckError);
+    await expect(other.stream("/v1/chat/completions", "{}", new AbortController().signal)).rejects.toBeInstanceOf(
+      ServerCheckError,
+    );
   });
 
   it("a request waiting on a connection whose check hangs still ends at its own time limit", async () => {
@@ -120,6 +129,8 @@ describe("LlamaClient with a connection check", () => {
     const srv = await canned([]);
     const client = new LlamaClient({ socket_path: srv.path }, { timeoutMs: 10_000, onProps: () => undefined });
     cleanups.push(() => client.close());
-    await expect(client.json({ method: "GET", path: "/slots", timeoutMs: 100 })).rejects.toBeInstanceOf(UpstreamTimeoutError);
+    await expect(client.json({ method: "GET", path: "/slots", timeoutMs: 100 })).rejects.toBeInstanceOf(
+      UpstreamTimeoutError,
+    );
   }, 5_000); // well before the connection check's own 10 s
 });

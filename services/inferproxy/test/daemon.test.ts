@@ -51,7 +51,13 @@ async function boot(contract: (sim: SimContract) => SimContract = (c) => c) {
   const file = join(tmp.dir, "inferproxy.json");
   writeFileSync(
     file,
-    JSON.stringify({ socket, upstream: { socket_path: llamaSocket }, contract: contract(sim.contract), health_poll_ms: 100, log_level: "warn" }),
+    JSON.stringify({
+      socket,
+      upstream: { socket_path: llamaSocket },
+      contract: contract(sim.contract),
+      health_poll_ms: 100,
+      log_level: "warn",
+    }),
   );
   stderr = "";
   child = spawn(process.execPath, [mainJs, "--config", file], {
@@ -63,41 +69,50 @@ async function boot(contract: (sim: SimContract) => SimContract = (c) => c) {
 }
 
 describe("inferproxy as a child process", () => {
-  it.skipIf(!haveNotify)("sends READY=1 once its socket serves calls and the self-test passed; SIGTERM removes the socket", async () => {
-    const { socket } = await boot();
-    await notify!.waitFor("READY=1");
-    // At READY the socket already answers; no retry loop needed.
-    const c = createClient(InferService, socket);
-    const st = await c.status({}, { timeoutMs: 2000 });
-    expect(st.selfTest).toMatchObject({ ran: true, passed: true });
-    sim!.enqueue({ content: "hi" });
-    const events = [];
-    for await (const ev of c.complete({ slot: 0, messagesJson: '[{"role":"user","content":"x"}]' })) events.push(ev.event.case);
-    expect(events.at(-1)).toBe("final");
-    c.close();
-    child!.kill("SIGTERM");
-    const [code] = await once(child!, "exit");
-    expect(code).toBe(0);
-    expect(existsSync(socket)).toBe(false);
-  });
+  it.skipIf(!haveNotify)(
+    "sends READY=1 once its socket serves calls and the self-test passed; SIGTERM removes the socket",
+    async () => {
+      const { socket } = await boot();
+      await notify!.waitFor("READY=1");
+      // At READY the socket already answers; no retry loop needed.
+      const c = createClient(InferService, socket);
+      const st = await c.status({}, { timeoutMs: 2000 });
+      expect(st.selfTest).toMatchObject({ ran: true, passed: true });
+      sim!.enqueue({ content: "hi" });
+      const events = [];
+      for await (const ev of c.complete({ slot: 0, messagesJson: '[{"role":"user","content":"x"}]' }))
+        events.push(ev.event.case);
+      expect(events.at(-1)).toBe("final");
+      c.close();
+      child!.kill("SIGTERM");
+      const [code] = await once(child!, "exit");
+      expect(code).toBe(0);
+      expect(existsSync(socket)).toBe(false);
+    },
+  );
 
-  it.skipIf(!haveNotify)("with a mismatching contract: serves Status with the mismatches but never sends READY=1", async () => {
-    const { socket } = await boot((c) => ({ ...c, n_ctx_per_slot: 131072 }));
-    const c = createClient(InferService, socket);
-    await c.waitForReady(10_000);
-    let st = await c.status({});
-    while (!st.selfTest?.ran) {
-      await new Promise((r) => setTimeout(r, 50));
-      st = await c.status({});
-    }
-    expect(st.selfTest.passed).toBe(false);
-    expect(st.selfTest.mismatches).toEqual(["n_ctx per slot: expected 131072, got 32768 (check --ctx-size / --parallel)"]);
-    // The self-test has run and failed: whatever was going to be sent about it has been sent.
-    await notify!.waitFor("self-test failed");
-    expect(notify!.messages.some((m) => m.includes("READY=1"))).toBe(false);
-    expect(stderr).toMatch(/"expected":\{"template_sha256":"[0-9a-f]{64}","n_ctx":131072/);
-    c.close();
-  });
+  it.skipIf(!haveNotify)(
+    "with a mismatching contract: serves Status with the mismatches but never sends READY=1",
+    async () => {
+      const { socket } = await boot((c) => ({ ...c, n_ctx_per_slot: 131072 }));
+      const c = createClient(InferService, socket);
+      await c.waitForReady(10_000);
+      let st = await c.status({});
+      while (!st.selfTest?.ran) {
+        await new Promise((r) => setTimeout(r, 50));
+        st = await c.status({});
+      }
+      expect(st.selfTest.passed).toBe(false);
+      expect(st.selfTest.mismatches).toEqual([
+        "n_ctx per slot: expected 131072, got 32768 (check --ctx-size / --parallel)",
+      ]);
+      // The self-test has run and failed: whatever was going to be sent about it has been sent.
+      await notify!.waitFor("self-test failed");
+      expect(notify!.messages.some((m) => m.includes("READY=1"))).toBe(false);
+      expect(stderr).toMatch(/"expected":\{"template_sha256":"[0-9a-f]{64}","n_ctx":131072/);
+      c.close();
+    },
+  );
 
   it("a malformed config file → non-zero exit and one stderr line naming the bad key", async () => {
     tmp = tempDir("bxd-");

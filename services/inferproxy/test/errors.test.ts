@@ -120,7 +120,9 @@ describe("what arrived before a crash is kept", () => {
 
 describe("self-test", () => {
   it("a server that breaks the contract is reported in Status and completions are refused", async () => {
-    s = await startStack({ config: { contract: { template_sha256: "0".repeat(64), n_ctx_per_slot: 32768, total_slots: 3 } } });
+    s = await startStack({
+      config: { contract: { template_sha256: "0".repeat(64), n_ctx_per_slot: 32768, total_slots: 3 } },
+    });
     const st = await s.client.status({});
     expect(st.selfTest).toMatchObject({ ran: true, passed: false, expectedTemplateSha256: "0".repeat(64) });
     expect(st.selfTest!.mismatches).toHaveLength(1);
@@ -136,13 +138,22 @@ describe("self-test", () => {
     const first = await s.client.status({});
     expect(first.selfTest!.passed).toBe(true);
     await s.sim.close();
-    await until(() => s.client.status({}), (st) => st.serverState === "down");
+    await until(
+      () => s.client.status({}),
+      (st) => st.serverState === "down",
+    );
     // The server comes back with another template on the same socket.
     const other = await startLlamaSim({ socketPath: s.llamaSocket, chatTemplate: "{{ messages }}", loading: true });
     try {
-      await until(() => s.client.status({}), (st) => st.serverState === "loading");
+      await until(
+        () => s.client.status({}),
+        (st) => st.serverState === "loading",
+      );
       other.setLoading(false);
-      const st = await until(() => s.client.status({}), (v) => v.serverState === "ok" && v.selfTest!.checkedAtUnixMs > first.selfTest!.checkedAtUnixMs);
+      const st = await until(
+        () => s.client.status({}),
+        (v) => v.serverState === "ok" && v.selfTest!.checkedAtUnixMs > first.selfTest!.checkedAtUnixMs,
+      );
       expect(st.selfTest!.passed).toBe(false);
       expect(st.selfTest!.mismatches[0]).toMatch(/chat_template/);
       const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
@@ -157,7 +168,12 @@ describe("Status", () => {
   it("reports health, build, model, self-test and the server's slots", async () => {
     s = await startStack({ sim: { buildInfo: "b42-test", modelPath: "ornith.gguf" } });
     const st = await s.client.status({});
-    expect(st).toMatchObject({ serverState: "ok", buildInfo: "b42-test", model: "ornith.gguf", upstream: `unix:${s.llamaSocket}` });
+    expect(st).toMatchObject({
+      serverState: "ok",
+      buildInfo: "b42-test",
+      model: "ornith.gguf",
+      upstream: `unix:${s.llamaSocket}`,
+    });
     expect(st.selfTest).toMatchObject({ ran: true, passed: true, actualNCtx: 32768, actualTotalSlots: 3 });
     expect(st.slots.map((x) => [x.id, x.nCtx, x.isProcessing, x.heldBy])).toEqual([
       [0, 32768, false, ""],

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { JsonArrayCheck } from "../src/json-array-check.js";
 
-const msg = (i: number) => JSON.stringify({ role: i % 2 ? "assistant" : "user", content: `message ${i} "quoted" \\ ]` });
+const msg = (i: number) =>
+  JSON.stringify({ role: i % 2 ? "assistant" : "user", content: `message ${i} "quoted" \\ ]` });
 const arr = (n: number) => `[${Array.from({ length: n }, (_, i) => msg(i)).join(",")}]`;
 
 describe("JsonArrayCheck", () => {
@@ -26,26 +27,37 @@ describe("JsonArrayCheck", () => {
     const check = new JsonArrayCheck();
     const base = arr(2);
     check.require(base, "messages_json", false);
-    const bad = [`${base.slice(0, -1)},{"role":]`, `${base.slice(0, -1)},]`, `${base.slice(0, -1)},{}`, "[{", '{"role":"user"}', "[]"];
+    const bad = [
+      `${base.slice(0, -1)},{"role":]`,
+      `${base.slice(0, -1)},]`,
+      `${base.slice(0, -1)},{}`,
+      "[{",
+      '{"role":"user"}',
+      "[]",
+    ];
     for (const b of bad) expect(() => check.require(b, "messages_json", false), b).toThrow(/messages_json/);
   });
 
   it("agrees with JSON.parse on generated extensions of a checked array", () => {
     fc.assert(
-      fc.property(fc.array(fc.jsonValue(), { minLength: 1, maxLength: 4 }), fc.string({ maxLength: 12 }), (vals, junk) => {
-        const check = new JsonArrayCheck();
-        const base = JSON.stringify(vals.slice(0, 1));
-        check.require(base, "m", false);
-        const candidate = `${base.slice(0, -1)},${junk}]`;
-        let valid = true;
-        try {
-          valid = Array.isArray(JSON.parse(candidate));
-        } catch {
-          valid = false;
-        }
-        if (valid) expect(() => check.require(candidate, "m", false)).not.toThrow();
-        else expect(() => check.require(candidate, "m", false)).toThrow();
-      }),
+      fc.property(
+        fc.array(fc.jsonValue(), { minLength: 1, maxLength: 4 }),
+        fc.string({ maxLength: 12 }),
+        (vals, junk) => {
+          const check = new JsonArrayCheck();
+          const base = JSON.stringify(vals.slice(0, 1));
+          check.require(base, "m", false);
+          const candidate = `${base.slice(0, -1)},${junk}]`;
+          let valid = true;
+          try {
+            valid = Array.isArray(JSON.parse(candidate));
+          } catch {
+            valid = false;
+          }
+          if (valid) expect(() => check.require(candidate, "m", false)).not.toThrow();
+          else expect(() => check.require(candidate, "m", false)).toThrow();
+        },
+      ),
       { numRuns: 2000 },
     );
   });

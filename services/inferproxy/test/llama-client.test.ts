@@ -14,7 +14,8 @@ afterEach(async () => {
   tmp = tempDir("bxlc-");
 });
 
-const OK = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\nconnection: keep-alive\r\n\r\n{"status":"ok"}';
+const OK =
+  'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\nconnection: keep-alive\r\n\r\n{"status":"ok"}';
 
 describe("LlamaClient", () => {
   it("reuses one keep-alive connection for consecutive requests", async () => {
@@ -29,7 +30,8 @@ describe("LlamaClient", () => {
     });
     await new Promise<void>((r) => server!.listen(sock, r));
     const client = new LlamaClient({ socket_path: sock });
-    for (let i = 0; i < 5; i++) expect((await client.json({ method: "GET", path: "/health", timeoutMs: 2000 })).status).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect((await client.json({ method: "GET", path: "/health", timeoutMs: 2000 })).status).toBe(200);
     // undici's pool may open a spare connection, but connections are reused, not one per request.
     expect(perConnection.reduce((a, b) => a + b, 0)).toBe(5);
     expect(perConnection.length).toBeLessThanOrEqual(2);
@@ -49,7 +51,11 @@ describe("LlamaClient", () => {
       c.on("data", () => {
         if (first && served++ > 0) return void c.destroy();
         if (!first) streamRequests++;
-        c.write(first ? OK : 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n7\r\ndata: x\r\n0\r\n\r\n');
+        c.write(
+          first
+            ? OK
+            : "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n7\r\ndata: x\r\n0\r\n\r\n",
+        );
       });
     });
     await new Promise<void>((r) => server!.listen(sock, r));
@@ -65,7 +71,9 @@ describe("LlamaClient", () => {
 
   it("names the socket when nothing is there", async () => {
     const client = new LlamaClient({ socket_path: join(tmp.dir, "missing.sock") });
-    const err = await client.stream("/v1/chat/completions", "{}", new AbortController().signal).catch((e: unknown) => e);
+    const err = await client
+      .stream("/v1/chat/completions", "{}", new AbortController().signal)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamConnectError);
     expect((err as UpstreamConnectError).errno).toBe("ENOENT");
     expect((err as Error).message).toContain("missing.sock");

@@ -44,29 +44,33 @@ function recorded(name: string) {
 }
 
 describe("recorded streams replayed through inferproxy", () => {
-  it.each(["chat-stream-answer", "chat-stream-tool-call-xml", "cache-1-first", "cache-2-after-tool-result", "prefill-progress-16k", "reasoning-stream-no-control"])(
-    "%s → the recorded message and timings",
-    async (name) => {
-      fake.once("POST /v1/chat/completions", (_q, res) => send(res, recording(name)));
-      const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });
-      expect(r.error).toBeUndefined();
-      const want = recorded(name);
-      const f = r.final!;
-      expect(f.content).toBe(want.content);
-      expect(f.reasoningContent).toBe(want.reasoning);
-      expect(f.finishReason).toBe(want.finish);
-      expect(f.timings).toMatchObject({
-        cacheN: want.timings!.cache_n,
-        promptN: want.timings!.prompt_n,
-        promptMs: want.timings!.prompt_ms,
-        predictedN: want.timings!.predicted_n,
-        predictedMs: want.timings!.predicted_ms,
-      });
-      expect(f.toolCalls.map((t) => t.arguments)).toEqual([...want.args.values()]);
-      const msg = JSON.parse(f.messageJson);
-      expect(msg.content).toBe(want.content);
-    },
-  );
+  it.each([
+    "chat-stream-answer",
+    "chat-stream-tool-call-xml",
+    "cache-1-first",
+    "cache-2-after-tool-result",
+    "prefill-progress-16k",
+    "reasoning-stream-no-control",
+  ])("%s → the recorded message and timings", async (name) => {
+    fake.once("POST /v1/chat/completions", (_q, res) => send(res, recording(name)));
+    const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });
+    expect(r.error).toBeUndefined();
+    const want = recorded(name);
+    const f = r.final!;
+    expect(f.content).toBe(want.content);
+    expect(f.reasoningContent).toBe(want.reasoning);
+    expect(f.finishReason).toBe(want.finish);
+    expect(f.timings).toMatchObject({
+      cacheN: want.timings!.cache_n,
+      promptN: want.timings!.prompt_n,
+      promptMs: want.timings!.prompt_ms,
+      predictedN: want.timings!.predicted_n,
+      predictedMs: want.timings!.predicted_ms,
+    });
+    expect(f.toolCalls.map((t) => t.arguments)).toEqual([...want.args.values()]);
+    const msg = JSON.parse(f.messageJson);
+    expect(msg.content).toBe(want.content);
+  });
 
   it("error-parse-in-stream → partial, then ABORTED with the server's message", async () => {
     fake.once("POST /v1/chat/completions", (_q, res) => send(res, recording("error-parse-in-stream")));
@@ -90,12 +94,17 @@ describe("recorded streams replayed through inferproxy", () => {
     const r = await collect(p.client, { slot: 0, messagesJson: userMessages(), thinkingCapTokens: 20 });
     const control = fake.requests.filter((q) => q.path === "/v1/chat/completions/control").at(-1)!;
     expect(JSON.parse(control.body)).toEqual(recording("reasoning-control-response").request.body);
-    const cap = r.events.find((e) => e.event.case === "thinkingCap")!.event.value as { accepted: boolean; reasoningTokens: number };
+    const cap = r.events.find((e) => e.event.case === "thinkingCap")!.event.value as {
+      accepted: boolean;
+      reasoningTokens: number;
+    };
     expect(cap).toMatchObject({ accepted: true, reasoningTokens: 20 });
     // The recording ends with the server's parser error: surfaced as such, with everything kept.
     expect(r.error?.code).toBe(Status.ABORTED);
     expect(r.partial!.reasoningContent).toBe(recorded("reasoning-stream-with-control").reasoning);
-    expect(fake.requests.find((q) => q.path === "/v1/chat/completions" && q.body.includes('"reasoning_control":true'))).toBeDefined();
+    expect(
+      fake.requests.find((q) => q.path === "/v1/chat/completions" && q.body.includes('"reasoning_control":true')),
+    ).toBeDefined();
   });
 
   it("a refused reasoning_end aborts the completion: thinking_cap accepted=false, partial, ABORTED", async () => {
@@ -108,7 +117,11 @@ describe("recorded streams replayed through inferproxy", () => {
     const r = await collect(p.client, { slot: 0, messagesJson: userMessages(), thinkingCapTokens: 3 });
     expect(r.cases.slice(-2)).toEqual(["thinkingCap", "partial"]);
     const cap = r.events.at(-2)!.event.value as { accepted: boolean; message: string; completionId: string };
-    expect(cap).toMatchObject({ accepted: false, message: "no active completion for this id", completionId: "chatcmpl-IBRUdwzkkZzJpXVeeCTIu9W6CPULEX1n" });
+    expect(cap).toMatchObject({
+      accepted: false,
+      message: "no active completion for this id",
+      completionId: "chatcmpl-IBRUdwzkkZzJpXVeeCTIu9W6CPULEX1n",
+    });
     expect(r.error?.code).toBe(Status.ABORTED);
     expect(r.error!.message).toMatch(/refused to end reasoning/);
     expect(r.cases).not.toContain("final");

@@ -5,7 +5,8 @@ import { buildCompletionBody, type CompletionInput } from "../src/request-shapin
 const defaults = { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 4096, totalSlots: 3 };
 // Odd but valid bytes a re-serialisation would change: spacing, escapes, number forms, key order.
 const messages = '[ {"role":"system","content":"caf\\u00e9 1.0e0"},\n  {"content":"hi","role":"user"} ]';
-const tools = '[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"number","default":1.50}}}}}]';
+const tools =
+  '[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"number","default":1.50}}}}}]';
 const input = (o: Partial<CompletionInput> = {}): CompletionInput => ({
   slot: 1,
   messagesJson: messages,
@@ -46,7 +47,10 @@ describe("buildCompletionBody", () => {
 
   it("asks for reasoning control only with a thinking cap; applies overrides; omits empty tools", () => {
     const b = JSON.parse(
-      buildCompletionBody(input({ toolsJson: "", thinkingCapTokens: 100, maxTokens: 7, sampling: { temperature: 0.2 } }), defaults),
+      buildCompletionBody(
+        input({ toolsJson: "", thinkingCapTokens: 100, maxTokens: 7, sampling: { temperature: 0.2 } }),
+        defaults,
+      ),
     );
     expect(b.reasoning_control).toBe(true);
     expect(b.max_tokens).toBe(7);

@@ -22,7 +22,11 @@ describe("self-test", () => {
   });
 
   it("fails a server without a template", () => {
-    const r = evaluateProps({ total_slots: 3, default_generation_settings: { n_ctx: 10 } }, { template_sha256: sha, n_ctx_per_slot: 10, total_slots: 3 }, 0);
+    const r = evaluateProps(
+      { total_slots: 3, default_generation_settings: { n_ctx: 10 } },
+      { template_sha256: sha, n_ctx_per_slot: 10, total_slots: 3 },
+      0,
+    );
     expect(r.passed).toBe(false);
     expect(r.mismatches[0]).toMatch(/--jinja/);
   });

@@ -26,12 +26,18 @@ describe("the self-test follows the server, not the poll", () => {
     expect((await collect(s.client, { slot: 0, messagesJson: userMessages() })).final!.content).toBe("first");
 
     await s.sim.close();
-    const other = await startLlamaSim({ socketPath: s.llamaSocket, chatTemplate: "{{ messages }}", modelPath: "other.gguf" });
+    const other = await startLlamaSim({
+      socketPath: s.llamaSocket,
+      chatTemplate: "{{ messages }}",
+      modelPath: "other.gguf",
+    });
     extra.push(other);
     other.enqueue({ content: "from the wrong model" });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
     expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error!.message).toMatch(/does not match the contract \(chat_template sha256 [0-9a-f]{12}…, expected [0-9a-f]{12}…\); it serves other\.gguf/);
+    expect(r.error!.message).toMatch(
+      /does not match the contract \(chat_template sha256 [0-9a-f]{12}…, expected [0-9a-f]{12}…\); it serves other\.gguf/,
+    );
     expect(r.error!.message).toContain("--accept-server-contract");
     expect(r.error!.details).toMatchObject({ reason: "self_test_failed", model: "other.gguf" });
     expect(other.completions).toHaveLength(0);
@@ -55,11 +61,17 @@ describe("the self-test follows the server, not the poll", () => {
     s = await startStack();
     expect((await s.client.status({})).selfTest!.passed).toBe(true);
     await s.sim.close();
-    const st = await until(() => s.client.status({}), (v) => v.serverState === "down");
+    const st = await until(
+      () => s.client.status({}),
+      (v) => v.serverState === "down",
+    );
     expect(st.selfTest).toMatchObject({ ran: false, passed: false });
     const back = await startLlamaSim({ socketPath: s.llamaSocket });
     extra.push(back);
-    const again = await until(() => s.client.status({}), (v) => v.serverState === "ok");
+    const again = await until(
+      () => s.client.status({}),
+      (v) => v.serverState === "ok",
+    );
     expect(again.selfTest).toMatchObject({ ran: true, passed: true });
   });
 });

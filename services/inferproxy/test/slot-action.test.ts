@@ -36,7 +36,9 @@ describe("SlotAction against the simulator", () => {
   it("maps a missing save file to FAILED_PRECONDITION with the server's message", async () => {
     const saveDir = tempDir("bxss-").dir;
     s = await startStack({ sim: { slotSavePath: saveDir } });
-    const err = await s.client.slotAction({ slot: 0, action: SlotActionKind.RESTORE, filename: "missing.bin" }).catch((e: RpcError) => e);
+    const err = await s.client
+      .slotAction({ slot: 0, action: SlotActionKind.RESTORE, filename: "missing.bin" })
+      .catch((e: RpcError) => e);
     expect(err).toBeInstanceOf(RpcError);
     expect((err as RpcError).code).toBe(Status.FAILED_PRECONDITION);
     expect((err as RpcError).message).toMatch(/Unable to restore slot/);
@@ -68,15 +70,23 @@ describe("SlotAction against recorded answers", () => {
   it("returns the recorded tokens, bytes and ms", async () => {
     const tmp = tempDir("bxfk-");
     fake = await new FakeUpstream(join(tmp.dir, "llama.sock")).start();
-    for (const a of ["save", "restore", "erase"]) fake.always(`POST /slots/1?action=${a}`, (_q, res) => send(res, recording(`slot-${a}`)));
+    for (const a of ["save", "restore", "erase"])
+      fake.always(`POST /slots/1?action=${a}`, (_q, res) => send(res, recording(`slot-${a}`)));
     const props = JSON.parse(recording("props").response.body);
     p = await startProxy(tmp.dir, {
       upstream: { socket_path: fake.socketPath },
       contract: { template_sha256: templateSha256(props.chat_template), n_ctx_per_slot: 32768, total_slots: 3 },
     });
-    expect(await p.client.slotAction({ slot: 1, action: SlotActionKind.SAVE, filename: "session-a.bin" })).toMatchObject({ slot: 1, tokens: 715, bytes: 194580n, ms: 0.727 });
-    expect(await p.client.slotAction({ slot: 1, action: SlotActionKind.RESTORE, filename: "session-a.bin" })).toMatchObject({ tokens: 715, bytes: 194580n, ms: 0.406 });
-    expect(await p.client.slotAction({ slot: 1, action: SlotActionKind.ERASE })).toMatchObject({ tokens: 715, bytes: 0n });
+    expect(
+      await p.client.slotAction({ slot: 1, action: SlotActionKind.SAVE, filename: "session-a.bin" }),
+    ).toMatchObject({ slot: 1, tokens: 715, bytes: 194580n, ms: 0.727 });
+    expect(
+      await p.client.slotAction({ slot: 1, action: SlotActionKind.RESTORE, filename: "session-a.bin" }),
+    ).toMatchObject({ tokens: 715, bytes: 194580n, ms: 0.406 });
+    expect(await p.client.slotAction({ slot: 1, action: SlotActionKind.ERASE })).toMatchObject({
+      tokens: 715,
+      bytes: 0n,
+    });
     const saveReq = fake.requests.find((r) => r.path === "/slots/1?action=save")!;
     expect(JSON.parse(saveReq.body)).toEqual({ filename: "session-a.bin" });
   });

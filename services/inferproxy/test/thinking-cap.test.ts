@@ -25,7 +25,10 @@ describe("controlOutcome", () => {
     expect(answer("reasoning-control-response")).toEqual({ accepted: true, message: "" });
   });
   it("refuses success:false and non-200 with the server's words", () => {
-    expect(answer("error-control-unknown-id")).toEqual({ accepted: false, message: "no active completion for this id" });
+    expect(answer("error-control-unknown-id")).toEqual({
+      accepted: false,
+      message: "no active completion for this id",
+    });
     expect(answer("error-control-bad-action")).toEqual({ accepted: false, message: "unknown control action" });
     expect(controlOutcome(502, undefined)).toEqual({ accepted: false, message: "HTTP 502" });
   });

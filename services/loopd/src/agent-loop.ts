@@ -106,7 +106,14 @@ export async function runTurn(
   for (const b of pre.blocks) {
     publish({
       case: "inputSpilled",
-      value: { blobSha256: b.hash, kind: b.kind, bytes: BigInt(b.bytes), lines: b.lines, shownBytes: BigInt(b.shownBytes), form: b.form },
+      value: {
+        blobSha256: b.hash,
+        kind: b.kind,
+        bytes: BigInt(b.bytes),
+        lines: b.lines,
+        shownBytes: BigInt(b.shownBytes),
+        form: b.form,
+      },
     });
   }
 
@@ -194,7 +201,13 @@ export async function runTurn(
       for (const call of final.toolCalls) {
         wall.signal.throwIfAborted();
         publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
-        const { result, decided } = await dispatchTool(s, call, deps, wall.signal, final.finishReason === "length" ? requestMaxTokens : 0);
+        const { result, decided } = await dispatchTool(
+          s,
+          call,
+          deps,
+          wall.signal,
+          final.finishReason === "length" ? requestMaxTokens : 0,
+        );
         s.append({
           t: "message",
           epoch: epoch(),
@@ -249,18 +262,16 @@ export async function runTurn(
       ? "cancelled: the operator cancelled the turn before this tool call ran."
       : `not run: the turn ended (${out.finishReason}) before this tool call ran.`;
   answerOpenToolCalls(s, closing);
-  {
-    s.append({
-      t: "turn_end",
-      turn,
-      reason: out.finishReason,
-      at: Date.now(),
-      cache_n: out.cacheN,
-      prompt_n: out.promptN,
-      predicted_n: out.predictedN,
-      context_tokens: s.state.contextTokens,
-    });
-  }
+  s.append({
+    t: "turn_end",
+    turn,
+    reason: out.finishReason,
+    at: Date.now(),
+    cache_n: out.cacheN,
+    prompt_n: out.promptN,
+    predicted_n: out.predictedN,
+    context_tokens: s.state.contextTokens,
+  });
   if (out.error) {
     publish({ case: "turnFailed", value: { code: out.error.codeName, message: out.error.message } });
   } else {
@@ -384,7 +395,10 @@ async function streamCompletion(
  * off by max_tokens is named as such: the model must make it again, shorter.
  * (Replay sends such a call with `{}` as its arguments, see replay.ts.)
  */
-export function badArgumentsResult(call: Pick<ToolCall, "name" | "arguments" | "parseError">, cutOffAt: number): string {
+export function badArgumentsResult(
+  call: Pick<ToolCall, "name" | "arguments" | "parseError">,
+  cutOffAt: number,
+): string {
   if (cutOffAt) {
     return (
       `error: ${call.name} was not run: your reply reached its limit of ${cutOffAt} tokens before the call's arguments were complete ` +
@@ -432,25 +446,40 @@ async function dispatchTool(
     // the same call goes to brokerd first, and only its go-ahead starts the tool.
     let gate;
     try {
-      gate = await deps.broker.callTool({ sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments }, { signal });
+      gate = await deps.broker.callTool(
+        { sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments },
+        { signal },
+      );
     } catch (err) {
       signal.throwIfAborted();
       return {
         decided: { decision: ToolDecision.UNSPECIFIED, rule: "broker-unavailable" },
-        result: { isError: true, content: `error: the tool broker could not check ${call.name}: ${toRpcError(err).message}` },
+        result: {
+          isError: true,
+          content: `error: the tool broker could not check ${call.name}: ${toRpcError(err).message}`,
+        },
       };
     }
     if (gate.decision === ToolDecision.DENIED) {
-      return { decided: announce({ decision: gate.decision, rule: gate.rule }), result: { content: gate.content, isError: true } };
+      return {
+        decided: announce({ decision: gate.decision, rule: gate.rule }),
+        result: { content: gate.content, isError: true },
+      };
     }
     if (gate.decision === ToolDecision.STAGED) {
       if (!gate.proposalId || !deps.awaitDecision) {
-        return { decided: announce({ decision: gate.decision, rule: gate.rule, proposalId: gate.proposalId }), result: { content: gate.content, isError: false } };
+        return {
+          decided: announce({ decision: gate.decision, rule: gate.rule, proposalId: gate.proposalId }),
+          result: { content: gate.content, isError: false },
+        };
       }
       const decidedStaged = announce({ decision: gate.decision, rule: gate.rule, proposalId: gate.proposalId });
       const verdict = await deps.awaitDecision(gate.proposalId, signal);
       if (verdict.isError) return { decided: decidedStaged, result: verdict };
-      return { decided: decidedStaged, result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal) };
+      return {
+        decided: decidedStaged,
+        result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal),
+      };
     }
     const decided = announce({ decision: ToolDecision.ALLOWED, rule: gate.rule || "loopd" });
     return { decided, result: await local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal) };

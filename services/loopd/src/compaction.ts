@@ -80,7 +80,13 @@ export const foldCount = (folds: string) => (folds.match(/^\[Boxmaker fold \d+:/
  * One fold: the summary of some turns in a marked block, with the blobs those
  * turns referenced listed again so their pointers outlive the turns.
  */
-export function foldBlock(n: number, epoch: number, messages: number, summary: string, blobs: readonly string[]): string {
+export function foldBlock(
+  n: number,
+  epoch: number,
+  messages: number,
+  summary: string,
+  blobs: readonly string[],
+): string {
   const lines = [`[Boxmaker fold ${n}: ${messages} messages of epoch ${epoch}]`, summary.trim()];
   if (blobs.length) lines.push(`Blobs these turns referenced (read_blob / grep_blob): ${blobs.join(" ")}`);
   lines.push(`[end of fold ${n}]`);
@@ -120,7 +126,12 @@ export interface CompactResult {
 }
 
 /** Spills large blocks of a message text to the blob store (the inbound pre-pass with a given threshold). */
-export type Spill = (s: Session, text: string, thresholdBytes: number, signal: AbortSignal) => Promise<{ text: string; blocks: number }>;
+export type Spill = (
+  s: Session,
+  text: string,
+  thresholdBytes: number,
+  signal: AbortSignal,
+) => Promise<{ text: string; blocks: number }>;
 
 /**
  * Starts a new epoch. Old turns are folded once into a marked block; on
@@ -164,9 +175,11 @@ export class Compactor {
     const since = messages.slice(lastAssistantIndex(messages) + 1);
     const tokens = (j: string) => tokensOf(st, j);
     const nCtx = await this.slotContext(st.slot, signal);
-    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, tokens)) return undefined;
+    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, tokens))
+      return undefined;
     // What was appended since the last answer does not fit by itself (by the server's counts so far): spill it now.
-    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold, tokens)) return this.compact(s, signal, "large");
+    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold, tokens))
+      return this.compact(s, signal, "large");
     // Never compact a session whose history is only the new message: there is nothing to fold.
     if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
     return this.compact(s, signal, "auto");
@@ -177,7 +190,11 @@ export class Compactor {
     return this.compact(s, signal, "overflow");
   }
 
-  async compact(s: Session, signal: AbortSignal, reason: CompactResult["reason"] = "auto"): Promise<CompactResult | undefined> {
+  async compact(
+    s: Session,
+    signal: AbortSignal,
+    reason: CompactResult["reason"] = "auto",
+  ): Promise<CompactResult | undefined> {
     const st = s.state;
     const before = st.contextTokens;
     const nCtx = await this.slotContext(st.slot, signal).catch(() => 0);
@@ -191,7 +208,10 @@ export class Compactor {
     // After an overflow (or before one), a carried message bigger than a quarter of the context goes to the blob store.
     let spilled = 0;
     const keptJson: string[] = [];
-    const spillAbove = (reason === "overflow" || reason === "large") && nCtx ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4)) : 0;
+    const spillAbove =
+      (reason === "overflow" || reason === "large") && nCtx
+        ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4))
+        : 0;
     for (const m of kept) {
       let json = m.json;
       if (spillAbove && this.spill && Buffer.byteLength(json) > spillAbove) {

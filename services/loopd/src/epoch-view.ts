@@ -57,7 +57,11 @@ function viewOf(s: SessionState): EpochView {
 function trackToolCalls(open: Map<string, string>, json: string): void {
   // Only assistant messages with tool calls and tool results change the set; skip parsing the rest.
   if (!json.includes('"tool_calls"') && !json.includes('"tool_call_id"')) return;
-  const msg = JSON.parse(json) as { role: string; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string };
+  const msg = JSON.parse(json) as {
+    role: string;
+    tool_calls?: { id: string; function: { name: string } }[];
+    tool_call_id?: string;
+  };
   if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) open.set(tc.id, tc.function.name);
   if (msg.role === "tool" && msg.tool_call_id) open.delete(msg.tool_call_id);
 }

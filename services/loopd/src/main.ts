@@ -18,7 +18,6 @@ import { SessionRunner } from "./session-runner.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
 
-
 // `--version`: the package's version, before anything else happens.
 exitOnVersionFlag(import.meta.url);
 

@@ -1,4 +1,12 @@
-import { RpcError, SlotActionKind, Status, type ClientOf, type FinalMessage, type InferService, type Logger } from "@boxmaker/common";
+import {
+  RpcError,
+  SlotActionKind,
+  Status,
+  type ClientOf,
+  type FinalMessage,
+  type InferService,
+  type Logger,
+} from "@boxmaker/common";
 
 interface Saved {
   filename: string;
@@ -63,7 +71,10 @@ export class Parking {
       if (err instanceof RpcError && err.code === Status.UNIMPLEMENTED) {
         // The server was started without --slot-save-path: every later try would fail the same way.
         this.enabled = false;
-        this.log.warn({ err: err.message }, "parking turned off: llama-server does not save slots (start it with --slot-save-path)");
+        this.log.warn(
+          { err: err.message },
+          "parking turned off: llama-server does not save slots (start it with --slot-save-path)",
+        );
         return;
       }
       this.log.warn({ slot, session: sessionId, err: (err as Error).message }, "could not park session cache");

@@ -32,7 +32,10 @@ export function readInstructions(cfg: InstructionsConfig): ProjectInstructions |
       if (!fstatSync(fd).isFile()) continue;
       const buf = Buffer.alloc(cfg.max_bytes + 1);
       const n = readSync(fd, buf, 0, buf.length, 0);
-      let text = buf.subarray(0, Math.min(n, cfg.max_bytes)).toString("utf8").replace(/\uFFFD$/, "");
+      let text = buf
+        .subarray(0, Math.min(n, cfg.max_bytes))
+        .toString("utf8")
+        .replace(/\uFFFD$/, "");
       if (n > cfg.max_bytes) text += `\n[… cut at ${cfg.max_bytes} bytes]`;
       return { path, text: text.replace(/\s+$/, "") };
     } finally {

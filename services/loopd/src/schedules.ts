@@ -27,7 +27,9 @@ export function runsBetween(cron: string, fromMs: number, toMs: number, cap = 10
 }
 
 export function nextRun(cron: string, afterMs: number): number {
-  return CronExpressionParser.parse(cron, { currentDate: new Date(afterMs) }).next().getTime();
+  return CronExpressionParser.parse(cron, { currentDate: new Date(afterMs) })
+    .next()
+    .getTime();
 }
 
 export function validateCron(cron: string): void {
@@ -68,14 +70,17 @@ export class Schedules {
     private readonly now: () => number = Date.now,
   ) {
     this.file = join(stateDir, "schedules.json");
-    const saved = existsSync(this.file)
-      ? (JSON.parse(readFileSync(this.file, "utf8")) as ScheduleState[])
-      : [];
+    const saved = existsSync(this.file) ? (JSON.parse(readFileSync(this.file, "utf8")) as ScheduleState[]) : [];
     const byId = new Map(saved.map((s) => [s.id, s]));
     for (const c of configured) {
       validateCron(c.cron);
       const prev = byId.get(c.id);
-      this.items.set(c.id, { ...c, source: "config", lastRunMs: prev?.lastRunMs ?? this.now(), missedRuns: prev?.missedRuns ?? 0 });
+      this.items.set(c.id, {
+        ...c,
+        source: "config",
+        lastRunMs: prev?.lastRunMs ?? this.now(),
+        missedRuns: prev?.missedRuns ?? 0,
+      });
     }
     for (const s of saved) if (s.source === "api" && !this.items.has(s.id)) this.items.set(s.id, s);
   }
@@ -170,7 +175,9 @@ export class Schedules {
       s.ranMs = now;
       this.running.add(s.id);
       this.start(s)
-        .catch((err: unknown) => this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed"))
+        .catch((err: unknown) =>
+          this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed"),
+        )
         .finally(() => this.running.delete(s.id));
     }
     this.persist();

@@ -93,12 +93,16 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const events = s.events.subscribe(s.events.lastSeq, ctx.signal, true);
       const b = req.budgets;
       runner
-        .start(s.id, req.text, b && {
-          max_iterations: b.maxIterations,
-          max_total_tokens: b.maxTotalTokens,
-          max_wall_ms: b.maxWallMs,
-          max_thinking_tokens: b.maxThinkingTokens,
-        })
+        .start(
+          s.id,
+          req.text,
+          b && {
+            max_iterations: b.maxIterations,
+            max_total_tokens: b.maxTotalTokens,
+            max_wall_ms: b.maxWallMs,
+            max_thinking_tokens: b.maxThinkingTokens,
+          },
+        )
         .catch(() => undefined); // reported as a turn_failed event
       yield* events;
     },
@@ -193,7 +197,8 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const res = await d.broker.decideProposal(req, { signal: ctx.signal });
       const p = res.proposal;
       // A turn that stopped waiting still deserves to know: its session's next turn is told.
-      if (p && !runner.approvals.decided(p)) store.get(p.sessionId)?.append({ t: "note", text: lateDecisionNote(p), at: Date.now() });
+      if (p && !runner.approvals.decided(p))
+        store.get(p.sessionId)?.append({ t: "note", text: lateDecisionNote(p), at: Date.now() });
       return res;
     },
 
@@ -214,7 +219,11 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       ]);
       const cfgSlots = Object.entries(runner.slotsConfig) as [SessionRoleName, number][];
       return {
-        daemons: [{ name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" }, infer.health, broker.health],
+        daemons: [
+          { name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" },
+          infer.health,
+          broker.health,
+        ],
         infer: infer.value,
         broker: broker.value,
         slots: cfgSlots.map(([role, slot]) => ({

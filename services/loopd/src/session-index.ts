@@ -11,7 +11,18 @@ import { unansweredToolCalls } from "./epoch-view.js";
  */
 export type SessionSummary = Pick<
   SessionState,
-  "id" | "role" | "title" | "parentId" | "slot" | "createdAt" | "updatedAt" | "turn" | "turnOpen" | "lastTurnEnd" | "archived" | "contextTokens"
+  | "id"
+  | "role"
+  | "title"
+  | "parentId"
+  | "slot"
+  | "createdAt"
+  | "updatedAt"
+  | "turn"
+  | "turnOpen"
+  | "lastTurnEnd"
+  | "archived"
+  | "contextTokens"
 > & {
   epoch: number;
   /** Messages a person sees (carried copies of an earlier epoch not counted). */
@@ -73,7 +84,8 @@ export class SessionIndex {
       const data = JSON.parse(raw) as { version?: number; files?: Record<string, IndexEntry> };
       if (data.version !== 1 || typeof data.files !== "object" || data.files === null) return "unknown format";
       for (const [file, e] of Object.entries(data.files)) {
-        if (typeof e?.size === "number" && typeof e.mtime_ms === "number" && typeof e.summary?.id === "string") this.entries.set(file, e);
+        if (typeof e?.size === "number" && typeof e.mtime_ms === "number" && typeof e.summary?.id === "string")
+          this.entries.set(file, e);
       }
       return undefined;
     } catch (err) {
@@ -84,7 +96,8 @@ export class SessionIndex {
   /** The summary of `file` if the log is exactly as it was when summarised and no turn was open. */
   unchanged(file: string, size: number, mtimeMs: number): SessionSummary | undefined {
     const e = this.entries.get(file);
-    if (!e || e.size !== size || e.mtime_ms !== mtimeMs || e.summary.turnOpen || e.summary.openToolCalls) return undefined;
+    if (!e || e.size !== size || e.mtime_ms !== mtimeMs || e.summary.turnOpen || e.summary.openToolCalls)
+      return undefined;
     return e.summary;
   }
 

@@ -105,7 +105,9 @@ export class SessionLog {
   static open(path: string): { log: SessionLog } & LoadResult {
     mkdirSync(dirname(path), { recursive: true });
     const existed = existsSync(path);
-    const { records, goodBytes, totalBytes } = existed ? SessionLog.scan(path) : { records: [], goodBytes: 0, totalBytes: 0 };
+    const { records, goodBytes, totalBytes } = existed
+      ? SessionLog.scan(path)
+      : { records: [], goodBytes: 0, totalBytes: 0 };
     const fd = openSync(path, existed ? "r+" : "w+");
     if (goodBytes < totalBytes) {
       ftruncateSync(fd, goodBytes);

@@ -50,7 +50,14 @@ export class SessionRunner {
       const r = await this.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
     };
-    this.compactor = new Compactor(d.infer, d.log, d.config.compaction, () => this.systemPrompt(), d.config.max_tokens, spill);
+    this.compactor = new Compactor(
+      d.infer,
+      d.log,
+      d.config.compaction,
+      () => this.systemPrompt(),
+      d.config.max_tokens,
+      spill,
+    );
     this.loopDeps = {
       infer: d.infer,
       broker: d.broker,
@@ -63,7 +70,9 @@ export class SessionRunner {
       },
       recoverOverflow: async (s, signal) => !!(await this.compactor.recover(s, signal)),
       prepass: (s, text, signal) =>
-        d.config.prepass.enabled ? this.spill(s, text, d.config.prepass.threshold_bytes, signal) : Promise.resolve({ text, blocks: [] }),
+        d.config.prepass.enabled
+          ? this.spill(s, text, d.config.prepass.threshold_bytes, signal)
+          : Promise.resolve({ text, blocks: [] }),
       afterResponse: (s, final) => this.parking.verify(s.id, final),
     };
   }
@@ -82,12 +91,24 @@ export class SessionRunner {
       }
     } catch (err) {
       signal.throwIfAborted();
-      this.d.log.warn({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not spill input to the blob store; sending it whole");
+      this.d.log.warn(
+        { session: s.id, err: err instanceof Error ? err.message : String(err) },
+        "could not spill input to the blob store; sending it whole",
+      );
       return { text, blocks: [] };
     }
     if (r.blocks.length) {
       this.d.log.info(
-        { session: s.id, blocks: r.blocks.map((b) => ({ blob: b.hash, kind: b.kind, bytes: b.bytes, shown_bytes: b.shownBytes, form: b.form })) },
+        {
+          session: s.id,
+          blocks: r.blocks.map((b) => ({
+            blob: b.hash,
+            kind: b.kind,
+            bytes: b.bytes,
+            shown_bytes: b.shownBytes,
+            form: b.form,
+          })),
+        },
         "input spilled to the blob store",
       );
     }

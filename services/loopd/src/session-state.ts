@@ -40,7 +40,7 @@ export interface SessionState {
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
   const head = records[0];
-  if (!head || head.t !== "session") throw new Error("session log does not start with a session record");
+  if (head?.t !== "session") throw new Error("session log does not start with a session record");
   const s: SessionState = {
     id: head.id,
     role: head.role,
@@ -108,4 +108,3 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
 export function epochMessages(s: SessionState): StoredMessage[] {
   return s.history.filter((m) => m.epoch === s.epoch.epoch);
 }
-

@@ -80,7 +80,9 @@ export class SessionStore {
     const damaged: Array<{ id: string; why: string }> = [];
     const ignored = this.index.load();
     if (ignored) this.log.warn({ why: ignored }, "session index ignored; reading every log");
-    for (const f of readdirSync(this.dir).filter((n) => n.endsWith(".jsonl")).sort()) {
+    for (const f of readdirSync(this.dir)
+      .filter((n) => n.endsWith(".jsonl"))
+      .sort()) {
       const path = join(this.dir, f);
       // A log unchanged since the last clean stop is listed from the index and read when first needed.
       const st = statSync(path, { throwIfNoEntry: false });
@@ -95,7 +97,12 @@ export class SessionStore {
   }
 
   /** Reads one log whole: a session in memory, recovered if a crash interrupted it, or read-only if damaged. */
-  private loadFile(path: string, f: string, interrupted: string[] = [], damaged: Array<{ id: string; why: string }> = []): Session | undefined {
+  private loadFile(
+    path: string,
+    f: string,
+    interrupted: string[] = [],
+    damaged: Array<{ id: string; why: string }> = [],
+  ): Session | undefined {
     let opened: ReturnType<typeof SessionLog.open> | undefined;
     let state: SessionState;
     try {
@@ -141,7 +148,9 @@ export class SessionStore {
       path,
       close() {},
       append(): never {
-        throw failedPrecondition(`session ${state.id} is read-only: its log ${path} is damaged (${why}); repair or delete it`);
+        throw failedPrecondition(
+          `session ${state.id} is read-only: its log ${path} is damaged (${why}); repair or delete it`,
+        );
       },
     } as unknown as SessionLog;
     const s = new Session(readOnly, state, new EventHub(state.id));
@@ -154,7 +163,15 @@ export class SessionStore {
     const id = newSessionId();
     const { log } = SessionLog.open(join(this.dir, `${id}.jsonl`));
     const at = Date.now();
-    const first: LogRecord = { t: "session", id, role: n.role, title: n.title, parent_id: n.parentId, slot: n.slot, at };
+    const first: LogRecord = {
+      t: "session",
+      id,
+      role: n.role,
+      title: n.title,
+      parent_id: n.parentId,
+      slot: n.slot,
+      at,
+    };
     log.append(first);
     const s = new Session(log, foldRecords([first]), new EventHub(id));
     s.append({ t: "epoch", epoch: 0, system_json: n.systemJson, tools_json: n.toolsJson, at });
@@ -179,7 +196,9 @@ export class SessionStore {
 
   /** Every session for listing, oldest first: in-memory ones with their live state, the rest by summary. */
   summaries(): Array<{ summary: SessionSummary; live?: Session }> {
-    const all: Array<{ summary: SessionSummary; live?: Session }> = [...this.dormant.values()].map((d) => ({ summary: d.summary }));
+    const all: Array<{ summary: SessionSummary; live?: Session }> = [...this.dormant.values()].map((d) => ({
+      summary: d.summary,
+    }));
     for (const s of this.sessions.values()) all.push({ summary: summarize(s.state), live: s });
     return all.sort((a, b) => a.summary.createdAt - b.summary.createdAt);
   }
@@ -203,7 +222,8 @@ export class SessionStore {
     for (const s of this.sessions.values()) s.log.close();
     const logs = [...this.dormant.values()];
     for (const s of this.sessions.values()) {
-      if (!this.readOnly.has(s.id)) logs.push({ file: `${s.id}.jsonl`, path: join(this.dir, `${s.id}.jsonl`), summary: summarize(s.state) });
+      if (!this.readOnly.has(s.id))
+        logs.push({ file: `${s.id}.jsonl`, path: join(this.dir, `${s.id}.jsonl`), summary: summarize(s.state) });
     }
     try {
       this.index.save(logs);

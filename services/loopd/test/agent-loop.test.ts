@@ -17,7 +17,14 @@ const unlimited: BudgetLimits = { max_iterations: 0, max_total_tokens: 0, max_wa
 beforeEach(() => {
   tmp = tempDir();
   store = new SessionStore(tmp.dir, silentLog);
-  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: '{"role":"system","content":"sys"}', toolsJson: "[]" });
+  s = store.create({
+    role: "main",
+    title: "t",
+    parentId: "",
+    slot: 0,
+    systemJson: '{"role":"system","content":"sys"}',
+    toolsJson: "[]",
+  });
 });
 afterEach(() => {
   store.closeAll();
@@ -82,7 +89,12 @@ describe("agent loop", () => {
 
   it("sends invalid tool arguments back to the model as a tool error", async () => {
     const { broker, d } = deps([
-      { toolCalls: [{ id: "c1", name: "read_file", arguments: '{"path": "a', parseError: "Unexpected end of JSON input" }], finishReason: "length" },
+      {
+        toolCalls: [
+          { id: "c1", name: "read_file", arguments: '{"path": "a', parseError: "Unexpected end of JSON input" },
+        ],
+        finishReason: "length",
+      },
       { content: "sorry" },
     ]);
     const out = await runTurn(s, "go", unlimited, d, new AbortController().signal);
@@ -90,30 +102,45 @@ describe("agent loop", () => {
     expect(broker.calls).toHaveLength(0);
     const toolMsg = s.state.history.find((m) => m.json.includes('"role":"tool"'))!;
     // Cut off by max_tokens (finish_reason length): the model is told so, and to call again shorter.
-    expect(JSON.parse(toolMsg.json).content).toMatch(/read_file was not run: your reply reached its limit of 100 tokens/);
+    expect(JSON.parse(toolMsg.json).content).toMatch(
+      /read_file was not run: your reply reached its limit of 100 tokens/,
+    );
   });
 
-  const loopForever: ScriptedReply = { toolCalls: [{ id: "x", name: "list_dir", arguments: "{}" }], promptN: 100, predictedN: 50 };
+  const loopForever: ScriptedReply = {
+    toolCalls: [{ id: "x", name: "list_dir", arguments: "{}" }],
+    promptN: 100,
+    predictedN: 50,
+  };
 
   it.each([
     ["iterations", { max_iterations: 3 }, 3],
     ["total_tokens", { max_total_tokens: 400 }, 450],
-  ] as const)("the %s budget ends the turn with its own event and the session stays usable", async (name, limit, used) => {
-    const { d } = deps(Array.from({ length: 10 }, () => ({ ...loopForever, toolCalls: [{ ...loopForever.toolCalls![0]!, id: `x${Math.random()}` }] })));
-    const seen: unknown[] = [];
-    const ac = new AbortController();
-    void (async () => {
-      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") seen.push(ev.event.value);
-    })();
-    const out = await runTurn(s, "loop", { ...unlimited, ...limit }, d, new AbortController().signal);
-    await new Promise((r) => setTimeout(r, 5));
-    ac.abort();
-    expect(out.finishReason).toBe("budget");
-    expect(seen).toEqual([expect.objectContaining({ budget: name, used: BigInt(used) })]);
-    expect(unansweredToolCalls(s.state)).toEqual([]);
-    const next = await runTurn(s, "again", unlimited, deps([{ content: "fine" }]).d, new AbortController().signal);
-    expect(next.finishReason).toBe("stop");
-  });
+  ] as const)(
+    "the %s budget ends the turn with its own event and the session stays usable",
+    async (name, limit, used) => {
+      const { d } = deps(
+        Array.from({ length: 10 }, () => ({
+          ...loopForever,
+          toolCalls: [{ ...loopForever.toolCalls![0]!, id: `x${Math.random()}` }],
+        })),
+      );
+      const seen: unknown[] = [];
+      const ac = new AbortController();
+      void (async () => {
+        for await (const ev of s.events.subscribe(0, ac.signal))
+          if (ev.event?.case === "budgetBreach") seen.push(ev.event.value);
+      })();
+      const out = await runTurn(s, "loop", { ...unlimited, ...limit }, d, new AbortController().signal);
+      await new Promise((r) => setTimeout(r, 5));
+      ac.abort();
+      expect(out.finishReason).toBe("budget");
+      expect(seen).toEqual([expect.objectContaining({ budget: name, used: BigInt(used) })]);
+      expect(unansweredToolCalls(s.state)).toEqual([]);
+      const next = await runTurn(s, "again", unlimited, deps([{ content: "fine" }]).d, new AbortController().signal);
+      expect(next.finishReason).toBe("stop");
+    },
+  );
 
   it("the wall-clock budget stops a request that is still streaming", async () => {
     const { d } = deps([{ content: "late", delayMs: 5_000 }]);
@@ -128,7 +155,8 @@ describe("agent loop", () => {
     const breaches: string[] = [];
     const ac = new AbortController();
     void (async () => {
-      for await (const ev of s.events.subscribe(0, ac.signal)) if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget ?? "");
+      for await (const ev of s.events.subscribe(0, ac.signal))
+        if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget ?? "");
     })();
     const out = await runTurn(s, "think", { ...unlimited, max_thinking_tokens: 2 }, d, new AbortController().signal);
     await new Promise((r) => setTimeout(r, 5));
@@ -144,7 +172,17 @@ describe("agent loop", () => {
       ac.abort(new Error("operator"));
       return {};
     });
-    const { d } = deps([{ toolCalls: [{ id: "a", name: "list_dir", arguments: "{}" }, { id: "b", name: "list_dir", arguments: "{}" }] }], broker);
+    const { d } = deps(
+      [
+        {
+          toolCalls: [
+            { id: "a", name: "list_dir", arguments: "{}" },
+            { id: "b", name: "list_dir", arguments: "{}" },
+          ],
+        },
+      ],
+      broker,
+    );
     const out = await runTurn(s, "go", unlimited, d, ac.signal);
     expect(out.finishReason).toBe("cancelled");
     expect(unansweredToolCalls(s.state)).toEqual([]);
@@ -153,9 +191,16 @@ describe("agent loop", () => {
 
   it("waits for a person's decision on a staged call and returns it to the model", async () => {
     const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p1", content: "staged" }));
-    const { d } = deps([{ toolCalls: [{ id: "w", name: "write_file", arguments: '{"path":"x","content":"y"}' }] }, { content: "written" }], broker, {
-      awaitDecision: async (id) => ({ isError: false, content: `applied ${id}` }),
-    });
+    const { d } = deps(
+      [
+        { toolCalls: [{ id: "w", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
+        { content: "written" },
+      ],
+      broker,
+      {
+        awaitDecision: async (id) => ({ isError: false, content: `applied ${id}` }),
+      },
+    );
     await runTurn(s, "write", unlimited, d, new AbortController().signal);
     const tool = s.state.history.find((m) => m.json.includes('"tool_call_id":"w"'))!;
     expect(JSON.parse(tool.json).content).toBe("applied p1");
@@ -163,12 +208,19 @@ describe("agent loop", () => {
 
   it("time spent waiting for a person does not count against the wall-clock budget", async () => {
     const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
-    const { d } = deps([{ toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] }, { content: "written" }], broker, {
-      awaitDecision: async (id) => {
-        await new Promise((r) => setTimeout(r, 300));
-        return { isError: false, content: `applied ${id}` };
+    const { d } = deps(
+      [
+        { toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
+        { content: "written" },
+      ],
+      broker,
+      {
+        awaitDecision: async (id) => {
+          await new Promise((r) => setTimeout(r, 300));
+          return { isError: false, content: `applied ${id}` };
+        },
       },
-    });
+    );
     const out = await runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
     expect(out.finishReason).toBe("stop");
     expect(out.breach).toBeUndefined();
@@ -180,7 +232,12 @@ describe("crash recovery", () => {
   it("marks an interrupted turn and answers its dangling tool call", () => {
     s.append({ t: "turn_start", turn: 1, at: 1 });
     s.append({ t: "message", epoch: 0, json: '{"role":"user","content":"x"}', at: 1 });
-    s.append({ t: "message", epoch: 0, json: '{"role":"assistant","content":null,"tool_calls":[{"id":"k","type":"function","function":{"name":"run_command","arguments":"{}"}}]}', at: 1 });
+    s.append({
+      t: "message",
+      epoch: 0,
+      json: '{"role":"assistant","content":null,"tool_calls":[{"id":"k","type":"function","function":{"name":"run_command","arguments":"{}"}}]}',
+      at: 1,
+    });
     store.closeAll();
     const again = new SessionStore(tmp.dir, silentLog);
     const { interrupted } = again.loadAll();

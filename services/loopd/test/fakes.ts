@@ -31,7 +31,10 @@ export function fakeInfer(replies: ScriptedReply[]) {
   const requests: CompleteRequest[] = [];
   return {
     requests,
-    complete(req: MessageInitShape<typeof import("@boxmaker/common").CompleteRequestSchema>, opts?: { signal?: AbortSignal }) {
+    complete(
+      req: MessageInitShape<typeof import("@boxmaker/common").CompleteRequestSchema>,
+      opts?: { signal?: AbortSignal },
+    ) {
       const r = replies.shift() ?? { content: "ok" };
       requests.push(req as CompleteRequest);
       return (async function* (): AsyncGenerator<CompletionEvent> {
@@ -55,7 +58,13 @@ export function fakeInfer(replies: ScriptedReply[]) {
           role: "assistant",
           content: r.content ?? null,
           ...(toolCalls.length
-            ? { tool_calls: toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } })) }
+            ? {
+                tool_calls: toolCalls.map((t) => ({
+                  id: t.id,
+                  type: "function",
+                  function: { name: t.name, arguments: t.arguments },
+                })),
+              }
             : {}),
         };
         yield ev({
@@ -68,7 +77,11 @@ export function fakeInfer(replies: ScriptedReply[]) {
               finishReason: r.finishReason ?? (toolCalls.length ? "tool_calls" : "stop"),
               reasoningTokens: r.reasoning?.length ?? 0,
               // Like the server: generation stops at the request's max_tokens.
-              timings: { promptN: r.promptN ?? 10, cacheN: r.cacheN ?? 0, predictedN: Math.min(r.predictedN ?? 5, req.maxTokens ?? Infinity) },
+              timings: {
+                promptN: r.promptN ?? 10,
+                cacheN: r.cacheN ?? 0,
+                predictedN: Math.min(r.predictedN ?? 5, req.maxTokens ?? Infinity),
+              },
             },
           },
         });
@@ -78,7 +91,11 @@ export function fakeInfer(replies: ScriptedReply[]) {
 }
 
 /** A fake brokerd that answers every call with the tool name and arguments. */
-export function fakeBroker(decide: (req: CallToolRequest) => Partial<{ decision: ToolDecision; content: string; isError: boolean; proposalId: string }> = () => ({})) {
+export function fakeBroker(
+  decide: (
+    req: CallToolRequest,
+  ) => Partial<{ decision: ToolDecision; content: string; isError: boolean; proposalId: string }> = () => ({}),
+) {
   const calls: CallToolRequest[] = [];
   return {
     calls,

@@ -9,7 +9,10 @@ describe("parking", () => {
     const infer = {
       async slotAction(req: { action?: number; slot?: number }) {
         calls.push(String(req.action));
-        throw new RpcError(Status.UNIMPLEMENTED, "llama-server does not support this slot save: start it with --slot-save-path");
+        throw new RpcError(
+          Status.UNIMPLEMENTED,
+          "llama-server does not support this slot save: start it with --slot-save-path",
+        );
       },
     };
     const p = new Parking(infer as never, silentLog, true);

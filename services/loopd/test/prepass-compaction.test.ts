@@ -14,7 +14,14 @@ let s: Session;
 beforeEach(() => {
   tmp = tempDir();
   store = new SessionStore(tmp.dir, silentLog);
-  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: systemMessageJson("sys"), toolsJson: "[]" });
+  s = store.create({
+    role: "main",
+    title: "t",
+    parentId: "",
+    slot: 0,
+    systemJson: systemMessageJson("sys"),
+    toolsJson: "[]",
+  });
 });
 afterEach(() => {
   store.closeAll();
@@ -24,7 +31,12 @@ afterEach(() => {
 const H = (c: string) => c.repeat(64);
 function exchange(i: number, extra = "") {
   s.append({ t: "message", epoch: s.state.epoch.epoch, json: userMessageJson(`question ${i}${extra}`), at: 1 });
-  s.append({ t: "message", epoch: s.state.epoch.epoch, json: JSON.stringify({ role: "assistant", content: `answer ${i}` }), at: 1 });
+  s.append({
+    t: "message",
+    epoch: s.state.epoch.epoch,
+    json: JSON.stringify({ role: "assistant", content: `answer ${i}` }),
+    at: 1,
+  });
 }
 const status = async () => ({ slots: [{ id: 0, nCtx: 8192 }], selfTest: undefined }) as never;
 
@@ -62,7 +74,9 @@ describe("folds", () => {
     const r1 = await c.compact(s, ac.signal);
     expect(r1).toMatchObject({ epoch: 1, foldedMessages: 4, keptMessages: 2, carriedFoldBytes: 0 });
     const f1 = foldsOf(s.state.epoch.systemJson);
-    expect(f1).toBe(`[Boxmaker fold 1: 4 messages of epoch 0]\nsummary one\nBlobs these turns referenced (read_blob / grep_blob): blob:sha256:${H("a")}\n[end of fold 1]`);
+    expect(f1).toBe(
+      `[Boxmaker fold 1: 4 messages of epoch 0]\nsummary one\nBlobs these turns referenced (read_blob / grep_blob): blob:sha256:${H("a")}\n[end of fold 1]`,
+    );
     expect(epochMessages(s.state).map((m) => m.carried)).toEqual([true, true]);
 
     exchange(4);

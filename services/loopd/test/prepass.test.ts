@@ -11,9 +11,17 @@ import {
   stripAnsi,
 } from "../src/prepass/index.js";
 // @ts-expect-error plain JS fixture generator
-import { BURIED_ERROR, TRACEBACK, buildLog, hugeJson, repeatsLog, sourceFile } from "../../../test/fixtures/large/generate.mjs";
+import {
+  BURIED_ERROR,
+  TRACEBACK,
+  buildLog,
+  hugeJson,
+  repeatsLog,
+  sourceFile,
+} from "../../../test/fixtures/large/generate.mjs";
 
-const fixture = (name: string) => readFileSync(new URL(`../../../test/fixtures/large/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../test/fixtures/large/${name}`, import.meta.url), "utf8");
 const opts = DEFAULT_PREPASS;
 
 describe("prepass fixtures", () => {
@@ -54,7 +62,7 @@ describe("prepass", () => {
   });
 
   it("leaves text below the threshold untouched", () => {
-    const small = "why does this fail?\n\n" + "x ".repeat(1000);
+    const small = `why does this fail?\n\n${"x ".repeat(1000)}`;
     expect(prepass(small, opts)).toEqual({ text: small, blocks: [] });
   });
 
@@ -87,7 +95,11 @@ describe("prepass", () => {
 
   it("labels diffs and counts hunks", () => {
     const files = Array.from({ length: 40 }, (_, f) => {
-      const hunks = Array.from({ length: 5 }, (_, h) => `@@ -${h * 50},7 +${h * 50},8 @@\n ctx\n-old ${f}.${h}\n+new ${f}.${h}\n+more\n${Array.from({ length: 150 }, (_, k) => ` line ${f}.${h}.${k}\n`).join("")}`);
+      const hunks = Array.from(
+        { length: 5 },
+        (_, h) =>
+          `@@ -${h * 50},7 +${h * 50},8 @@\n ctx\n-old ${f}.${h}\n+new ${f}.${h}\n+more\n${Array.from({ length: 150 }, (_, k) => ` line ${f}.${h}.${k}\n`).join("")}`,
+      );
       return `diff --git a/f${f}.ts b/f${f}.ts\n--- a/f${f}.ts\n+++ b/f${f}.ts\n${hunks.join("")}`;
     }).join("");
     const r = prepass(files, opts);
@@ -118,7 +130,11 @@ describe("prepass", () => {
   });
 
   it("a block that fits once reduced is carried whole", () => {
-    const text = repeatsLog().split("\n").filter((l: string) => l).slice(0, 2000).join("\n");
+    const text = repeatsLog()
+      .split("\n")
+      .filter((l: string) => l)
+      .slice(0, 2000)
+      .join("\n");
     const r = prepass(text, { threshold_bytes: 20_000, excerpt_bytes: 4_000 });
     expect(r.blocks[0]!.form).toBe("reduced");
     const body = r.text.slice(r.text.indexOf("\n") + 1, r.text.lastIndexOf("\n"));

@@ -18,7 +18,9 @@ describe("project instructions", () => {
     const ins = readInstructions(cfg)!;
     expect(ins).toEqual({ path: join(tmp.dir, "AGENTS.md"), text: "Run npm test before you finish." });
     const prompt = withInstructions("You are Boxmaker.", ins);
-    expect(prompt).toBe(`You are Boxmaker.\n\n# Project instructions (from ${ins.path})\n\nRun npm test before you finish.`);
+    expect(prompt).toBe(
+      `You are Boxmaker.\n\n# Project instructions (from ${ins.path})\n\nRun npm test before you finish.`,
+    );
     // Byte-stable: reading the same file again gives the same prompt.
     expect(withInstructions("You are Boxmaker.", readInstructions(cfg))).toBe(prompt);
     expect(instructionsFileOf(systemMessageJson(prompt))).toBe(ins.path);
@@ -29,6 +31,8 @@ describe("project instructions", () => {
 
   it("cuts a long file at max_bytes and says so", () => {
     writeFileSync(join(tmp.dir, "AGENTS.md"), "x".repeat(50));
-    expect(readInstructions({ workspace: tmp.dir, files: ["AGENTS.md"], max_bytes: 10 })!.text).toBe(`${"x".repeat(10)}\n[… cut at 10 bytes]`);
+    expect(readInstructions({ workspace: tmp.dir, files: ["AGENTS.md"], max_bytes: 10 })!.text).toBe(
+      `${"x".repeat(10)}\n[… cut at 10 bytes]`,
+    );
   });
 });

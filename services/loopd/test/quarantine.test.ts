@@ -19,7 +19,8 @@ describe("a damaged session log is quarantined, not fatal", () => {
     const a = new SessionStore(t.dir, silent);
     const good = a.create({ ...fresh, title: "good" });
     const bad = a.create({ ...fresh, title: "bad" });
-    for (let i = 0; i < 3; i++) bad.append({ t: "message", epoch: 0, json: `{"role":"user","content":"m${i}"}`, at: 2 });
+    for (let i = 0; i < 3; i++)
+      bad.append({ t: "message", epoch: 0, json: `{"role":"user","content":"m${i}"}`, at: 2 });
     a.closeAll();
     // Damage a record in the middle of bad's log, and add a log whose first record is not a session.
     const badPath = join(t.dir, "sessions", `${bad.id}.jsonl`);
@@ -34,8 +35,12 @@ describe("a damaged session log is quarantined, not fatal", () => {
     const r = b.loadAll();
     expect(r.loaded).toBe(3);
     expect(r.damaged.map((d) => d.id).sort()).toEqual([bad.id, "s-headless"].sort());
-    expect(b.get(bad.id)!.state.title).toMatch(/^\[damaged, read-only: record 3 is damaged and is not the last one\] bad$/);
-    expect(b.get("s-headless")!.state.title).toMatch(/damaged, read-only: session log does not start with a session record/);
+    expect(b.get(bad.id)!.state.title).toMatch(
+      /^\[damaged, read-only: record 3 is damaged and is not the last one\] bad$/,
+    );
+    expect(b.get("s-headless")!.state.title).toMatch(
+      /damaged, read-only: session log does not start with a session record/,
+    );
     expect(() => b.get(bad.id)!.append({ t: "message", epoch: 0, json: "{}", at: 3 })).toThrow(/read-only/);
     b.get(good.id)!.append({ t: "message", epoch: 0, json: '{"role":"user","content":"still fine"}', at: 3 });
     expect(b.get(good.id)!.state.history.length).toBeGreaterThan(0);

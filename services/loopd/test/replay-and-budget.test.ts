@@ -61,7 +61,14 @@ describe("replay of model output the server would refuse", () => {
   it("a cut-off call is refused with the reason, stored as produced, and replayed repaired on every later request", async () => {
     const { infer, d } = deps([
       {
-        toolCalls: [{ id: "c1", name: "write_file", arguments: '{"path":"', parseError: "arguments are not valid JSON (the call was cut off)" }],
+        toolCalls: [
+          {
+            id: "c1",
+            name: "write_file",
+            arguments: '{"path":"',
+            parseError: "arguments are not valid JSON (the call was cut off)",
+          },
+        ],
         finishReason: "length",
       },
       { content: "ok" },
@@ -90,7 +97,12 @@ describe("replay of model output the server would refuse", () => {
     s.append({ t: "turn_start", turn: 1, at: 1 });
     s.append({ t: "message", epoch: 0, json: '{"role":"user","content":"write it"}', at: 1 });
     s.append({ t: "message", epoch: 0, json: CUT_OFF, at: 1 });
-    s.append({ t: "message", epoch: 0, json: '{"role":"tool","tool_call_id":"c1","content":"error: not valid JSON"}', at: 1 });
+    s.append({
+      t: "message",
+      epoch: 0,
+      json: '{"role":"tool","tool_call_id":"c1","content":"error: not valid JSON"}',
+      at: 1,
+    });
     s.append({ t: "turn_end", turn: 1, reason: "stop", at: 1 });
     const path = s.log.path;
     store.closeAll();
@@ -103,7 +115,9 @@ describe("replay of model output the server would refuse", () => {
     expect(infer.requests[0]!.messagesJson).toContain('"arguments":"{}"');
     expect(infer.requests[0]!.messagesJson.startsWith(`[${SYSTEM},{"role":"user","content":"write it"},`)).toBe(true);
     // The record on disk is unchanged.
-    const onDisk = SessionLog.read(path).records.filter((r) => r.t === "message").map((r) => (r as { json: string }).json);
+    const onDisk = SessionLog.read(path)
+      .records.filter((r) => r.t === "message")
+      .map((r) => (r as { json: string }).json);
     expect(onDisk).toContain(CUT_OFF);
     expect(buildMessagesJson(foldRecords(SessionLog.read(path).records))).toBe(buildMessagesJson(s.state));
   });
@@ -157,7 +171,9 @@ describe("token budget", () => {
       predictedN: 100_000,
     }));
     // A tools array of about 600 tokens, as the first request reads it whole.
-    const tools = JSON.stringify([{ type: "function", function: { name: "write_file", description: "w ".repeat(900) } }]);
+    const tools = JSON.stringify([
+      { type: "function", function: { name: "write_file", description: "w ".repeat(900) } },
+    ]);
     const t = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: SYSTEM, toolsJson: tools });
     const { infer, d } = deps(replies, 8192);
     const out = await runTurn(t, "go", { ...unlimited, max_total_tokens: 1200 }, d, new AbortController().signal);
@@ -186,14 +202,36 @@ describe("epochBlobRefs", () => {
     const h = (c: string) => `blob:sha256:${c.repeat(64)}`;
     const st = foldRecords([
       { t: "session", id: "s", role: "main", title: "", parent_id: "", slot: 0, at: 1 },
-      { t: "epoch", epoch: 0, system_json: JSON.stringify({ role: "system", content: `folded: ${h("a")}` }), tools_json: "[]", at: 1 },
+      {
+        t: "epoch",
+        epoch: 0,
+        system_json: JSON.stringify({ role: "system", content: `folded: ${h("a")}` }),
+        tools_json: "[]",
+        at: 1,
+      },
     ]);
     expect(epochBlobRefs(st)).toEqual([h("a")]);
-    applyRecord(st, { t: "message", epoch: 0, json: JSON.stringify({ role: "user", content: `see ${h("b")} and ${h("a")}` }), at: 2 });
-    applyRecord(st, { t: "message", epoch: 0, json: JSON.stringify({ role: "tool", tool_call_id: "x", content: `more in ${h("c")}` }), at: 2 });
+    applyRecord(st, {
+      t: "message",
+      epoch: 0,
+      json: JSON.stringify({ role: "user", content: `see ${h("b")} and ${h("a")}` }),
+      at: 2,
+    });
+    applyRecord(st, {
+      t: "message",
+      epoch: 0,
+      json: JSON.stringify({ role: "tool", tool_call_id: "x", content: `more in ${h("c")}` }),
+      at: 2,
+    });
     expect(epochBlobRefs(st)).toEqual([h("a"), h("b"), h("c")]);
     // A new epoch pins only what it names.
-    applyRecord(st, { t: "epoch", epoch: 1, system_json: JSON.stringify({ role: "system", content: `folded: ${h("c")}` }), tools_json: "[]", at: 3 });
+    applyRecord(st, {
+      t: "epoch",
+      epoch: 1,
+      system_json: JSON.stringify({ role: "system", content: `folded: ${h("c")}` }),
+      tools_json: "[]",
+      at: 3,
+    });
     expect(epochBlobRefs(st)).toEqual([h("c")]);
   });
 });

@@ -40,11 +40,23 @@ describe("schedules", () => {
   it("reports runs missed while loopd was down instead of skipping them silently", () => {
     let now = T0;
     const cfg = [{ id: "hourly", cron: "0 * * * *", prompt: "check" }];
-    const first = new Schedules(tmp.dir, cfg, async () => undefined, silentLog, () => now);
+    const first = new Schedules(
+      tmp.dir,
+      cfg,
+      async () => undefined,
+      silentLog,
+      () => now,
+    );
     expect(first.begin()).toEqual([]);
     first.stop();
     now = T0 + 5 * 60 * 60_000 + 1; // down for five hours
-    const second = new Schedules(tmp.dir, cfg, async () => undefined, silentLog, () => now);
+    const second = new Schedules(
+      tmp.dir,
+      cfg,
+      async () => undefined,
+      silentLog,
+      () => now,
+    );
     expect(second.begin()).toEqual([{ id: "hourly", missed: 5 }]);
     expect(second.list()[0]!.missedRuns).toBe(5);
     second.stop();
@@ -54,10 +66,15 @@ describe("schedules", () => {
     vi.useFakeTimers({ now: T0 });
     let finish!: () => void;
     let starts = 0;
-    const s = new Schedules(tmp.dir, [{ id: "m", cron: "* * * * *", prompt: "p" }], async () => {
-      starts++;
-      await new Promise<void>((r) => (finish = r));
-    }, silentLog);
+    const s = new Schedules(
+      tmp.dir,
+      [{ id: "m", cron: "* * * * *", prompt: "p" }],
+      async () => {
+        starts++;
+        await new Promise<void>((r) => (finish = r));
+      },
+      silentLog,
+    );
     s.begin();
     await vi.advanceTimersByTimeAsync(60_000 + 10);
     await vi.advanceTimersByTimeAsync(60_000);

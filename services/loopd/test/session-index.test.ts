@@ -12,7 +12,14 @@ beforeEach(() => {
 afterEach(() => tmp.cleanup());
 
 const newSession = (store: SessionStore, title: string) =>
-  store.create({ role: "main", title, parentId: "", slot: 0, systemJson: '{"role":"system","content":"sys"}', toolsJson: "[]" });
+  store.create({
+    role: "main",
+    title,
+    parentId: "",
+    slot: 0,
+    systemJson: '{"role":"system","content":"sys"}',
+    toolsJson: "[]",
+  });
 
 function seed(n: number): string[] {
   const store = new SessionStore(tmp.dir, silentLog);
@@ -44,7 +51,10 @@ describe("the session index", () => {
       ["task 2", 2, 1, undefined],
     ]);
     const s = store.get(ids[1]!)!;
-    expect(s.state.history.map((m) => m.json)).toEqual(['{"role":"user","content":"q1"}', '{"role":"assistant","content":"a1"}']);
+    expect(s.state.history.map((m) => m.json)).toEqual([
+      '{"role":"user","content":"q1"}',
+      '{"role":"assistant","content":"a1"}',
+    ]);
     expect(store.list().map((x) => x.id)).toEqual([ids[1]]);
     expect(store.count()).toBe(3);
     store.closeAll();
@@ -75,7 +85,10 @@ describe("the session index", () => {
     expect(store.list()).toHaveLength(2); // every log read
     store.closeAll();
     // A log edited by hand (its size changed): read whole again at start, not listed from the index.
-    appendFileSync(join(tmp.dir, "sessions", `${ids[1]}.jsonl`), '{"seq":99,"crc":"bad","rec":{"t":"note","text":"x","at":3}}\n{"seq":100');
+    appendFileSync(
+      join(tmp.dir, "sessions", `${ids[1]}.jsonl`),
+      '{"seq":99,"crc":"bad","rec":{"t":"note","text":"x","at":3}}\n{"seq":100',
+    );
     const again = new SessionStore(tmp.dir, silentLog);
     const r = again.loadAll();
     expect(r.loaded).toBe(2);

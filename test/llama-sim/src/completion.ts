@@ -76,7 +76,8 @@ function planToolCalls(turn: Turn): ToolDeltaPlan[] {
   return (turn.toolCalls ?? []).map((call, index) => {
     let pieces: string[];
     if (Array.isArray(call.arguments)) pieces = call.arguments;
-    else if (turn.argumentChunkSize && turn.argumentChunkSize > 0) pieces = chunkChars(call.arguments, turn.argumentChunkSize);
+    else if (turn.argumentChunkSize && turn.argumentChunkSize > 0)
+      pieces = chunkChars(call.arguments, turn.argumentChunkSize);
     else pieces = tokenize(call.arguments);
     // The first delta carries the name even when there are no arguments yet.
     if (pieces.length === 0) pieces = [""];
@@ -254,7 +255,15 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
       role: "assistant",
       content: (a.rendered.prefill ? a.rendered.prefillContent : "") + content,
       ...(reasoning ? { reasoning_content: reasoning } : {}),
-      ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) } : {}),
+      ...(calls.length
+        ? {
+            tool_calls: calls.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
+        : {}),
     };
     if (processed < total) {
       // Left during prefill: the cache holds what was processed.
@@ -264,7 +273,8 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
       const prevReasoning = a.rendered.prefill ? a.messages[a.messages.length - 1]?.reasoning_content : undefined;
       if (prevReasoning && !reasoning) echo.reasoning_content = prevReasoning;
       slot.tokens = tokenize(
-        renderPrompt([...history, echo], a.tools, { thinkBlocks: state.config.thinkBlocks, addGenerationPrompt: false }).text,
+        renderPrompt([...history, echo], a.tools, { thinkBlocks: state.config.thinkBlocks, addGenerationPrompt: false })
+          .text,
       );
     }
     slot.lastTask = {
@@ -285,7 +295,12 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
     const tPrompt0 = performance.now();
     if (sse && a.rendered.prefill) sse.event(chunk(base, ROLE_DELTA));
     const progress = (p: number, delta: Record<string, unknown>) => {
-      const pp: PromptProgress = { total, cache: cacheN, processed: p, time_ms: Math.round(performance.now() - tPrompt0) };
+      const pp: PromptProgress = {
+        total,
+        cache: cacheN,
+        processed: p,
+        time_ms: Math.round(performance.now() - tPrompt0),
+      };
       sse?.event(chunk(base, delta, null, { prompt_progress: pp }));
     };
     if (sse && a.returnProgress) {
@@ -322,7 +337,11 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
 
     const streamError = () => {
       const e = turn.errorInStream!;
-      return errorBody(e.code ?? 500, e.message ?? "The model produced output that does not match the expected peg-native format", e.type ?? "server_error");
+      return errorBody(
+        e.code ?? 500,
+        e.message ?? "The model produced output that does not match the expected peg-native format",
+        e.type ?? "server_error",
+      );
     };
 
     // Faults fire once `emitted` reaches their token count; `atEnd` fires the ones the output never reached.
@@ -385,7 +404,9 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
             calls.push({ id: plan.id, name: plan.name, arguments: piece });
             sse?.event(
               chunk(base, {
-                tool_calls: [{ index: plan.index, id: plan.id, type: "function", function: { name: plan.name, arguments: piece } }],
+                tool_calls: [
+                  { index: plan.index, id: plan.id, type: "function", function: { name: plan.name, arguments: piece } },
+                ],
               }),
             );
           } else {
@@ -442,7 +463,11 @@ async function runCompletion(state: SimState, slot: Slot, res: ServerResponse, e
     };
     if (reasoning) message.reasoning_content = reasoning;
     if (calls.length > 0) {
-      message.tool_calls = calls.map((c) => ({ type: "function", function: { name: c.name, arguments: c.arguments }, id: c.id }));
+      message.tool_calls = calls.map((c) => ({
+        type: "function",
+        function: { name: c.name, arguments: c.arguments },
+        id: c.id,
+      }));
     }
     sendJson(res, 200, {
       choices: [{ finish_reason: finish, index: 0, message }],

@@ -48,7 +48,8 @@ async function main(): Promise<void> {
   }
   if (!values.socket && values.port === undefined) throw new Error("one of --socket or --port is required");
   const tb = values["think-blocks"];
-  if (tb !== undefined && tb !== "all" && tb !== "after-last-user") throw new Error("--think-blocks: all | after-last-user");
+  if (tb !== undefined && tb !== "all" && tb !== "after-last-user")
+    throw new Error("--think-blocks: all | after-last-user");
   const loadingMs = int("loading-ms", values["loading-ms"]);
   const opts: LlamaSimOptions = {
     ...(values.socket ? { socketPath: values.socket } : { port: int("port", values.port) ?? 0 }),

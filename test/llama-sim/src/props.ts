@@ -55,7 +55,15 @@ const f32 = (x: number) => Math.fround(x);
 export function taskParams(body: Record<string, unknown>, maxTokens: number): Record<string, unknown> {
   const p = defaultParams();
   const num = (k: string) => (typeof body[k] === "number" ? (body[k] as number) : undefined);
-  for (const k of ["temperature", "top_p", "min_p", "typical_p", "presence_penalty", "frequency_penalty", "repeat_penalty"]) {
+  for (const k of [
+    "temperature",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repeat_penalty",
+  ]) {
     const v = num(k);
     if (v !== undefined) p[k] = f32(v);
   }

@@ -66,7 +66,8 @@ export function contentText(content: unknown): string {
 function renderTools(tools: readonly unknown[]): string {
   let out = `# Tools\n\nYou may call one or more of these ${tools.length} functions. Their signatures are within <tools></tools> XML tags:\n<tools>`;
   for (const tool of tools) out += `\n${JSON.stringify(tool)}`;
-  out += "\n</tools>\n\nTo call a function, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags.";
+  out +=
+    "\n</tools>\n\nTo call a function, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags.";
   return out;
 }
 

@@ -85,7 +85,14 @@ async function handle(state: SimState, req: IncomingMessage, res: ServerResponse
     const c = state.config;
     return reply(
       200,
-      propsBody({ chatTemplate: c.chatTemplate, totalSlots: c.totalSlots, nCtx: c.nCtx, buildInfo: c.buildInfo, modelPath: c.modelPath, sleeping: false }),
+      propsBody({
+        chatTemplate: c.chatTemplate,
+        totalSlots: c.totalSlots,
+        nCtx: c.nCtx,
+        buildInfo: c.buildInfo,
+        modelPath: c.modelPath,
+        sleeping: false,
+      }),
     );
   }
   if (method === "GET" && (p === "/v1/models" || p === "/models")) {
@@ -110,7 +117,8 @@ async function handle(state: SimState, req: IncomingMessage, res: ServerResponse
     }
     const b = (parsed ?? {}) as Record<string, unknown>;
     const pieces = typeof b.content === "string" ? tokenize(b.content) : [];
-    const tokens = b.with_pieces === true ? pieces.map((piece) => ({ id: pieceId(piece), piece })) : pieces.map(pieceId);
+    const tokens =
+      b.with_pieces === true ? pieces.map((piece) => ({ id: pieceId(piece), piece })) : pieces.map(pieceId);
     return reply(200, { tokens });
   }
   if (method === "POST" && (p === "/v1/chat/completions/control" || p === "/chat/completions/control")) {
@@ -170,7 +178,7 @@ function handleAdmin(state: SimState, method: string, p: string, raw: string, re
   }
   if (method === "POST" && p === "/__sim/loading") {
     const b = (body ?? {}) as Record<string, unknown>;
-    if (typeof b.loading !== "boolean") return sendJson(res, 400, { error: "body must be {\"loading\": boolean}" });
+    if (typeof b.loading !== "boolean") return sendJson(res, 400, { error: 'body must be {"loading": boolean}' });
     state.loading = b.loading;
     return sendJson(res, 200, { loading: state.loading });
   }
@@ -179,7 +187,12 @@ function handleAdmin(state: SimState, method: string, p: string, raw: string, re
       loading: state.loading,
       pendingTurns: state.script.pending,
       maxConcurrentPerSlot: state.maxConcurrentPerSlot(),
-      slots: state.slots.map((s) => ({ id: s.id, nTokens: s.tokens.length, isProcessing: s.processing, inFlight: s.inFlight })),
+      slots: state.slots.map((s) => ({
+        id: s.id,
+        nTokens: s.tokens.length,
+        isProcessing: s.processing,
+        inFlight: s.inFlight,
+      })),
     });
   }
   return sendJson(res, 404, { error: "unknown admin route" });

@@ -12,7 +12,14 @@ import type { SimState } from "./state.js";
 const SAVE_FORMAT = "llama-sim-slot/1";
 
 function validFilename(name: unknown): name is string {
-  return typeof name === "string" && name.length > 0 && name.length <= 255 && !/[/\\\0]/.test(name) && name !== "." && name !== "..";
+  return (
+    typeof name === "string" &&
+    name.length > 0 &&
+    name.length <= 255 &&
+    !/[/\\\0]/.test(name) &&
+    name !== "." &&
+    name !== ".."
+  );
 }
 
 export async function handleSlotAction(
@@ -29,7 +36,14 @@ export async function handleSlotAction(
   // llama-server refuses every slot action without --slot-save-path.
   const dir = state.config.slotSavePath;
   if (!dir) {
-    return reply(501, errorBody(501, "This server does not support slots action. Start it with `--slot-save-path`", "not_supported_error"));
+    return reply(
+      501,
+      errorBody(
+        501,
+        "This server does not support slots action. Start it with `--slot-save-path`",
+        "not_supported_error",
+      ),
+    );
   }
   const id = Number(slotIdText);
   const slot = Number.isInteger(id) && id >= 0 ? state.slots[id] : undefined;
@@ -87,7 +101,11 @@ export async function handleSlotAction(
     } catch {
       return reply(
         400,
-        errorBody(400, "Unable to restore slot: No available space in KV cache or invalid slot save file", "invalid_request_error"),
+        errorBody(
+          400,
+          "Unable to restore slot: No available space in KV cache or invalid slot save file",
+          "invalid_request_error",
+        ),
       );
     }
     slot.tokens = tokens as string[];

@@ -38,10 +38,17 @@ export async function startClient(opts: Omit<LlamaSimOptions, "socketPath" | "po
       method: method as "GET",
       dispatcher: agent,
       ...(hasBody
-        ? { body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json" } }
+        ? {
+            body: typeof body === "string" ? body : JSON.stringify(body),
+            headers: { "content-type": "application/json" },
+          }
         : {}),
     });
-    return { status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text: await res.body.text() };
+    return {
+      status: res.statusCode,
+      contentType: String(res.headers["content-type"] ?? ""),
+      text: await res.body.text(),
+    };
   };
   const stream: SimClient["stream"] = async (body, onEvent, signal) => {
     const res = await request("http://localhost/v1/chat/completions", {

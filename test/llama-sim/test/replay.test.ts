@@ -121,7 +121,17 @@ function compareErrorMessage(ours: Json, rec: Json): void {
 
 // ---------- SSE kinds ----------
 
-type Kind = "progress" | "progress+prefill" | "role" | "reasoning" | "content" | "tool_call_first" | "tool_call_append" | "final" | "error" | "DONE";
+type Kind =
+  | "progress"
+  | "progress+prefill"
+  | "role"
+  | "reasoning"
+  | "content"
+  | "tool_call_first"
+  | "tool_call_append"
+  | "final"
+  | "error"
+  | "DONE";
 
 function kindOf(payload: string): Kind {
   if (payload === "[DONE]") return "DONE";
@@ -232,7 +242,8 @@ function turnFromSse(events: string[]): Turn {
     if (k === "content") content.push(delta.content as string);
     const tc = asObj((delta.tool_calls as Json[] | undefined)?.[0]);
     const fn = asObj(tc.function);
-    if (k === "tool_call_first") calls.push({ id: tc.id as string, name: fn.name as string, arguments: [fn.arguments as string] });
+    if (k === "tool_call_first")
+      calls.push({ id: tc.id as string, name: fn.name as string, arguments: [fn.arguments as string] });
     if (k === "tool_call_append") calls[tc.index as number]!.arguments.push(fn.arguments as string);
   }
   if (reasoning.length) turn.reasoning = reasoning;
@@ -282,7 +293,9 @@ function recordedModel(r: Recording): { modelPath?: string; buildInfo?: string }
 const isChat = (r: Recording) => r.request.method === "POST" && r.request.path === "/v1/chat/completions";
 /** A chat recording whose answer came from the model (not a request the server refused). */
 const hasModelOutput = (r: Recording) =>
-  isChat(r) && typeof r.request.body === "object" && (r.response.status === 200 || asObj(asObj(parse(r.response.body)).error).type === "server_error");
+  isChat(r) &&
+  typeof r.request.body === "object" &&
+  (r.response.status === 200 || asObj(asObj(parse(r.response.body)).error).type === "server_error");
 
 function controlFor(stream: Recording): Recording | undefined {
   const id = asObj(parse(sseEvents(stream.response.body)[0]!)).id;
@@ -293,7 +306,10 @@ function controlFor(stream: Recording): Recording | undefined {
 
 async function prime(c: SimClient, slot: number): Promise<void> {
   c.sim.enqueue({ content: "primed" }, slot);
-  const r = await c.send("POST", "/v1/chat/completions", { messages: [{ role: "user", content: `prime slot ${slot}` }], id_slot: slot });
+  const r = await c.send("POST", "/v1/chat/completions", {
+    messages: [{ role: "user", content: `prime slot ${slot}` }],
+    id_slot: slot,
+  });
   expect(r.status).toBe(200);
 }
 
@@ -308,7 +324,10 @@ function compareSse(ours: Reply & { events: string[] }, r: Recording, opts: { re
   const recEvents = sseEvents(r.response.body);
   const ro = runs(ours.events);
   const rr = runs(recEvents);
-  expect(ro.map((x) => x.kind), `${r.name}: chunk kinds`).toEqual(rr.map((x) => x.kind));
+  expect(
+    ro.map((x) => x.kind),
+    `${r.name}: chunk kinds`,
+  ).toEqual(rr.map((x) => x.kind));
   checkProgress(ours.events);
   checkProgress(recEvents);
   ro.forEach((run, i) => {
@@ -336,7 +355,9 @@ function compareSse(ours: Reply & { events: string[] }, r: Recording, opts: { re
   else expect(tr.reasoning.startsWith(to.reasoning) || to.reasoning.startsWith(tr.reasoning)).toBe(true);
   // The simulator's own accounting: the final timings agree with its progress events.
   const final = ours.events.map((e) => (e === "[DONE]" ? {} : asObj(parse(e)))).find((o) => "timings" in o);
-  const progress = ours.events.map((e) => (e === "[DONE]" ? {} : asObj(parse(e)))).filter((o) => "prompt_progress" in o);
+  const progress = ours.events
+    .map((e) => (e === "[DONE]" ? {} : asObj(parse(e))))
+    .filter((o) => "prompt_progress" in o);
   if (final && progress.length) {
     const t = asObj(final.timings);
     const p = asObj(progress[0]!.prompt_progress);
@@ -347,7 +368,9 @@ function compareSse(ours: Reply & { events: string[] }, r: Recording, opts: { re
 
 async function replayOne(c: SimClient, r: Recording): Promise<Reply & { events: string[] }> {
   if (hasModelOutput(r)) {
-    c.sim.enqueue(isSse(r) ? turnFromSse(sseEvents(r.response.body)) : turnFromJson(r.response.status, parse(r.response.body)));
+    c.sim.enqueue(
+      isSse(r) ? turnFromSse(sseEvents(r.response.body)) : turnFromJson(r.response.status, parse(r.response.body)),
+    );
   }
   if (isSse(r)) return c.stream(r.request.body);
   const ours = await c.send(r.request.method, r.request.path, r.request.body);
@@ -363,7 +386,10 @@ const baseOptions = { totalSlots: 3, nCtx: 32768 };
 
 const cacheSeries = recordings.filter((r) => r.name.startsWith("cache-"));
 const pairedControls = new Set(
-  recordings.filter((r) => isSse(r) && isChat(r)).map((r) => controlFor(r)?.file).filter((f): f is string => !!f),
+  recordings
+    .filter((r) => isSse(r) && isChat(r))
+    .map((r) => controlFor(r)?.file)
+    .filter((f): f is string => !!f),
 );
 const single = recordings.filter((r) => !cacheSeries.includes(r) && !pairedControls.has(r.file));
 
@@ -446,7 +472,11 @@ describe("replay of recorded llama-server exchanges", () => {
     expect(cutAt).toBeGreaterThan(0);
     // More reasoning than was recorded: only the control call can end it.
     const recorded = Array.isArray(turn.reasoning) ? turn.reasoning : [];
-    c.sim.enqueue({ ...turn, reasoning: [...recorded, ...Array.from({ length: 400 }, () => " more")], tokenDelayMs: 25 });
+    c.sim.enqueue({
+      ...turn,
+      reasoning: [...recorded, ...Array.from({ length: 400 }, () => " more")],
+      tokenDelayMs: 25,
+    });
     let seen = 0;
     let controlReply: Reply | undefined;
     const ours = await c.stream(r.request.body, async (payload) => {

@@ -36,7 +36,10 @@ const TOOLS = [
     },
   },
 ];
-const SYSTEM: ChatMessage = { role: "system", content: "You are Boxmaker, an agent on the operator's workstation. Use tools when they help." };
+const SYSTEM: ChatMessage = {
+  role: "system",
+  content: "You are Boxmaker, an agent on the operator's workstation. Use tools when they help.",
+};
 
 let clients: SimClient[] = [];
 async function client(opts: Parameters<typeof startClient>[0] = {}): Promise<SimClient> {
@@ -76,7 +79,12 @@ function assistantFrom(events: string[]): ChatMessage {
   const calls: Array<{ id: string; type: string; function: { name: string; arguments: string } }> = [];
   for (const c of chunks(events)) {
     for (const tc of (c.choices?.[0]?.delta.tool_calls as Array<Record<string, any>> | undefined) ?? []) {
-      if (tc.id) calls[tc.index] = { id: tc.id, type: "function", function: { name: tc.function.name, arguments: tc.function.arguments } };
+      if (tc.id)
+        calls[tc.index] = {
+          id: tc.id,
+          type: "function",
+          function: { name: tc.function.name, arguments: tc.function.arguments },
+        };
       else calls[tc.index]!.function.arguments += tc.function.arguments;
     }
   }
@@ -99,7 +107,9 @@ describe("tokenizer", () => {
     const r = await c.send("POST", "/tokenize", { content: "List the files in /tmp" });
     const ids = (JSON.parse(r.text) as { tokens: number[] }).tokens;
     expect(ids).toHaveLength(6);
-    const again = JSON.parse((await c.send("POST", "/tokenize", { content: "List the files in /tmp", with_pieces: true })).text);
+    const again = JSON.parse(
+      (await c.send("POST", "/tokenize", { content: "List the files in /tmp", with_pieces: true })).text,
+    );
     expect(again.tokens.map((t: { piece: string }) => t.piece).join("")).toBe("List the files in /tmp");
     expect(again.tokens.map((t: { id: number }) => t.id)).toEqual(ids);
   });
@@ -109,7 +119,10 @@ describe("prompt cache accounting", () => {
   it("an exact echo of the streamed assistant message reuses everything", async () => {
     const c = await client();
     const history: ChatMessage[] = [SYSTEM, { role: "user", content: "List the files in /tmp" }];
-    c.sim.enqueue({ reasoning: "The user wants a listing.", toolCalls: [{ name: "list_dir", arguments: '{"path": "/tmp"}' }] });
+    c.sim.enqueue({
+      reasoning: "The user wants a listing.",
+      toolCalls: [{ name: "list_dir", arguments: '{"path": "/tmp"}' }],
+    });
     const first = await c.stream(req(history));
     const t1 = timingsOf(first.events)!;
     expect(t1.cache_n).toBe(0);
@@ -182,7 +195,13 @@ describe("prompt cache accounting", () => {
     const history: ChatMessage[] = [SYSTEM, { role: "user", content: "List the files in /tmp" }];
     c.sim.enqueue({ content: "ok" });
     await c.stream(req(history));
-    const more = [...TOOLS, { type: "function", function: { name: "grep_blob", description: "Search a stored blob.", parameters: { type: "object" } } }];
+    const more = [
+      ...TOOLS,
+      {
+        type: "function",
+        function: { name: "grep_blob", description: "Search a stored blob.", parameters: { type: "object" } },
+      },
+    ];
     c.sim.enqueue({ content: "ok" });
     const t = timingsOf((await c.stream({ ...req(history), tools: more })).events)!;
     expect(t.cache_n).toBeLessThan(30);
@@ -227,8 +246,15 @@ describe("streams and responses", () => {
     const final = cs.at(-1)!;
     expect(final.choices![0]!.finish_reason).toBe("tool_calls");
     expect(Object.keys(final.timings!)).toEqual([
-      "cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second",
-      "predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second",
+      "cache_n",
+      "prompt_n",
+      "prompt_ms",
+      "prompt_per_token_ms",
+      "prompt_per_second",
+      "predicted_n",
+      "predicted_ms",
+      "predicted_per_token_ms",
+      "predicted_per_second",
     ]);
     expect(contentOf(r.events, "reasoning_content")).toBe("Thinking hard.");
     expect(contentOf(r.events)).toBe("Calling now.");
@@ -238,14 +264,20 @@ describe("streams and responses", () => {
     const c = await client();
     c.sim.enqueue({ toolCalls: [{ name: "list_dir", arguments: '{"path":"/tmp"}' }], argumentChunkSize: 4 });
     const r = await c.stream(req([SYSTEM, { role: "user", content: "ls" }]));
-    const args = chunks(r.events).flatMap((x) => (x.choices?.[0]?.delta.tool_calls as Array<Record<string, any>> | undefined) ?? []);
+    const args = chunks(r.events).flatMap(
+      (x) => (x.choices?.[0]?.delta.tool_calls as Array<Record<string, any>> | undefined) ?? [],
+    );
     expect(args.map((a) => a.function.arguments)).toEqual(['{"pa', 'th":', '"/tm', 'p"}']);
   });
 
   it("non-streamed: chat.completion with usage and timings", async () => {
     const c = await client();
     c.sim.enqueue({ reasoning: "r", content: "Hello.", toolCalls: [{ id: "x1", name: "list_dir", arguments: "{}" }] });
-    const r = await c.send("POST", "/v1/chat/completions", req([SYSTEM, { role: "user", content: "hi" }], { stream: false }));
+    const r = await c.send(
+      "POST",
+      "/v1/chat/completions",
+      req([SYSTEM, { role: "user", content: "hi" }], { stream: false }),
+    );
     expect(r.status).toBe(200);
     const o = JSON.parse(r.text);
     expect(o.object).toBe("chat.completion");
@@ -297,7 +329,11 @@ describe("errors and faults", () => {
   it("context overflow is a 400 JSON error, also when streaming", async () => {
     const c = await client({ nCtx: 64 });
     for (const stream of [false, true]) {
-      const r = await c.send("POST", "/v1/chat/completions", req([SYSTEM, { role: "user", content: "word ".repeat(200) }], { stream }));
+      const r = await c.send(
+        "POST",
+        "/v1/chat/completions",
+        req([SYSTEM, { role: "user", content: "word ".repeat(200) }], { stream }),
+      );
       expect(r.status).toBe(400);
       expect(r.contentType).toBe("application/json; charset=utf-8");
       const e = JSON.parse(r.text).error;
@@ -334,13 +370,19 @@ describe("errors and faults", () => {
     expect(contentOf(r.events)).toBe("ab");
     // Non-streamed, the same fault is an HTTP error.
     c.sim.enqueue({ content: "a", errorInStream: {} });
-    const n = await c.send("POST", "/v1/chat/completions", req([SYSTEM, { role: "user", content: "x" }], { stream: false }));
+    const n = await c.send(
+      "POST",
+      "/v1/chat/completions",
+      req([SYSTEM, { role: "user", content: "x" }], { stream: false }),
+    );
     expect(n.status).toBe(500);
   });
 
   it("httpError answers with the scripted status and body", async () => {
     const c = await client();
-    c.sim.enqueue({ httpError: { status: 502, body: { error: { code: 502, message: "bad gateway", type: "server_error" } } } });
+    c.sim.enqueue({
+      httpError: { status: 502, body: { error: { code: 502, message: "bad gateway", type: "server_error" } } },
+    });
     const r = await c.send("POST", "/v1/chat/completions", req([{ role: "user", content: "x" }]));
     expect(r.status).toBe(502);
     expect(JSON.parse(r.text).error.message).toBe("bad gateway");
@@ -374,9 +416,13 @@ describe("errors and faults", () => {
     const ac = new AbortController();
     let n = 0;
     await expect(
-      c.stream(req([SYSTEM, { role: "user", content: "x" }]), () => {
-        if (++n === 5) ac.abort();
-      }, ac.signal),
+      c.stream(
+        req([SYSTEM, { role: "user", content: "x" }]),
+        () => {
+          if (++n === 5) ac.abort();
+        },
+        ac.signal,
+      ),
     ).rejects.toThrow();
     const t0 = performance.now();
     await c.sim.waitIdle(0);
@@ -395,13 +441,16 @@ describe("reasoning control", () => {
     c.sim.enqueue({ reasoning: Array.from({ length: 100 }, () => " hmm"), content: "Final answer.", tokenDelayMs: 10 });
     let reply: string | undefined;
     let n = 0;
-    const r = await c.stream(req([SYSTEM, { role: "user", content: "Think." }], { reasoning_control: true }), async (e) => {
-      if (e === "[DONE]") return;
-      const o = JSON.parse(e) as Chunk;
-      if (o.choices?.[0]?.delta.reasoning_content && ++n === 5) {
-        reply = (await c.send("POST", "/v1/chat/completions/control", { id: o.id, action: "reasoning_end" })).text;
-      }
-    });
+    const r = await c.stream(
+      req([SYSTEM, { role: "user", content: "Think." }], { reasoning_control: true }),
+      async (e) => {
+        if (e === "[DONE]") return;
+        const o = JSON.parse(e) as Chunk;
+        if (o.choices?.[0]?.delta.reasoning_content && ++n === 5) {
+          reply = (await c.send("POST", "/v1/chat/completions/control", { id: o.id, action: "reasoning_end" })).text;
+        }
+      },
+    );
     expect(reply).toBe('{"success":true}');
     const reasoning = contentOf(r.events, "reasoning_content");
     expect(reasoning.length).toBeLessThan(100 * 4);
@@ -423,7 +472,10 @@ describe("reasoning control", () => {
       }
     });
     expect(JSON.parse(reply!).success).toBe(false);
-    const unknown = await c.send("POST", "/v1/chat/completions/control", { id: "chatcmpl-nope", action: "reasoning_end" });
+    const unknown = await c.send("POST", "/v1/chat/completions/control", {
+      id: "chatcmpl-nope",
+      action: "reasoning_end",
+    });
     expect(unknown.status).toBe(200);
     expect(unknown.text).toBe('{"success":false,"message":"no active completion for this id"}');
     const bad = await c.send("POST", "/v1/chat/completions/control", { id: "chatcmpl-nope", action: "stop_now" });
@@ -480,7 +532,9 @@ describe("slots", () => {
     expect(restore).toMatchObject({ id_slot: 1, filename: "s.bin", n_restored: held, n_read: save.n_written });
 
     c.sim.enqueue({ content: "ok" });
-    const t = timingsOf((await c.stream(req([...history, echo, { role: "user", content: "Go on" }], { id_slot: 1 }))).events)!;
+    const t = timingsOf(
+      (await c.stream(req([...history, echo, { role: "user", content: "Go on" }], { id_slot: 1 }))).events,
+    )!;
     expect(t.cache_n).toBe(held);
 
     const missing = await c.send("POST", "/slots/0?action=restore", { filename: "missing.bin" });
@@ -536,7 +590,9 @@ describe("slots", () => {
     const running = c.stream(req([{ role: "user", content: "x" }], { id_slot: 1 }));
     await new Promise((r) => setTimeout(r, 60));
     const slots = JSON.parse((await c.send("GET", "/slots")).text);
-    expect(slots.map((s: { id: number; n_ctx: number; is_processing: boolean }) => [s.id, s.n_ctx, s.is_processing])).toEqual([
+    expect(
+      slots.map((s: { id: number; n_ctx: number; is_processing: boolean }) => [s.id, s.n_ctx, s.is_processing]),
+    ).toEqual([
       [0, 4096, false],
       [1, 4096, true],
     ]);
@@ -573,29 +629,36 @@ describe("admin HTTP API", () => {
 const mainJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/main.js");
 
 describe("CLI", () => {
-  it.skipIf(!existsSync(mainJs))("listens on a socket, takes a script file, removes its socket on SIGTERM", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "llama-sim-cli-"));
-    const socketPath = path.join(dir, "llama.sock");
-    writeFileSync(socketPath, "stale");
-    const script = path.join(dir, "script.json");
-    writeFileSync(script, JSON.stringify([{ content: "from the script file" }]));
-    const child = spawn(process.execPath, [mainJs, "--socket", socketPath, "--slots", "2", "--script", script], { stdio: ["ignore", "pipe", "pipe"] });
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stdout.once("data", (b: Buffer) => resolve(b.toString()));
-      child.once("exit", (code) => reject(new Error(`exited ${code}`)));
-    });
-    expect(line).toContain(`listening on unix:${socketPath}`);
-    const agent = new Agent({ connect: { socketPath } });
-    const res = await request("http://localhost/v1/chat/completions", {
-      method: "POST",
-      dispatcher: agent,
-      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], stream: false }),
-    });
-    expect((await res.body.json()) as unknown).toMatchObject({ choices: [{ message: { content: "from the script file" } }] });
-    await agent.close();
-    const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    child.kill("SIGTERM");
-    expect(await exit).toBe(0);
-    expect(existsSync(socketPath)).toBe(false);
-  });
+  it.skipIf(!existsSync(mainJs))(
+    "listens on a socket, takes a script file, removes its socket on SIGTERM",
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "llama-sim-cli-"));
+      const socketPath = path.join(dir, "llama.sock");
+      writeFileSync(socketPath, "stale");
+      const script = path.join(dir, "script.json");
+      writeFileSync(script, JSON.stringify([{ content: "from the script file" }]));
+      const child = spawn(process.execPath, [mainJs, "--socket", socketPath, "--slots", "2", "--script", script], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.once("data", (b: Buffer) => resolve(b.toString()));
+        child.once("exit", (code) => reject(new Error(`exited ${code}`)));
+      });
+      expect(line).toContain(`listening on unix:${socketPath}`);
+      const agent = new Agent({ connect: { socketPath } });
+      const res = await request("http://localhost/v1/chat/completions", {
+        method: "POST",
+        dispatcher: agent,
+        body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], stream: false }),
+      });
+      expect((await res.body.json()) as unknown).toMatchObject({
+        choices: [{ message: { content: "from the script file" } }],
+      });
+      await agent.close();
+      const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exit).toBe(0);
+      expect(existsSync(socketPath)).toBe(false);
+    },
+  );
 });

@@ -25,7 +25,11 @@ export function findRealLlama(): RealLlamaBuild | undefined {
   const dir = join(process.env.BOXMAKER_LLAMA_CACHE ?? join(homedir(), ".cache", "boxmaker-llama"), LLAMA_VERSION);
   const build: RealLlamaBuild = {
     server: join(dir, "src", "build", "bin", "llama-server"),
-    models: { answer: join(dir, "tiny-answer.gguf"), tool: join(dir, "tiny-tool.gguf"), think: join(dir, "tiny-think.gguf") },
+    models: {
+      answer: join(dir, "tiny-answer.gguf"),
+      tool: join(dir, "tiny-tool.gguf"),
+      think: join(dir, "tiny-think.gguf"),
+    },
   };
   const all = [build.server, ...Object.values(build.models)];
   return all.every((f) => existsSync(f)) ? build : undefined;
@@ -73,13 +77,18 @@ export class RealLlama {
     rmSync(this.opts.socketPath, { force: true });
     if (this.opts.slotSavePath) mkdirSync(this.opts.slotSavePath, { recursive: true });
     const args = [
-      "-m", realBuild.models[model],
-      "--host", this.opts.socketPath,
+      "-m",
+      realBuild.models[model],
+      "--host",
+      this.opts.socketPath,
       "--jinja",
-      "--parallel", String(this.opts.parallel ?? 3),
-      "--ctx-size", String(this.opts.ctxSize ?? 98304),
+      "--parallel",
+      String(this.opts.parallel ?? 3),
+      "--ctx-size",
+      String(this.opts.ctxSize ?? 98304),
       "--no-mmap",
-      "-t", "2",
+      "-t",
+      "2",
       "--no-webui",
       ...(this.opts.slotSavePath ? ["--slot-save-path", this.opts.slotSavePath] : []),
       ...(this.opts.extraArgs ?? []),
@@ -94,9 +103,12 @@ export class RealLlama {
     proc.stderr!.on("data", keep);
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`llama-server exited ${proc.exitCode}: ${this.log.join("").slice(-2000)}`);
-      if (Date.now() > deadline) throw new Error(`llama-server not healthy after 60 s: ${this.log.join("").slice(-2000)}`);
-      if (existsSync(this.opts.socketPath) && (await this.get("/health").catch(() => undefined))?.status === 200) return this;
+      if (proc.exitCode !== null)
+        throw new Error(`llama-server exited ${proc.exitCode}: ${this.log.join("").slice(-2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`llama-server not healthy after 60 s: ${this.log.join("").slice(-2000)}`);
+      if (existsSync(this.opts.socketPath) && (await this.get("/health").catch(() => undefined))?.status === 200)
+        return this;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -118,7 +130,11 @@ export class RealLlama {
   }
 
   async get(path: string): Promise<{ status: number; body: any }> {
-    const r = await request(`http://localhost${path}`, { dispatcher: this.dispatcher, headersTimeout: 10_000, bodyTimeout: 30_000 });
+    const r = await request(`http://localhost${path}`, {
+      dispatcher: this.dispatcher,
+      headersTimeout: 10_000,
+      bodyTimeout: 30_000,
+    });
     const text = await r.body.text();
     return { status: r.statusCode, body: text ? JSON.parse(text) : undefined };
   }
@@ -138,10 +154,14 @@ export class RealLlama {
 }
 
 /** What inferproxy's `contract` config must say to accept this server, read from its /props. */
-export async function contractOf(llama: RealLlama): Promise<{ template_sha256: string; n_ctx_per_slot: number; total_slots: number }> {
+export async function contractOf(
+  llama: RealLlama,
+): Promise<{ template_sha256: string; n_ctx_per_slot: number; total_slots: number }> {
   const { body } = await llama.get("/props");
   return {
-    template_sha256: createHash("sha256").update(body.chat_template as string, "utf8").digest("hex"),
+    template_sha256: createHash("sha256")
+      .update(body.chat_template as string, "utf8")
+      .digest("hex"),
     n_ctx_per_slot: body.default_generation_settings.n_ctx as number,
     total_slots: body.total_slots as number,
   };
@@ -153,8 +173,15 @@ export async function contractOf(llama: RealLlama): Promise<{ template_sha256: s
  * (Stack.start waits only for the sockets to exist; on a loaded machine a
  * first call right after can meet a connection that is not ready yet).
  */
-export async function startStackOn(llama: RealLlama, dir: string, opts: Omit<StackOptions, "upstream"> = {}): Promise<Stack> {
-  const stack = await new Stack(dir, { ...opts, upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) } }).start();
+export async function startStackOn(
+  llama: RealLlama,
+  dir: string,
+  opts: Omit<StackOptions, "upstream"> = {},
+): Promise<Stack> {
+  const stack = await new Stack(dir, {
+    ...opts,
+    upstream: { socketPath: llama.socketPath, contract: await contractOf(llama) },
+  }).start();
   await inferproxyReady(stack.sockets.inferproxy);
   const loopd = createClient(LoopService, stack.sockets.loopd);
   try {

@@ -152,9 +152,14 @@ export class McpConnection {
     const c = this.config;
     const sb = this.runtime.sandbox;
     if (!c.sandbox || sb?.state === "unsandboxed") {
-      return { command: c.command!, args: c.args, env: { ...getDefaultEnvironment(), ...c.env }, ...(c.cwd ? { cwd: c.cwd } : {}) };
+      return {
+        command: c.command!,
+        args: c.args,
+        env: { ...getDefaultEnvironment(), ...c.env },
+        ...(c.cwd ? { cwd: c.cwd } : {}),
+      };
     }
-    if (!sb || sb.state !== "bwrap") {
+    if (sb?.state !== "bwrap") {
       throw new Error(
         `no sandbox is available (${sb?.detail ?? "none configured"}); set "sandbox": false on this server to run it unsandboxed`,
       );
@@ -169,7 +174,12 @@ export class McpConnection {
       network: c.hosts.length > 0,
     });
     const binDir = isAbsolute(c.command!) ? `${dirname(c.command!)}:` : "";
-    return { command: wrapped.command, args: wrapped.args, env: { ...CLEAN_ENV, PATH: `${binDir}${CLEAN_ENV.PATH}`, ...c.env }, cwd };
+    return {
+      command: wrapped.command,
+      args: wrapped.args,
+      env: { ...CLEAN_ENV, PATH: `${binDir}${CLEAN_ENV.PATH}`, ...c.env },
+      cwd,
+    };
   }
 
   private transport(): Transport {
@@ -177,7 +187,9 @@ export class McpConnection {
     if (c.transport === "stdio") {
       const t = new StdioClientTransport({ ...this.stdioSpawn(), stderr: "pipe" });
       // Drained so a chatty server cannot block on a full pipe; kept for diagnosis.
-      t.stderr?.on("data", (d: Buffer) => this.log.debug({ mcp: this.name, stderr: d.toString().trimEnd() }, "mcp stderr"));
+      t.stderr?.on("data", (d: Buffer) =>
+        this.log.debug({ mcp: this.name, stderr: d.toString().trimEnd() }, "mcp stderr"),
+      );
       return t;
     }
     return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers } });
@@ -283,7 +295,12 @@ export class McpConnection {
     return again === "retry" ? this.unavailableText() : again;
   }
 
-  private async callOnce(tool: string, args: Record<string, unknown>, signal?: AbortSignal, store?: StoreBlob): Promise<McpResult | "retry"> {
+  private async callOnce(
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    store?: StoreBlob,
+  ): Promise<McpResult | "retry"> {
     const client = await this.ready();
     if (!client) return this.unavailableText();
     const timeout = this.config.timeout_ms;
@@ -308,7 +325,8 @@ export class McpConnection {
         return { ...rpcErrorToText(this.name, tool, err), ran: false };
       }
       if (signal?.aborted) throw err;
-      const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : /longer than/.test((err as Error).message);
+      const hung =
+        err instanceof McpError ? err.code === ErrorCode.RequestTimeout : /longer than/.test((err as Error).message);
       if (hung) {
         // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
         const total = /Maximum total timeout/.test((err as Error).message);
@@ -339,7 +357,9 @@ export class McpConnection {
 
   /** The pids of this server's processes (bwrap's when sandboxed), for tests and diagnosis. */
   pids(): number[] {
-    return [...this.live].flatMap((l) => (l.transport instanceof StdioClientTransport && l.transport.pid ? [l.transport.pid] : []));
+    return [...this.live].flatMap((l) =>
+      l.transport instanceof StdioClientTransport && l.transport.pid ? [l.transport.pid] : [],
+    );
   }
 
   async close(): Promise<void> {

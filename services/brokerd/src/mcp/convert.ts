@@ -1,4 +1,4 @@
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolText } from "../tool-table.js";
 
 type ContentItem = { type: string; [k: string]: unknown };
@@ -38,7 +38,8 @@ export function resultToText(
     else if (c.type === "resource" && c.resource && typeof c.resource === "object") {
       const r = c.resource as { uri?: string; text?: string; blob?: string; mimeType?: string };
       parts.push(typeof r.text === "string" ? r.text : binaryToText("resource", r.mimeType, r.blob, store, r.uri));
-    } else if (c.type === "resource_link") parts.push(`[resource link: ${String(c.uri ?? "")}; read it with read_resource]`);
+    } else if (c.type === "resource_link")
+      parts.push(`[resource link: ${String(c.uri ?? "")}; read it with read_resource]`);
     else parts.push(JSON.stringify(c));
   }
   if (parts.length === 0 && res.structuredContent !== undefined) parts.push(JSON.stringify(res.structuredContent));

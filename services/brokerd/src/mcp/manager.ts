@@ -125,7 +125,8 @@ export class McpManager {
     const client = async (server: string) => {
       const conn = this.get(server);
       const c = conn && (await conn.ready());
-      if (!conn || !c) throw new ToolError(`MCP server "${server}" is not available${conn ? ` (${conn.lastError})` : ""}`);
+      if (!conn || !c)
+        throw new ToolError(`MCP server "${server}" is not available${conn ? ` (${conn.lastError})` : ""}`);
       if (!c.getServerCapabilities()?.resources) throw new ToolError(`MCP server "${server}" offers no resources`);
       return { c, timeout: servers[server]!.timeout_ms };
     };
@@ -134,27 +135,43 @@ export class McpManager {
       {
         ...common,
         name: "list_resources",
-        description: "List the resources (documents, files, data) an MCP server offers, with their URIs for read_resource",
-        parameters: { type: "object", properties: { server: serverParam, cursor: { type: "string" } }, required: ["server"], additionalProperties: false },
+        description:
+          "List the resources (documents, files, data) an MCP server offers, with their URIs for read_resource",
+        parameters: {
+          type: "object",
+          properties: { server: serverParam, cursor: { type: "string" } },
+          required: ["server"],
+          additionalProperties: false,
+        },
         plan: (args: { server: string; cursor?: string }) => ({
           paths: [],
           hosts: hostsOf(args.server),
           execute: async () => {
             const { c, timeout } = await client(args.server);
             const page = await c.listResources(args.cursor ? { cursor: args.cursor } : undefined, { timeout });
-            const lines = page.resources.map((r) => `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ""}${r.description ? ` — ${r.description}` : ""}`);
+            const lines = page.resources.map(
+              (r) =>
+                `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ""}${r.description ? ` — ${r.description}` : ""}`,
+            );
             if (page.nextCursor) lines.push(`[more: call again with "cursor": "${page.nextCursor}"]`);
-            return { text: lines.length ? lines.join("\n") : `MCP server "${args.server}" lists no resources.`, isError: false };
+            return {
+              text: lines.length ? lines.join("\n") : `MCP server "${args.server}" lists no resources.`,
+              isError: false,
+            };
           },
         }),
       },
       {
         ...common,
         name: "read_resource",
-        description: "Read a resource from an MCP server by its URI (text as is; binary stored as a blob with a pointer)",
+        description:
+          "Read a resource from an MCP server by its URI (text as is; binary stored as a blob with a pointer)",
         parameters: {
           type: "object",
-          properties: { server: serverParam, uri: { type: "string", description: "The resource URI, e.g. from list_resources or a resource link" } },
+          properties: {
+            server: serverParam,
+            uri: { type: "string", description: "The resource URI, e.g. from list_resources or a resource link" },
+          },
           required: ["server", "uri"],
           additionalProperties: false,
         },
@@ -210,13 +227,29 @@ export class McpManager {
           do {
             const page = await c.listPrompts(cursor ? { cursor } : undefined, { signal, timeout: 10_000 });
             for (const p of page.prompts) {
-              out.push({ server: conn.name, name: p.name, description: p.description ?? "", arguments: (p.arguments ?? []).map((a) => ({ name: a.name, description: a.description ?? "", required: !!a.required })) });
+              out.push({
+                server: conn.name,
+                name: p.name,
+                description: p.description ?? "",
+                arguments: (p.arguments ?? []).map((a) => ({
+                  name: a.name,
+                  description: a.description ?? "",
+                  required: !!a.required,
+                })),
+              });
             }
             cursor = page.nextCursor;
           } while (cursor && out.length < 1000);
           return out;
         } catch (err) {
-          return [{ server: conn.name, name: "", description: `prompts/list failed: ${(err as Error).message}`, arguments: [] }];
+          return [
+            {
+              server: conn.name,
+              name: "",
+              description: `prompts/list failed: ${(err as Error).message}`,
+              arguments: [],
+            },
+          ];
         }
       }),
     );

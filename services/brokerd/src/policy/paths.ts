@@ -3,7 +3,6 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "nod
 import { PathMatcher } from "./glob.js";
 import { Refused } from "./refused.js";
 
-
 export interface ResolvedPath {
   /** What the model asked for, for messages. */
   input: string;
@@ -80,8 +79,10 @@ export class PathGuard {
       throw new Refused("path:no-workspace", "no workspace is configured, so no path is accessible");
     }
     if (input.includes("\0")) throw new Refused("path:invalid", "the path contains a NUL byte");
-    if (Buffer.byteLength(input) > MAX_INPUT_BYTES) throw new Refused("limit:path-length", `the path is longer than ${MAX_INPUT_BYTES} bytes`);
-    if (input.split("/").length > MAX_INPUT_DEPTH + 1) throw new Refused("limit:path-depth", `the path has more than ${MAX_INPUT_DEPTH} components`);
+    if (Buffer.byteLength(input) > MAX_INPUT_BYTES)
+      throw new Refused("limit:path-length", `the path is longer than ${MAX_INPUT_BYTES} bytes`);
+    if (input.split("/").length > MAX_INPUT_DEPTH + 1)
+      throw new Refused("limit:path-depth", `the path has more than ${MAX_INPUT_DEPTH} components`);
     const lexical = isAbsolute(input) ? resolve(input) : resolve(this.roots[0]!, input);
     const lexRoot = this.roots.find((r) => within(r, lexical));
     if (!lexRoot) {
@@ -98,10 +99,16 @@ export class PathGuard {
     const rel = relative(root, abs) || ".";
     const lexRel = relative(lexRoot, lexical) || ".";
     if (this.isSecret(rel, abs) || this.isSecret(lexRel, lexical)) {
-      throw new Refused("path:secret", `${input} looks like a secret (credentials or keys); it is never readable or writable`);
+      throw new Refused(
+        "path:secret",
+        `${input} looks like a secret (credentials or keys); it is never readable or writable`,
+      );
     }
     if (opts.write && this.isProtected(abs)) {
-      throw new Refused("path:protected", `${input} is part of Boxmaker's own source, config or state; it is never writable`);
+      throw new Refused(
+        "path:protected",
+        `${input} is part of Boxmaker's own source, config or state; it is never writable`,
+      );
     }
     return { input, abs, rel, root, exists: existsSync(abs) };
   }
@@ -131,7 +138,10 @@ export class PathGuard {
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === "ENOENT" || code === "ENOTDIR") return; // vanished meanwhile
-        throw new Refused("sandbox:secrets-unknown", `cannot list ${dir} (${code}) to hide the secrets in it, so no command runs`);
+        throw new Refused(
+          "sandbox:secrets-unknown",
+          `cannot list ${dir} (${code}) to hide the secrets in it, so no command runs`,
+        );
       }
       seen += entries.length;
       if (seen > limit) {
@@ -148,7 +158,8 @@ export class PathGuard {
           continue;
         }
         if (e.isDirectory()) {
-          if (depth >= 4 * MAX_INPUT_DEPTH) throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
+          if (depth >= 4 * MAX_INPUT_DEPTH)
+            throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
           walk(root, abs, depth + 1);
         }
       }

@@ -54,7 +54,7 @@ function unescape(raw: string, inDouble: boolean): string {
       i++;
       continue;
     }
-    if (!inDouble || "$`\"\\".includes(n)) {
+    if (!inDouble || '$`"\\'.includes(n)) {
       out += n;
       i++;
     } else out += c;
@@ -102,7 +102,7 @@ function unwrap(argv: string[]): number | undefined {
     while (i < argv.length) {
       const a = argv[i]!;
       if (a === DYNAMIC) return false;
-      if (a === "--") return void i++, true;
+      if (a === "--") return (void i++, true);
       if (!a.startsWith("-") || a === "-") break;
       i++;
       if (withArg.has(a)) i++;
@@ -222,10 +222,12 @@ function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
       const rest = argv.slice(1);
       if (c > 0) {
         const script = argv[c + 1];
-        if (script === undefined || script === DYNAMIC) return void out.opaque.push(`${name} -c runs a computed script`);
+        if (script === undefined || script === DYNAMIC)
+          return void out.opaque.push(`${name} -c runs a computed script`);
         return analyze(script, out, depth + 1);
       }
-      if (rest.some((a) => a === DYNAMIC || !a.startsWith("-"))) return void out.opaque.push(`${name} runs a script file the policy cannot see`);
+      if (rest.some((a) => a === DYNAMIC || !a.startsWith("-")))
+        return void out.opaque.push(`${name} runs a script file the policy cannot see`);
       return void out.opaque.push(`${name} reads its script from input`);
     }
     if (name === "find") {

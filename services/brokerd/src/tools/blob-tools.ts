@@ -45,9 +45,14 @@ export const readBlob: ToolDef = {
         const lines = ctx.blobs.get(args.blob).split("\n");
         const from = args.start_line ?? 1;
         const to = Math.min(args.end_line ?? from + DEFAULT_LINES - 1, lines.length);
-        if (from > lines.length) throw new ToolError(`the blob has ${lines.length} lines; start_line ${from} is past the end`);
+        if (from > lines.length)
+          throw new ToolError(`the blob has ${lines.length} lines; start_line ${from} is past the end`);
         const body = lines.slice(from - 1, to);
-        const r = bounded([`[lines ${from}-${to} of ${lines.length}]`, ...body], ctx.config.result_cap_bytes, "ask for fewer lines");
+        const r = bounded(
+          [`[lines ${from}-${to} of ${lines.length}]`, ...body],
+          ctx.config.result_cap_bytes,
+          "ask for fewer lines",
+        );
         return r;
       },
     };
@@ -81,7 +86,13 @@ export const grepBlob: ToolDef = {
         const text = ctx.blobs.get(args.blob);
         const lines = text.split("\n");
         const r = await runRegex(
-          { pattern: args.pattern, ignoreCase: args.ignore_case ?? false, maxMatches: ctx.config.limits.search_max_matches, text, maxFileBytes: Infinity },
+          {
+            pattern: args.pattern,
+            ignoreCase: args.ignore_case ?? false,
+            maxMatches: ctx.config.limits.search_max_matches,
+            text,
+            maxFileBytes: Infinity,
+          },
           ctx.config.limits.search_timeout_ms,
           ctx.signal,
         );

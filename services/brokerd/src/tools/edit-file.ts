@@ -10,7 +10,8 @@ function occurrences(hay: string, needle: string): number {
 
 export const editFile: ToolDef = {
   name: "edit_file",
-  description: "Replace old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.",
+  description:
+    "Replace old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.",
   parameters: {
     type: "object",
     properties: { path: { type: "string" }, old_text: { type: "string" }, new_text: { type: "string" } },
@@ -28,10 +29,14 @@ export const editFile: ToolDef = {
       const text = requireFile(old, p.rel);
       const n = occurrences(text, args.old_text);
       if (n === 0) {
-        throw new ToolError(`old_text was not found in ${p.rel}; read_file it and copy the exact text, including indentation`);
+        throw new ToolError(
+          `old_text was not found in ${p.rel}; read_file it and copy the exact text, including indentation`,
+        );
       }
       if (n > 1) {
-        throw new ToolError(`old_text matches more than one place in ${p.rel}; include more surrounding lines so it matches once`);
+        throw new ToolError(
+          `old_text matches more than one place in ${p.rel}; include more surrounding lines so it matches once`,
+        );
       }
       const at = text.indexOf(args.old_text);
       return text.slice(0, at) + args.new_text + text.slice(at + args.old_text.length);

@@ -77,7 +77,18 @@ export function htmlToText(html: string): string {
   return title && !t.startsWith(title) ? `${decodeEntities(title)}\n\n${t}` : t;
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " ", mdash: "—", ndash: "–", hellip: "…", copy: "©" };
+const ENTITIES: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: " ",
+  mdash: "—",
+  ndash: "–",
+  hellip: "…",
+  copy: "©",
+};
 function decodeEntities(s: string): string {
   return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
     if (e[0] === "#") {
@@ -95,7 +106,8 @@ function parseUrl(raw: string): URL {
   } catch {
     throw new ToolError(`"${raw}" is not a URL; give an absolute http:// or https:// URL`);
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ToolError(`only http:// and https:// URLs can be fetched, not ${u.protocol}`);
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new ToolError(`only http:// and https:// URLs can be fetched, not ${u.protocol}`);
   if (u.username || u.password) throw new ToolError("URLs with credentials (user:password@) are not fetched");
   return u;
 }
@@ -107,11 +119,17 @@ const hostOf = (u: URL) => u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
  * public, unless the host is explicitly allowed; the one checked is the one
  * connected to (no second lookup a rebinding DNS could answer differently).
  */
-async function checkedAddress(host: string, allowPrivate: readonly string[], resolve: Resolver): Promise<{ address: string; family: number }> {
+async function checkedAddress(
+  host: string,
+  allowPrivate: readonly string[],
+  resolve: Resolver,
+): Promise<{ address: string; family: number }> {
   const allowed = allowPrivate.map((h) => h.toLowerCase()).includes(host);
-  const addrs = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host).catch((err: Error) => {
-    throw new ToolError(`cannot resolve ${host}: ${err.message}`);
-  });
+  const addrs = isIP(host)
+    ? [{ address: host, family: isIP(host) }]
+    : await resolve(host).catch((err: Error) => {
+        throw new ToolError(`cannot resolve ${host}: ${err.message}`);
+      });
   if (!addrs.length) throw new ToolError(`cannot resolve ${host}: no addresses`);
   const bad = addrs.find((a) => isPrivateAddress(a.address));
   if (bad && !allowed) {
@@ -141,14 +159,19 @@ async function readLimited(res: IncomingMessage, max: number): Promise<{ body: B
 
 function get(u: URL, addr: { address: string; family: number }, signal: AbortSignal): Promise<IncomingMessage> {
   const lookup: LookupFunction = (_host, opts, cb) => {
-    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [addr]);
+    if ((opts as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [addr]);
     else cb(null, addr.address, addr.family);
   };
   const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, {
     method: "GET",
     lookup,
     signal,
-    headers: { "user-agent": "boxmaker-fetch_url/1", accept: "text/html,text/plain,application/json,*/*;q=0.5", "accept-encoding": "identity" },
+    headers: {
+      "user-agent": "boxmaker-fetch_url/1",
+      accept: "text/html,text/plain,application/json,*/*;q=0.5",
+      "accept-encoding": "identity",
+    },
   });
   return new Promise((resolve, reject) => {
     req.once("response", resolve);
@@ -196,9 +219,16 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
       const host = hostOf(u);
       if (hop > 0) {
         // A redirect to another host is a new fetch: the policy must allow it outright (there is nobody to ask mid-call).
-        const d = decide(ctx.config.policy.rules, ctx.config.policy.defaults, { tool: "fetch_url", risk: "network", paths: [], hosts: [host] });
+        const d = decide(ctx.config.policy.rules, ctx.config.policy.defaults, {
+          tool: "fetch_url",
+          risk: "network",
+          paths: [],
+          hosts: [host],
+        });
         if (d.effect !== "allow" && host !== hostOf(first)) {
-          throw new ToolError(`refused: ${hops.at(-1)} redirects to ${u.href}, and the policy does not allow ${host} (${d.rule}); fetch that URL directly if it is needed`);
+          throw new ToolError(
+            `refused: ${hops.at(-1)} redirects to ${u.href}, and the policy does not allow ${host} (${d.rule}); fetch that URL directly if it is needed`,
+          );
         }
       }
       const addr = await checkedAddress(host, cfg.allow_private_hosts, resolve);
@@ -206,7 +236,8 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400 && res.headers.location) {
         res.resume();
-        if (hop >= cfg.max_redirects) throw new ToolError(`refused: more than ${cfg.max_redirects} redirects (last to ${res.headers.location})`);
+        if (hop >= cfg.max_redirects)
+          throw new ToolError(`refused: more than ${cfg.max_redirects} redirects (last to ${res.headers.location})`);
         hops.push(u.href);
         u = parseUrl(new URL(res.headers.location, u).href);
         continue;
@@ -215,7 +246,12 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
       const type = String(res.headers["content-type"] ?? "");
       const raw = body.toString("utf8");
       const looksHtml = /html/i.test(type) || (!type && /^\s*<(!doctype html|html)/i.test(raw));
-      if (!looksHtml && !/^(text\/|application\/(json|xml|javascript|x-yaml|yaml))/i.test(type) && type && raw.includes("\u0000")) {
+      if (
+        !looksHtml &&
+        !/^(text\/|application\/(json|xml|javascript|x-yaml|yaml))/i.test(type) &&
+        type &&
+        raw.includes("\u0000")
+      ) {
         throw new ToolError(`${u.href} is ${type} (binary), not text; nothing to show`);
       }
       const text = looksHtml ? htmlToText(raw) : raw;

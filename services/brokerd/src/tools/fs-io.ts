@@ -37,20 +37,27 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY, O_CREAT, O_EXCL
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 const FILE_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
-export const fdPath = (fd: number, name?: string): string => (name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`);
+export const fdPath = (fd: number, name?: string): string =>
+  name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
 
 /** The components of a workspace-relative path; `..` never appears in a canonical path, so it is refused. */
 export function components(rel: string): string[] {
-  if (Buffer.byteLength(rel) > MAX_PATH_BYTES) throw new Refused("limit:path-length", `the path is longer than ${MAX_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(rel) > MAX_PATH_BYTES)
+    throw new Refused("limit:path-length", `the path is longer than ${MAX_PATH_BYTES} bytes`);
   const parts = rel.split("/").filter((c) => c !== "" && c !== ".");
-  if (parts.length > MAX_DEPTH) throw new Refused("limit:path-depth", `the path is nested deeper than ${MAX_DEPTH} directories`);
+  if (parts.length > MAX_DEPTH)
+    throw new Refused("limit:path-depth", `the path is nested deeper than ${MAX_DEPTH} directories`);
   if (parts.includes("..")) throw new Refused("path:invalid", "the path contains '..' after resolution");
   return parts;
 }
 
 function walkError(err: unknown, rel: string): Error {
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === "ELOOP") return new Refused("path:symlink-swap", `a component of ${rel} is a symlink now (it changed after the check); nothing was done`);
+  if (code === "ELOOP")
+    return new Refused(
+      "path:symlink-swap",
+      `a component of ${rel} is a symlink now (it changed after the check); nothing was done`,
+    );
   if (code === "ENOTDIR") return new ToolError(`a component of ${rel} is not a directory`);
   if (code === "ENOENT") return new ToolError(`${rel} does not exist`);
   if (code === "EACCES" || code === "EPERM") return new ToolError(`${rel} is not accessible (${code})`);
@@ -122,7 +129,8 @@ export function openFileAt(root: string, rel: string): { fd: number; st: Stats }
       throw walkError(err, rel);
     }
     if (pre.isDirectory()) throw new ToolError(`${rel} is a directory; use list_dir`);
-    if (pre.isSymbolicLink()) throw new Refused("path:symlink-swap", `${rel} is a symlink now (it changed after the check); nothing was done`);
+    if (pre.isSymbolicLink())
+      throw new Refused("path:symlink-swap", `${rel} is a symlink now (it changed after the check); nothing was done`);
     if (!pre.isFile()) throw new ToolError(`${rel} is ${describeType(pre)}; only regular files are read`);
     let fd: number;
     try {
@@ -151,7 +159,9 @@ export function readFileAt(root: string, rel: string, maxBytes: number): FileCon
   const { fd, st } = openFileAt(root, rel);
   try {
     if (st.size > maxBytes) {
-      throw new ToolError(`${rel} is ${st.size} bytes, above the ${maxBytes}-byte limit; read it in parts with start_line/end_line`);
+      throw new ToolError(
+        `${rel} is ${st.size} bytes, above the ${maxBytes}-byte limit; read it in parts with start_line/end_line`,
+      );
     }
     const buf = Buffer.alloc(st.size);
     let off = 0;
@@ -161,7 +171,8 @@ export function readFileAt(root: string, rel: string, maxBytes: number): FileCon
       off += n;
     }
     const body = buf.subarray(0, off);
-    if (body.subarray(0, 8192).includes(0)) throw new ToolError(`${rel} is a binary file (${st.size} bytes); not shown`);
+    if (body.subarray(0, 8192).includes(0))
+      throw new ToolError(`${rel} is a binary file (${st.size} bytes); not shown`);
     return { text: body.toString("utf8"), size: st.size };
   } finally {
     closeSync(fd);
@@ -236,7 +247,8 @@ export async function readLinesAt(
     kept += piece.length;
   };
   const endLine = () => {
-    if (line >= from && line <= to) lines.push(Buffer.concat(cur).toString("utf8") + (curLen >= opts.maxLine ? " […line cut]" : ""));
+    if (line >= from && line <= to)
+      lines.push(Buffer.concat(cur).toString("utf8") + (curLen >= opts.maxLine ? " […line cut]" : ""));
     cur = [];
     curLen = 0;
     line++;
@@ -246,7 +258,8 @@ export async function readLinesAt(
       opts.signal?.throwIfAborted();
       const { bytesRead } = await readAsync(fd, buf, 0, buf.length, pos);
       if (bytesRead === 0) break;
-      if (pos === 0 && buf.subarray(0, Math.min(bytesRead, 8192)).includes(0)) throw new ToolError(`${rel} is a binary file; not shown`);
+      if (pos === 0 && buf.subarray(0, Math.min(bytesRead, 8192)).includes(0))
+        throw new ToolError(`${rel} is a binary file; not shown`);
       pos += bytesRead;
       if (pos > maxScan) {
         if (pending && line >= from && line <= to) endLine();
@@ -292,7 +305,8 @@ export function listDirAt(root: string, rel: string, cap = Infinity): { entries:
   try {
     fd = openDirAt(root, parts, rel);
   } catch (err) {
-    if (err instanceof ToolError && /is not a directory/.test(err.message)) throw new ToolError(`${rel} is a file; use read_file`);
+    if (err instanceof ToolError && /is not a directory/.test(err.message))
+      throw new ToolError(`${rel} is a file; use read_file`);
     throw err;
   }
   try {
@@ -332,8 +346,9 @@ export function writeFileAt(root: string, rel: string, content: string | Buffer)
   const dirfd = openDirAt(root, parts, rel, true);
   try {
     const existing = lstatSync(fdPath(dirfd, name), { throwIfNoEntry: false });
-    if (existing && existing.isDirectory()) throw new ToolError(`${rel} is a directory`);
-    if (existing && !existing.isFile() && !existing.isSymbolicLink()) throw new ToolError(`${rel} is ${describeType(existing)}; only regular files are written`);
+    if (existing?.isDirectory()) throw new ToolError(`${rel} is a directory`);
+    if (existing && !existing.isFile() && !existing.isSymbolicLink())
+      throw new ToolError(`${rel} is ${describeType(existing)}; only regular files are written`);
     const tmp = `.${name.slice(0, 200)}.bx-${randomBytes(6).toString("hex")}`;
     const fd = openSync(fdPath(dirfd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
     try {

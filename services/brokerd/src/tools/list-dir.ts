@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type ToolDef } from "../tool-table.js";
+import type { ToolDef } from "../tool-table.js";
 import { listDirAt } from "./fs-io.js";
 
 export const listDir: ToolDef = {

@@ -43,7 +43,11 @@ export const readFile: ToolDef = {
         let cut = false;
         let stopped: number | undefined;
         if (ranged && sizeAt(p.root, p.rel) > max) {
-          ({ lines, total, cut, stopped } = await readLinesAt(p.root, p.rel, from, to, { maxLine: MAX_LINE_BYTES, maxBytes: max, signal: ctx.signal }));
+          ({ lines, total, cut, stopped } = await readLinesAt(p.root, p.rel, from, to, {
+            maxLine: MAX_LINE_BYTES,
+            maxBytes: max,
+            signal: ctx.signal,
+          }));
         } else {
           const all = readFileAt(p.root, p.rel, max).text.split("\n");
           if (all.length > 1 && all[all.length - 1] === "") all.pop();
@@ -58,7 +62,9 @@ export const readFile: ToolDef = {
         const header = ranged ? `[${p.rel}: lines ${from}-${last} of ${total ?? "more"}]\n` : "";
         const note = stopped
           ? `\n[… the scan stopped after ${stopped} bytes; lines past that point are not reachable with read_file, use run_command (e.g. sed -n) instead]`
-          : cut ? `\n[… long lines were cut at ${MAX_LINE_BYTES} bytes, or the range at ${max} bytes]` : "";
+          : cut
+            ? `\n[… long lines were cut at ${MAX_LINE_BYTES} bytes, or the range at ${max} bytes]`
+            : "";
         return { text: header + lines.join("\n") + note, isError: false };
       },
     };

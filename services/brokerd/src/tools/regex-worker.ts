@@ -108,7 +108,15 @@ export function runRegex(job: RegexJob, timeoutMs: number, signal?: AbortSignal)
       fn();
     };
     const timer = setTimeout(
-      () => finish(() => reject(new Refused("limit:regex-time", `the search ran past ${timeoutMs} ms and was stopped; use a simpler pattern or a narrower path`))),
+      () =>
+        finish(() =>
+          reject(
+            new Refused(
+              "limit:regex-time",
+              `the search ran past ${timeoutMs} ms and was stopped; use a simpler pattern or a narrower path`,
+            ),
+          ),
+        ),
       timeoutMs,
     );
     const onAbort = () => finish(() => reject(signal!.reason));

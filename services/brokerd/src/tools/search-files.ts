@@ -33,9 +33,15 @@ export const searchFiles: ToolDef = {
     const ignoreCase = args.ignore_case ?? false;
     checkPattern(args.pattern, ignoreCase);
     const p = ctx.guard.resolve(args.path ?? ".", { write: false });
-    if (args.glob !== undefined && args.glob.length > MAX_GLOB) throw new Refused("limit:glob-length", `the glob is longer than ${MAX_GLOB} characters`);
+    if (args.glob !== undefined && args.glob.length > MAX_GLOB)
+      throw new Refused("limit:glob-length", `the glob is longer than ${MAX_GLOB} characters`);
     const nameRe = args.glob ? compileGlob(args.glob) : undefined;
-    const { search_max_files: maxFiles, search_max_matches: maxMatches, max_file_bytes, search_timeout_ms } = ctx.config.limits;
+    const {
+      search_max_files: maxFiles,
+      search_max_matches: maxMatches,
+      max_file_bytes,
+      search_timeout_ms,
+    } = ctx.config.limits;
     return {
       paths: [p],
       async execute() {
@@ -47,7 +53,7 @@ export const searchFiles: ToolDef = {
         let ruled = 0;
         const admit = (rel: string, abs: string): boolean => {
           if (ctx.guard.isSecret(rel, abs)) return false;
-          if (ctx.pathRuled?.(rel, abs)) return void ruled++, false;
+          if (ctx.pathRuled?.(rel, abs)) return (void ruled++, false);
           return true;
         };
         const take = (rel: string, abs: string) => {
@@ -113,7 +119,8 @@ export const searchFiles: ToolDef = {
         const out = r.hits.map((h) => `${h.rel}:${h.line}: ${h.text}`);
         if (out.length === 0) out.push(`no matches in ${r.filesScanned} files`);
         if (r.truncated) out.push(`[… stopped at ${maxMatches} matches; narrow the pattern or path]`);
-        if (ruled) out.push(`[${ruled} files or directories were skipped: policy rules deny them or reserve them for review]`);
+        if (ruled)
+          out.push(`[${ruled} files or directories were skipped: policy rules deny them or reserve them for review]`);
         if (walkTruncated) out.push(`[… only the first ${maxFiles} files were searched; give a narrower path]`);
         return { text: out.join("\n"), isError: false };
       },

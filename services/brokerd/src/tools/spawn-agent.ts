@@ -27,7 +27,8 @@ export const spawnAgent: ToolDef = {
   // plan only gates (deny / stage for a person / allow) and its "execution" is the
   // go-ahead text loopd checks before it starts the child session.
   plan: (args: { task: string }) => {
-    if (typeof args.task !== "string" || !args.task.trim()) throw new ToolError("spawn_agent needs a non-empty `task` string");
+    if (typeof args.task !== "string" || !args.task.trim())
+      throw new ToolError("spawn_agent needs a non-empty `task` string");
     return {
       paths: [],
       preview: `spawn_agent: ${args.task.slice(0, 2000)}`,

@@ -35,15 +35,28 @@ function summary(old: string | null, content: string, rel: string, why: string):
 export function boundedPatch(old: string | null, content: string, rel: string): string {
   const lines = lineCount(old ?? "") + lineCount(content);
   const bytes = Buffer.byteLength(old ?? "") + Buffer.byteLength(content);
-  if (lines > DIFF_MAX_LINES || bytes > DIFF_MAX_BYTES) return summary(old, content, rel, `the change spans ${lines} lines / ${bytes} bytes, above the diff limit`);
-  const patch = createTwoFilesPatch(old === null ? "/dev/null" : `a/${rel}`, `b/${rel}`, old ?? "", content, undefined, undefined, {
-    context: 3,
-    timeout: DIFF_TIMEOUT_MS,
-  }) as string | undefined;
+  if (lines > DIFF_MAX_LINES || bytes > DIFF_MAX_BYTES)
+    return summary(old, content, rel, `the change spans ${lines} lines / ${bytes} bytes, above the diff limit`);
+  const patch = createTwoFilesPatch(
+    old === null ? "/dev/null" : `a/${rel}`,
+    `b/${rel}`,
+    old ?? "",
+    content,
+    undefined,
+    undefined,
+    {
+      context: 3,
+      timeout: DIFF_TIMEOUT_MS,
+    },
+  ) as string | undefined;
   return patch ?? summary(old, content, rel, `the diff took longer than ${DIFF_TIMEOUT_MS} ms`);
 }
 
-export function planWrite(ctx: ToolContext, input: string, next: (old: string | null, p: ResolvedPath) => string): Plan {
+export function planWrite(
+  ctx: ToolContext,
+  input: string,
+  next: (old: string | null, p: ResolvedPath) => string,
+): Plan {
   const p = ctx.guard.resolve(input, { write: true });
   const old = existsAt(p.root, p.rel) ? readFileAt(p.root, p.rel, ctx.config.limits.max_file_bytes).text : null;
   const content = next(old, p);

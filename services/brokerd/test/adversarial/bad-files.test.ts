@@ -25,7 +25,15 @@ describe("bad files are quarantined, not fatal", () => {
     const t = tempDir("bxq-");
     cleanup = t.cleanup;
     const dir = join(t.dir, "proposals");
-    const good = new ProposalStore(dir).stage({ session_id: "s", call_id: "c", tool: "write_file", arguments_json: "{}", preview: "", rule: "r", checks: {} });
+    const good = new ProposalStore(dir).stage({
+      session_id: "s",
+      call_id: "c",
+      tool: "write_file",
+      arguments_json: "{}",
+      preview: "",
+      rule: "r",
+      checks: {},
+    });
     writeFileSync(join(dir, "p-empty.json"), "");
     writeFileSync(join(dir, "p-torn.json"), '{"id": "p-torn", "sta');
     writeFileSync(join(dir, "p-null.json"), "null");
@@ -75,15 +83,52 @@ describe("config: every bad config is one line, exit 2", () => {
     writeFileSync(join(t.dir, "file"), "");
     const cases: Array<[unknown, RegExp]> = [
       [null, /must be one JSON object/],
-      [{ socket: join(t.dir, "x".repeat(120), "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws] }, /limited to 107 bytes/],
-      [{ socket: join(ws, "run", "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws] }, /key "socket": .* lies inside the workspace root/],
-      [{ socket: join(t.dir, "b.sock"), state_dir: join(ws, ".state"), workspace_roots: [ws] }, /key "state_dir": .* lies inside the workspace root/],
-      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "file", "s"), workspace_roots: [ws] }, /key "state_dir": cannot create/],
-      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws], sandbox: { limits: { max_processes: 0 } } }, /sandbox\.limits\.max_processes/],
-      [{ socket: join(t.dir, "run", "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws], sandbox: { ro_paths: ["/usr", t.dir] } }, /sandbox\.ro_paths.*socket directory/],
-      [{ socket: "/proc/b.sock", state_dir: join(t.dir, "s"), workspace_roots: [ws] }, /key "socket": cannot listen on \/proc\/b\.sock/],
-      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "missing")] }, /key "workspace_roots": .* does not exist/],
-      [{ socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "file")] }, /key "workspace_roots": .* is not a directory/],
+      [
+        { socket: join(t.dir, "x".repeat(120), "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws] },
+        /limited to 107 bytes/,
+      ],
+      [
+        { socket: join(ws, "run", "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [ws] },
+        /key "socket": .* lies inside the workspace root/,
+      ],
+      [
+        { socket: join(t.dir, "b.sock"), state_dir: join(ws, ".state"), workspace_roots: [ws] },
+        /key "state_dir": .* lies inside the workspace root/,
+      ],
+      [
+        { socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "file", "s"), workspace_roots: [ws] },
+        /key "state_dir": cannot create/,
+      ],
+      [
+        {
+          socket: join(t.dir, "b.sock"),
+          state_dir: join(t.dir, "s"),
+          workspace_roots: [ws],
+          sandbox: { limits: { max_processes: 0 } },
+        },
+        /sandbox\.limits\.max_processes/,
+      ],
+      [
+        {
+          socket: join(t.dir, "run", "b.sock"),
+          state_dir: join(t.dir, "s"),
+          workspace_roots: [ws],
+          sandbox: { ro_paths: ["/usr", t.dir] },
+        },
+        /sandbox\.ro_paths.*socket directory/,
+      ],
+      [
+        { socket: "/proc/b.sock", state_dir: join(t.dir, "s"), workspace_roots: [ws] },
+        /key "socket": cannot listen on \/proc\/b\.sock/,
+      ],
+      [
+        { socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "missing")] },
+        /key "workspace_roots": .* does not exist/,
+      ],
+      [
+        { socket: join(t.dir, "b.sock"), state_dir: join(t.dir, "s"), workspace_roots: [join(t.dir, "file")] },
+        /key "workspace_roots": .* is not a directory/,
+      ],
     ];
     for (const [cfg, want] of cases) {
       const p = join(t.dir, "c.json");
@@ -91,7 +136,12 @@ describe("config: every bad config is one line, exit 2", () => {
       const r = spawnSync(process.execPath, [MAIN, "--config", p], { encoding: "utf8", timeout: 20_000 });
       expect(r.status, r.stderr).toBe(2);
       // One line of error; structured log lines before it (e.g. "bwrap missing" on a machine without it) are not the error.
-      expect(r.stderr.trim().split("\n").filter((l) => !l.startsWith('{"level":'))).toHaveLength(1);
+      expect(
+        r.stderr
+          .trim()
+          .split("\n")
+          .filter((l) => !l.startsWith('{"level":')),
+      ).toHaveLength(1);
       expect(r.stderr).toMatch(want);
     }
     expect(existsSync(join(ws, "run"))).toBe(false);
@@ -102,7 +152,12 @@ describe("config: every bad config is one line, exit 2", () => {
     cleanup = t.cleanup;
     const ws = join(t.dir, "ws");
     mkdirSync(ws);
-    const config = parseBrokerConfig({ socket: join(t.dir, "b.sock"), state_dir: join(ws, "state"), workspace_roots: [ws], log_level: "silent" });
+    const config = parseBrokerConfig({
+      socket: join(t.dir, "b.sock"),
+      state_dir: join(ws, "state"),
+      workspace_roots: [ws],
+      log_level: "silent",
+    });
     await expect(Broker.open(config, { log: silent })).rejects.toThrow(ConfigError);
   });
 });

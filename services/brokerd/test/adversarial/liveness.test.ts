@@ -27,12 +27,19 @@ beforeAll(async () => {
   ftruncateSync(fd, 2 * 1024 * 1024 * 1024);
   closeSync(fd);
   writeFileSync(join(ws, "big.txt"), Array.from({ length: 8000 }, (_, i) => `line ${i}`).join("\n"));
-  for (let i = 0; i < 50; i++) writeFileSync(join(ws, `${"a".repeat(100)}${i}.txt`), "a".repeat(5000) + "\n");
+  for (let i = 0; i < 50; i++) writeFileSync(join(ws, `${"a".repeat(100)}${i}.txt`), `${"a".repeat(5000)}\n`);
   sock = join(t.dir, "b.sock");
   const config = join(t.dir, "b.json");
   writeFileSync(
     config,
-    JSON.stringify({ socket: sock, state_dir: join(t.dir, "state"), workspace_roots: [ws], log_level: "error", sandbox: { mode: "none" }, limits: { search_timeout_ms: 1500 } }),
+    JSON.stringify({
+      socket: sock,
+      state_dir: join(t.dir, "state"),
+      workspace_roots: [ws],
+      log_level: "error",
+      sandbox: { mode: "none" },
+      limits: { search_timeout_ms: 1500 },
+    }),
   );
   proc = spawn(process.execPath, [MAIN, "--config", config], { stdio: ["ignore", "ignore", "inherit"] });
   const c = createClient(BrokerService, sock);
@@ -80,7 +87,12 @@ describe("brokerd keeps answering while hostile calls run", () => {
       }
     })();
     const results = await Promise.all(
-      attacks.map(([name, args]) => c.callTool({ sessionId: "s", callId: `a${++n}`, name, argumentsJson: JSON.stringify(args) }, { timeoutMs: 30_000 })),
+      attacks.map(([name, args]) =>
+        c.callTool(
+          { sessionId: "s", callId: `a${++n}`, name, argumentsJson: JSON.stringify(args) },
+          { timeoutMs: 30_000 },
+        ),
+      ),
     );
     stop = true;
     await poll;

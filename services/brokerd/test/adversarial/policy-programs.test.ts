@@ -42,7 +42,7 @@ export const RM_BYPASSES = [
   "find . -name '*.o' -exec rm {} ;",
   "find . -execdir rm {} +",
   "sh -c 'rm x'",
-  "bash -c \"rm -rf x\"",
+  'bash -c "rm -rf x"',
   "r\\m x",
   "'rm' x",
   '"rm" x',
@@ -68,7 +68,7 @@ describe("deny rules apply to programs, wherever they sit in the line", () => {
 
   it.each([
     ["eval 'rm x'", "eval"],
-    ['x=rm; $x file', "computed"],
+    ["x=rm; $x file", "computed"],
     ['sh -c "$CMD"', "computed script"],
     ["$(echo rm) x", "computed"],
     ["source ./script.sh", "source"],
@@ -82,7 +82,9 @@ describe("deny rules apply to programs, wherever they sit in the line", () => {
   });
 
   it("an allow covers only lines whose every program is allowed and that write no file", () => {
-    const rules: PolicyRule[] = [{ name: "ro", tool: "run_command", effect: "allow", command_prefixes: ["git status", "ls", "grep"] }];
+    const rules: PolicyRule[] = [
+      { name: "ro", tool: "run_command", effect: "allow", command_prefixes: ["git status", "ls", "grep"] },
+    ];
     expect(run(rules, "git status && ls -la | grep x").effect).toBe("allow");
     expect(run(rules, "ls > /dev/null 2>&1").effect).toBe("allow");
     expect(run(rules, "ls > out.txt").effect).toBe("ask");
@@ -104,7 +106,9 @@ describe("rules on every tool name are consulted", () => {
     expect(await r.call("find_tool", { query: "blob" })).toMatchObject({ decision: "denied", rule: "no-find" });
     await r.cleanup();
     r = await rig({ policy: { rules: [{ name: "no-call", tool: "call_tool", effect: "deny" }] } });
-    expect(await r.call("call_tool", { name: "read_blob", arguments: { blob: "blob:sha256:" + "0".repeat(64) } })).toMatchObject({ decision: "denied", rule: "no-call" });
+    expect(
+      await r.call("call_tool", { name: "read_blob", arguments: { blob: `blob:sha256:${"0".repeat(64)}` } }),
+    ).toMatchObject({ decision: "denied", rule: "no-call" });
     await r.cleanup();
     r = await rig({ policy: { rules: [{ name: "review-calls", tool: "call_tool", effect: "ask" }] } });
     const found = await r.call("find_tool", { query: "read lines of a stored large result blob" });
@@ -123,11 +127,14 @@ describe("rules on every tool name are consulted", () => {
   });
 
   it("search_files does not open files a path rule denies", async () => {
-    r = await rig({ policy: { rules: [{ name: "no-private", tool: "*", effect: "deny", paths: ["private/**"] }] } }, ({ ws }) => {
-      mkdirSync(join(ws, "private"));
-      writeFileSync(join(ws, "private", "p.txt"), "needle private\n");
-      writeFileSync(join(ws, "pub.txt"), "needle public\n");
-    });
+    r = await rig(
+      { policy: { rules: [{ name: "no-private", tool: "*", effect: "deny", paths: ["private/**"] }] } },
+      ({ ws }) => {
+        mkdirSync(join(ws, "private"));
+        writeFileSync(join(ws, "private", "p.txt"), "needle private\n");
+        writeFileSync(join(ws, "pub.txt"), "needle public\n");
+      },
+    );
     const res = await r.call("search_files", { pattern: "needle" });
     expect(res.content).toMatch(/pub\.txt:1: needle public/);
     expect(res.content).not.toMatch(/needle private/);

@@ -53,9 +53,24 @@ describe("globs (linear-time matcher)", () => {
 
   it("secret matching is case-insensitive and segment-anchored, in any nesting", () => {
     const m = new PathMatcher(DEFAULT_SECRET_PATTERNS, { ignoreCase: true });
-    const secret = fc.constantFrom(".env", ".env.local", "KEY.PEM", "server.Key", "id_rsa", "ID_ED25519.pub", ".envrc", "credentials.json", "kubeconfig", "secrets.yml", ".netrc", ".npmrc", ".PyPIrc");
+    const secret = fc.constantFrom(
+      ".env",
+      ".env.local",
+      "KEY.PEM",
+      "server.Key",
+      "id_rsa",
+      "ID_ED25519.pub",
+      ".envrc",
+      "credentials.json",
+      "kubeconfig",
+      "secrets.yml",
+      ".netrc",
+      ".npmrc",
+      ".PyPIrc",
+    );
     const dir = fc.array(fc.constantFrom("src", "a", "node_modules", ".git", "x.y", "deep"), { maxLength: 6 });
-    const flip = (s: string, mask: number) => [...s].map((c, i) => ((mask >> i % 30) & 1 ? c.toUpperCase() : c.toLowerCase())).join("");
+    const flip = (s: string, mask: number) =>
+      [...s].map((c, i) => ((mask >> (i % 30)) & 1 ? c.toUpperCase() : c.toLowerCase())).join("");
     fc.assert(
       fc.property(dir, secret, fc.integer({ min: 0, max: 2 ** 30 }), fc.boolean(), (d, s, mask, below) => {
         counts.inputs++;
@@ -90,7 +105,11 @@ describe("command lines (policy on programs)", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 60 }), (line) => {
         counts.inputs++;
-        const d = decide(allowLs, { ...defaults, exec: "ask" }, { tool: "run_command", risk: "exec", paths: [], command: `ls ${line}`, hosts: [] });
+        const d = decide(
+          allowLs,
+          { ...defaults, exec: "ask" },
+          { tool: "run_command", risk: "exec", paths: [], command: `ls ${line}`, hosts: [] },
+        );
         // An escape: a second program chained after ls (rm, sh, eval) and still allowed.
         if (d.effect === "allow" && /(;|&&|\|\||\||\$\(|`|\n)\s*(rm|sh|eval)(\s|$)/.test(line)) counts.escapes++;
         return ["allow", "ask", "deny"].includes(d.effect);
@@ -120,18 +139,22 @@ describe("tool calls against a planted workspace", () => {
 
   it("no path reaches outside or a secret, for reads, listings and writes", async () => {
     await fc.assert(
-      fc.asyncProperty(pathArb(r.ws, r.outside), fc.constantFrom("read_file", "list_dir", "write_file"), async (path, tool) => {
-        counts.inputs++;
-        let out;
-        try {
-          out = await r.call(tool, tool === "write_file" ? { path, content: "w" } : { path });
-        } catch {
-          counts.crashes++;
-          return false;
-        }
-        if (leaked(out)) counts.escapes++;
-        return !leaked(out) && out.rule !== "tool:crashed";
-      }),
+      fc.asyncProperty(
+        pathArb(r.ws, r.outside),
+        fc.constantFrom("read_file", "list_dir", "write_file"),
+        async (path, tool) => {
+          counts.inputs++;
+          let out;
+          try {
+            out = await r.call(tool, tool === "write_file" ? { path, content: "w" } : { path });
+          } catch {
+            counts.crashes++;
+            return false;
+          }
+          if (leaked(out)) counts.escapes++;
+          return !leaked(out) && out.rule !== "tool:crashed";
+        },
+      ),
       { numRuns: runs(1000) },
     );
     expect(outsideIntact(r.outside)).toBe(true);

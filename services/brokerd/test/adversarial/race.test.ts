@@ -32,13 +32,24 @@ for (;;) {
 `;
 
 beforeAll(async () => {
-  r = await rig({ policy: { rules: [{ name: "writes", tool: "write_file", effect: "allow" }, { name: "review", tool: "write_file", effect: "ask", paths: ["d/s*"] }] } }, ({ ws, outside }) => {
-    mkdirSync(join(ws, "d"));
-    for (let i = 0; i < 5; i++) writeFileSync(join(ws, "d", `f${i}.txt`), `inside ${i}\nneedle inside\n`);
-    for (let i = 0; i < 5; i++) writeFileSync(join(outside, `f${i}.txt`), `${OUTSIDE_MARK} ${i}\nneedle ${OUTSIDE_MARK}\n`);
-    mkdirSync(join(outside, "sub"));
-    writeFileSync(join(outside, "sub", "g.txt"), `${OUTSIDE_MARK}\n`);
-  });
+  r = await rig(
+    {
+      policy: {
+        rules: [
+          { name: "writes", tool: "write_file", effect: "allow" },
+          { name: "review", tool: "write_file", effect: "ask", paths: ["d/s*"] },
+        ],
+      },
+    },
+    ({ ws, outside }) => {
+      mkdirSync(join(ws, "d"));
+      for (let i = 0; i < 5; i++) writeFileSync(join(ws, "d", `f${i}.txt`), `inside ${i}\nneedle inside\n`);
+      for (let i = 0; i < 5; i++)
+        writeFileSync(join(outside, `f${i}.txt`), `${OUTSIDE_MARK} ${i}\nneedle ${OUTSIDE_MARK}\n`);
+      mkdirSync(join(outside, "sub"));
+      writeFileSync(join(outside, "sub", "g.txt"), `${OUTSIDE_MARK}\n`);
+    },
+  );
   flipper = spawn(process.execPath, ["-e", FLIP, r.ws, r.outside, join(r.dir, "flips")], { stdio: "ignore" });
   await new Promise((res) => setTimeout(res, 100));
 });
@@ -51,7 +62,24 @@ afterAll(async () => {
 describe("a directory flipping to a symlink during calls", () => {
   it(`read_file, list_dir, search_files, writes and approved staged writes never reach outside (${RACE_ITERATIONS} calls)`, async () => {
     const outsideBefore = readdirSync(r.outside).sort();
-    const kinds = ["read", "list", "write", "read", "list", "approve", "read", "list", "write", "read", "list", "approve", "read", "list", "write", "search"] as const;
+    const kinds = [
+      "read",
+      "list",
+      "write",
+      "read",
+      "list",
+      "approve",
+      "read",
+      "list",
+      "write",
+      "read",
+      "list",
+      "approve",
+      "read",
+      "list",
+      "write",
+      "search",
+    ] as const;
     const batch = 8;
     for (let i = 0; i < RACE_ITERATIONS; i += batch) {
       const calls = [];
@@ -70,8 +98,7 @@ describe("a directory flipping to a symlink during calls", () => {
               return { ...staged, content: done.result, isError: done.state !== "applied" };
             }),
           );
-        }
-        else calls.push(r.call("search_files", { pattern: "needle|OUTSIDE", path: j % 2 ? "d" : "." }));
+        } else calls.push(r.call("search_files", { pattern: "needle|OUTSIDE", path: j % 2 ? "d" : "." }));
       }
       for (const res of await Promise.all(calls)) {
         raceCounts.calls++;

@@ -36,7 +36,9 @@ Examples:
         const r = await client.getSession({ id });
         const running = r.session?.state === "running";
         if (!running && !opts.follow) {
-          process.stderr.write(`${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`);
+          process.stderr.write(
+            `${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`,
+          );
           return;
         }
         const ac = new AbortController();

@@ -25,7 +25,9 @@ Examples:
           const { printJson } = await import("../json.js");
           return printJson(CancelTurnResponseSchema, res);
         }
-        process.stdout.write(res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`);
+        process.stdout.write(
+          res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`,
+        );
       } finally {
         client.close();
       }

@@ -43,7 +43,9 @@ Examples:
         for (const c of res.changes) {
           const state = c.undoneUnixMs ? s.yellow(`undone ${ago(c.undoneUnixMs)}`) : s.green("applied");
           const how = c.proposalId ? `approved as ${c.proposalId}` : "allowed by policy";
-          out.push(`${s.bold(c.id)}  ${c.tool} ${c.path}${c.created ? " (new file)" : ""}  ${state}  ${s.dim(`${ago(c.appliedUnixMs)} · ${how}`)}`);
+          out.push(
+            `${s.bold(c.id)}  ${c.tool} ${c.path}${c.created ? " (new file)" : ""}  ${state}  ${s.dim(`${ago(c.appliedUnixMs)} · ${how}`)}`,
+          );
           if (!opts.stat) out.push(renderDiff(c.diff, s), "");
         }
         process.stdout.write(`${out.join("\n").trimEnd()}\n`);
@@ -76,7 +78,8 @@ Examples:
     )
     .action(async (id: string, opts: { last: string; all?: boolean; force?: boolean; json?: boolean }) => {
       const last = opts.all ? 0 : Number(opts.last);
-      if (!opts.all && (!Number.isInteger(last) || last < 1)) throw new UsageError(`--last needs a positive number, not "${opts.last}"`);
+      if (!opts.all && (!Number.isInteger(last) || last < 1))
+        throw new UsageError(`--last needs a positive number, not "${opts.last}"`);
       const client = await connect(globals().socket);
       try {
         const res = await client.undoChanges({ sessionId: id, last, force: !!opts.force });

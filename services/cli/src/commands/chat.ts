@@ -53,12 +53,17 @@ Examples:
           if (!opts.json && Number(opts.history) > 0) {
             const { renderHistory } = await import("../render/history.js");
             process.stdout.write(
-              renderHistory(r.messages.slice(-Number(opts.history)), { style: styleFor(process.stdout), reasoning: false, resultLines: 2 }),
+              renderHistory(r.messages.slice(-Number(opts.history)), {
+                style: styleFor(process.stdout),
+                reasoning: false,
+                resultLines: 2,
+              }),
             );
           }
         }
         const interactive = Boolean(process.stdin.isTTY);
-        if (interactive) note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
+        if (interactive)
+          note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
         let last: ExitCode = ExitCode.ok;
         for await (const text of interactive ? promptLines(style) : stdinLines()) {
           // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's.

@@ -5,7 +5,17 @@ import type { GlobalOptions } from "../global-options.js";
 /** The one line a compaction is shown as (`boxmaker compact`, `/compact` in chat). */
 export function compactedText(
   id: string,
-  c: { epoch: number; foldedMessages: number; keptMessages: number; summaryBytes: number; carriedFoldBytes: number; spilledBlocks: number; beforeTokens: number } | undefined,
+  c:
+    | {
+        epoch: number;
+        foldedMessages: number;
+        keptMessages: number;
+        summaryBytes: number;
+        carriedFoldBytes: number;
+        spilledBlocks: number;
+        beforeTokens: number;
+      }
+    | undefined,
 ): string {
   if (!c) return `${id}: nothing to fold (no earlier turns and nothing large)\n`;
   return (

@@ -17,7 +17,13 @@ export function demoScript(): unknown[] {
     {
       reasoning: 'Line 2 says "Helo" where it should say "Hello". A one-word edit fixes it.',
       content: 'Found it: line 2 says "Helo". I will propose the fix; it needs your approval.',
-      toolCalls: [{ id: "demo-edit", name: "edit_file", arguments: JSON.stringify({ path: DEMO_FILE, old_text: '"Helo, "', new_text: '"Hello, "' }) }],
+      toolCalls: [
+        {
+          id: "demo-edit",
+          name: "edit_file",
+          arguments: JSON.stringify({ path: DEMO_FILE, old_text: '"Helo, "', new_text: '"Hello, "' }),
+        },
+      ],
     },
     {
       content: `Fixed: ${DEMO_FILE} now greets with "Hello, world!". Run \`python3 ${DEMO_FILE}\` to check it.`,
@@ -63,7 +69,14 @@ Examples:
       writeFileSync(script, JSON.stringify(demoScript(), null, 1));
       const sandbox = opts.sandbox ?? (findOnPath("bwrap", process.env.PATH ?? "") ? "bwrap" : "none");
       const plan = planUp(
-        { llamaSim: true, sandbox, workspace: [ws], runtimeDir: join(dir, "run"), stateDir: join(dir, "state"), logLevel: "warn" },
+        {
+          llamaSim: true,
+          sandbox,
+          workspace: [ws],
+          runtimeDir: join(dir, "run"),
+          stateDir: join(dir, "state"),
+          logLevel: "warn",
+        },
         { env: process.env, cwd: ws, home: homedir(), tmp: tmpdir(), uid: process.getuid?.() ?? 0 },
       );
       const sup = new Supervisor({
@@ -108,7 +121,11 @@ Examples:
               }
             };
           }
-          exit = await renderEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), { json: false, reasoning: true, onEvent });
+          exit = await renderEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), {
+            json: false,
+            reasoning: true,
+            onEvent,
+          });
           say(`${DEMO_FILE} now reads:`);
           process.stderr.write(indent(readFileSync(join(ws, DEMO_FILE), "utf8"), s));
           say(

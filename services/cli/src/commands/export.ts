@@ -31,12 +31,14 @@ Examples:
   boxmaker export --format jsonl -o session.jsonl s-mx2icmrq-ac4d6343`,
     )
     .action(async (id: string, opts: ExportFlags) => {
-      if (opts.format !== "md" && opts.format !== "jsonl") throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
+      if (opts.format !== "md" && opts.format !== "jsonl")
+        throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
       const client = await connect(globals().socket);
       try {
         const res = await client.getSession({ id });
         const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
-        const text = opts.format === "md" ? transcriptMarkdown(res, { reasoning: !!opts.reasoning }) : transcriptJsonl(res);
+        const text =
+          opts.format === "md" ? transcriptMarkdown(res, { reasoning: !!opts.reasoning }) : transcriptJsonl(res);
         if (opts.output) {
           const { writeFileSync } = await import("node:fs");
           writeFileSync(opts.output, text);

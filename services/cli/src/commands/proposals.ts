@@ -59,7 +59,10 @@ Examples:
 /** The file a diff touches (with its size of change), or the command; at most 70 characters. */
 export function oneLinePreview(tool: string, preview: string, argumentsJson: string): string {
   const lines = preview.split("\n");
-  const target = lines.find((l) => l.startsWith("+++ "))?.slice(4).replace(/^b\//, "");
+  const target = lines
+    .find((l) => l.startsWith("+++ "))
+    ?.slice(4)
+    .replace(/^b\//, "");
   let text: string;
   if (target) {
     const added = lines.filter((l) => l.startsWith("+") && !l.startsWith("+++")).length;

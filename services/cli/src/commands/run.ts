@@ -35,7 +35,10 @@ Examples:
       const client = await connect(globals().socket);
       try {
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
-        if (!opts.json) process.stderr.write(`session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`);
+        if (!opts.json)
+          process.stderr.write(
+            `session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
+          );
         process.exitCode = await sendAndRender(client, s.id, text, {
           json: !!opts.json,
           reasoning: !!opts.reasoning,

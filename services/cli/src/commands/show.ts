@@ -40,12 +40,18 @@ Examples:
         if (info) {
           process.stdout.write(
             s.bold(`${info.title || "(untitled)"}\n`) +
-              s.dim(`${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`) +
+              s.dim(
+                `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
+              ) +
               s.dim(`project instructions: ${info.instructionsFile || "none"}\n\n`),
           );
         }
         process.stdout.write(
-          renderHistory(res.messages, { style: s, reasoning: opts.reasoning, resultLines: Math.max(0, Number(opts.resultLines) || 0) }),
+          renderHistory(res.messages, {
+            style: s,
+            reasoning: opts.reasoning,
+            resultLines: Math.max(0, Number(opts.resultLines) || 0),
+          }),
         );
       } finally {
         client.close();

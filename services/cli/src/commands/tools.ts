@@ -27,7 +27,11 @@ Examples:
       const query = words.join(" ");
       const client = await connect(globals().socket);
       try {
-        const res = await client.searchTools({ query, limit: Math.max(1, Number(opts.limit) || 10), includePrompts: !!opts.prompts });
+        const res = await client.searchTools({
+          query,
+          limit: Math.max(1, Number(opts.limit) || 10),
+          includePrompts: !!opts.prompts,
+        });
         if (opts.json) {
           const { SearchToolsResponseSchema } = await import("@boxmaker/common/client");
           const { printJson } = await import("../json.js");

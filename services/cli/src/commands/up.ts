@@ -16,12 +16,24 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
     .option("--llama-sim", "use the built llama.cpp simulator (evaluation, CI)")
     .option("--upstream-socket <path>", "use a llama-server already listening on this Unix socket")
     .option("--upstream-url <url>", "use a llama-server already listening on this URL")
-    .option("--accept-server-contract", "take template hash, n_ctx and slots from the server instead of the production contract")
-    .option("--runtime-dir <dir>", "sockets and generated configs (default: $XDG_RUNTIME_DIR/boxmaker, else a per-user temp dir)")
-    .option("--state-dir <dir>", "logs, session logs, blobs, slot saves (default: $XDG_STATE_HOME/boxmaker or ~/.local/state/boxmaker)")
+    .option(
+      "--accept-server-contract",
+      "take template hash, n_ctx and slots from the server instead of the production contract",
+    )
+    .option(
+      "--runtime-dir <dir>",
+      "sockets and generated configs (default: $XDG_RUNTIME_DIR/boxmaker, else a per-user temp dir)",
+    )
+    .option(
+      "--state-dir <dir>",
+      "logs, session logs, blobs, slot saves (default: $XDG_STATE_HOME/boxmaker or ~/.local/state/boxmaker)",
+    )
     .option("--workspace <dir>", "a directory tools may work in (repeatable; default: the current directory)", collect)
     .option("--sandbox <mode>", "bwrap | none (none runs tools unsandboxed)", "bwrap")
-    .option("--overrides <file>", "JSON {inferproxy, brokerd, loopd} merged over the generated configs (policy, MCP servers, budgets)")
+    .option(
+      "--overrides <file>",
+      "JSON {inferproxy, brokerd, loopd} merged over the generated configs (policy, MCP servers, budgets)",
+    )
     .option("--log-level <level>", "the daemons' log level", "info")
     .option("--max-restarts <n>", "restarts of one process within 5 minutes before giving up", "5")
     .option("--ready-timeout <seconds>", "how long the model server may take to load", "900")
@@ -47,7 +59,13 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
       let plan;
       let overrides;
       try {
-        plan = planUp(flags, { env: process.env, cwd: process.cwd(), home: homedir(), tmp: tmpdir(), uid: process.getuid?.() ?? 0 });
+        plan = planUp(flags, {
+          env: process.env,
+          cwd: process.cwd(),
+          home: homedir(),
+          tmp: tmpdir(),
+          uid: process.getuid?.() ?? 0,
+        });
         if (flags.overrides) overrides = checkOverrides(JSON.parse(readFileSync(flags.overrides, "utf8")));
       } catch (err) {
         if (err instanceof UpFlagError || err instanceof SyntaxError) throw new UsageError(err.message);

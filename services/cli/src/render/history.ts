@@ -61,7 +61,10 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
       case "tool":
         // Normally drawn inside its call's frame; a result whose call is missing still shows.
         if (!m.tool_call_id || !shown.has(m.tool_call_id)) {
-          out.push(`${s.bold(s.cyan("tool"))} ${at}`, ...resultFrame(s, contentText(m.content), h.isError, o.resultLines));
+          out.push(
+            `${s.bold(s.cyan("tool"))} ${at}`,
+            ...resultFrame(s, contentText(m.content), h.isError, o.resultLines),
+          );
         }
         break;
       default:

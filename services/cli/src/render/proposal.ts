@@ -8,7 +8,10 @@ export function renderProposal(p: Proposal, s: Style): string {
     s.dim(`${p.tool} · session ${p.sessionId} · rule ${p.rule || "-"}`),
     "",
   ];
-  const body = (p.preview || p.argumentsJson).replace(/\n+$/, "").split("\n").map((l) => diffLine(l, s));
+  const body = (p.preview || p.argumentsJson)
+    .replace(/\n+$/, "")
+    .split("\n")
+    .map((l) => diffLine(l, s));
   const tail = p.result ? ["", s.dim(`result: ${p.result}`)] : [];
   return `${[...head, ...body, ...tail].join("\n")}\n`;
 }
@@ -34,5 +37,9 @@ export function stateText(state: string, s: Style): string {
 
 /** A unified diff, coloured line by line. */
 export function renderDiff(diff: string, s: Style): string {
-  return diff.replace(/\n+$/, "").split("\n").map((l) => diffLine(l, s)).join("\n");
+  return diff
+    .replace(/\n+$/, "")
+    .split("\n")
+    .map((l) => diffLine(l, s))
+    .join("\n");
 }

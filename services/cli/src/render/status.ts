@@ -15,7 +15,12 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
 
   out.push(s.bold("daemons"));
   out.push(
-    indent(table(st.daemons.map((d) => [mark(d.reachable), d.name, d.socket, d.reachable ? s.dim(d.message) : s.red(d.message)]), visibleLength)),
+    indent(
+      table(
+        st.daemons.map((d) => [mark(d.reachable), d.name, d.socket, d.reachable ? s.dim(d.message) : s.red(d.message)]),
+        visibleLength,
+      ),
+    ),
   );
 
   const inf = st.infer;
@@ -35,7 +40,12 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
       ["build", inf.buildInfo || "?"],
       ["model", inf.model || "?"],
       ["upstream", inf.upstream || "?"],
-      ["template", t ? `${short(t.actualTemplateSha256)}${t.expectedTemplateSha256 && t.expectedTemplateSha256 !== t.actualTemplateSha256 ? s.red(` (expected ${short(t.expectedTemplateSha256)})`) : ""}` : "?"],
+      [
+        "template",
+        t
+          ? `${short(t.actualTemplateSha256)}${t.expectedTemplateSha256 && t.expectedTemplateSha256 !== t.actualTemplateSha256 ? s.red(` (expected ${short(t.expectedTemplateSha256)})`) : ""}`
+          : "?",
+      ],
       ["context", t ? `${t.actualNCtx} per slot, ${t.actualTotalSlots} slots` : "?"],
       ["self-test", selfTest],
     ];
@@ -77,7 +87,9 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
     );
   }
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
-  out.push(`${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`);
+  out.push(
+    `${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`,
+  );
   return `${out.join("\n")}\n`;
 }
 

@@ -10,7 +10,10 @@ const RISK_COLOR: Record<string, (s: Style) => (t: string) => string> = {
 };
 
 export function renderTools(res: SearchToolsResponse, query: string, schema: boolean, s: Style): string {
-  const out = [s.bold(`core tools (${res.core.length}, always in the model's tools array)`), list(res.core, false, schema, s)];
+  const out = [
+    s.bold(`core tools (${res.core.length}, always in the model's tools array)`),
+    list(res.core, false, schema, s),
+  ];
   if (query) {
     out.push("", s.bold(`find_tool "${query}": ${res.matches.length} match${res.matches.length === 1 ? "" : "es"}`));
     out.push(res.matches.length ? list(res.matches, true, schema, s) : s.dim("  nothing matches; try other words"));
@@ -30,7 +33,9 @@ export function renderPrompts(prompts: McpPrompt[], s: Style): string {
       continue;
     }
     const args = p.arguments.map((a) => (a.required ? a.name : `${a.name}?`)).join(", ");
-    lines.push(`  ${s.bold(`${p.server}/${p.name}`)}(${args})${p.description ? `  ${s.dim(truncate(p.description, 100))}` : ""}`);
+    lines.push(
+      `  ${s.bold(`${p.server}/${p.name}`)}(${args})${p.description ? `  ${s.dim(truncate(p.description, 100))}` : ""}`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }

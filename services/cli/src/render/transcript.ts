@@ -37,7 +37,12 @@ function prettyArgs(args: string): string {
 export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: boolean }): string {
   const s = res.session;
   const out: string[] = [`# ${s?.title || "Untitled session"}`, ""];
-  out.push(`- session: \`${s?.id ?? ""}\``, `- created: ${iso(s?.createdUnixMs ?? 0n)}`, `- turns: ${s?.turns ?? 0}, messages: ${s?.messages ?? 0}`, "");
+  out.push(
+    `- session: \`${s?.id ?? ""}\``,
+    `- created: ${iso(s?.createdUnixMs ?? 0n)}`,
+    `- turns: ${s?.turns ?? 0}, messages: ${s?.messages ?? 0}`,
+    "",
+  );
   const parsed = res.messages.map(parseStored);
   const results = new Map<string, { m: StoredMessage; h: HistoryMessage }>();
   parsed.forEach((m, i) => {
@@ -54,7 +59,8 @@ export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: bool
       out.push(`## You · ${iso(h.atUnixMs)}`, "", contentText(m.content), "");
     } else if (m.role === "assistant") {
       out.push(`## Assistant · ${iso(h.atUnixMs)}`, "");
-      if (o.reasoning && m.reasoning_content) out.push("<details><summary>reasoning</summary>", "", fenced(m.reasoning_content), "", "</details>", "");
+      if (o.reasoning && m.reasoning_content)
+        out.push("<details><summary>reasoning</summary>", "", fenced(m.reasoning_content), "", "</details>", "");
       const t = contentText(m.content);
       if (t.trim()) out.push(t, "");
       for (const c of m.tool_calls ?? []) {
@@ -67,7 +73,10 @@ export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: bool
       out.push(`## ${m.role}`, "", contentText(m.content), "");
     }
   });
-  return `${out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n`;
+  return `${out
+    .join("\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trimEnd()}\n`;
 }
 
 /** One JSON object per stored message, the message parsed, the decision beside it. */

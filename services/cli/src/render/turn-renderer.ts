@@ -130,7 +130,9 @@ export class TurnRenderer {
           `${prompt} prompt tokens (${Math.round(e.value.cacheHitRatio * 100)}% cached)`,
           `${t?.predictedN ?? 0} generated`,
           `${(e.value.wallMs / 1000).toFixed(1)} s`,
-          ...(e.value.spilledBlocks ? [`${e.value.spilledBlocks} input block${e.value.spilledBlocks === 1 ? "" : "s"} spilled`] : []),
+          ...(e.value.spilledBlocks
+            ? [`${e.value.spilledBlocks} input block${e.value.spilledBlocks === 1 ? "" : "s"} spilled`]
+            : []),
           ...(e.value.compactions ? [`${e.value.compactions} compaction${e.value.compactions === 1 ? "" : "s"}`] : []),
         ].join(" · ");
         this.line(s.dim(`— ${summary}`));
@@ -159,7 +161,8 @@ export class TurnRenderer {
  * its reasoning.
  */
 export function thinkingCapText(capTokens: number, accepted: boolean, message: string): string {
-  if (accepted) return `thinking cap: reasoning stopped after ${capTokens} tokens (the thinking budget); the model answers now`;
+  if (accepted)
+    return `thinking cap: reasoning stopped after ${capTokens} tokens (the thinking budget); the model answers now`;
   if (/no active completion/i.test(message)) {
     return `thinking cap of ${capTokens} tokens reached, but the reply had already finished when llama-server was asked to stop reasoning; nothing was cut`;
   }

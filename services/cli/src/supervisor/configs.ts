@@ -10,7 +10,7 @@ import type { Layout } from "./layout.js";
 
 export type Upstream =
   | { kind: "llama-server"; bin: string; model: string; extraArgs: string[] }
-  | { kind: "llama-sim"; /** Scripted replies for the simulator (`boxmaker demo`). */ script?: string }
+  | { kind: "llama-sim" /** Scripted replies for the simulator (`boxmaker demo`). */; script?: string }
   | { kind: "socket"; path: string }
   | { kind: "url"; url: string };
 
@@ -47,32 +47,47 @@ export const SIM_N_CTX_PER_SLOT = 32_768;
  */
 export function llamaServerArgs(layout: Layout, model: string, extraArgs: readonly string[] = []): string[] {
   return [
-    "--host", layout.sockets.llama,
-    "--model", model,
-    "--parallel", String(CONTRACT_SLOTS),
-    "--ctx-size", String(CONTRACT_CTX_SIZE),
+    "--host",
+    layout.sockets.llama,
+    "--model",
+    model,
+    "--parallel",
+    String(CONTRACT_SLOTS),
+    "--ctx-size",
+    String(CONTRACT_CTX_SIZE),
     // Per-slot KV (ctx-size / parallel each): with a unified cache the server
     // clears idle slots on every new task, which would evict pinned sessions.
     "--no-kv-unified",
-    "--cache-type-k", "f16", "--cache-type-v", "f16",
+    "--cache-type-k",
+    "f16",
+    "--cache-type-v",
+    "f16",
     "--jinja",
-    "--flash-attn", "on",
+    "--flash-attn",
+    "on",
     "--no-mmap",
-    "--n-gpu-layers", "999",
+    "--n-gpu-layers",
+    "999",
     // No host-RAM prompt cache: slots stay pinned; parking goes through --slot-save-path.
-    "--cache-ram", "0",
+    "--cache-ram",
+    "0",
     "--no-cache-idle-slots",
-    "--slot-save-path", layout.slotDir,
+    "--slot-save-path",
+    layout.slotDir,
     ...extraArgs,
   ];
 }
 
 export function llamaSimArgs(layout: Layout, script?: string): string[] {
   return [
-    "--socket", layout.sockets.llama,
-    "--slots", String(CONTRACT_SLOTS),
-    "--n-ctx", String(SIM_N_CTX_PER_SLOT),
-    "--slot-save-path", layout.slotDir,
+    "--socket",
+    layout.sockets.llama,
+    "--slots",
+    String(CONTRACT_SLOTS),
+    "--n-ctx",
+    String(SIM_N_CTX_PER_SLOT),
+    "--slot-save-path",
+    layout.slotDir,
     ...(script ? ["--script", script] : []),
   ];
 }
@@ -139,7 +154,12 @@ export function brokerdConfig(layout: Layout, s: StackSettings): JsonObject {
 }
 
 /** `canPark`: whether the server saves slots (`up` asks a server it did not start; see parking-probe.ts). */
-export function loopdConfig(layout: Layout, upstream: Upstream, s: StackSettings, canPark = upstreamCanPark(upstream)): JsonObject {
+export function loopdConfig(
+  layout: Layout,
+  upstream: Upstream,
+  s: StackSettings,
+  canPark = upstreamCanPark(upstream),
+): JsonObject {
   return merge(
     {
       socket: layout.sockets.loopd,

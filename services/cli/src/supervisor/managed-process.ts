@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { closeSync, openSync, writeSync } from "node:fs";
-import { describeExit, RestartPolicy, formatDuration, type ExitInfo } from "./restart-policy.js";
+import { describeExit, type RestartPolicy, formatDuration, type ExitInfo } from "./restart-policy.js";
 import { waitReady, type Probe } from "./readiness.js";
 
 export interface ProcessSpec {
@@ -53,7 +53,11 @@ export class ManagedProcess {
   async start(): Promise<void> {
     const ac = this.spawnOnce();
     try {
-      await waitReady(this.spec.probe, { timeoutMs: this.spec.readyTimeoutMs, signal: ac.signal, what: this.spec.name });
+      await waitReady(this.spec.probe, {
+        timeoutMs: this.spec.readyTimeoutMs,
+        signal: ac.signal,
+        what: this.spec.name,
+      });
     } catch (err) {
       await this.stop(2000);
       throw err;

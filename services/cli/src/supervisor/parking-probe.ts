@@ -32,7 +32,8 @@ export function slotSaveAnswer(status: number, body: unknown): ParkingProbe {
     return { works: false, why: "the server was started without --slot-save-path" };
   }
   // The slot endpoints exist and got as far as reading the action: slot actions work.
-  if (status === 400 && /invalid action/i.test(message)) return { works: true, why: "the server saves slots (--slot-save-path)" };
+  if (status === 400 && /invalid action/i.test(message))
+    return { works: true, why: "the server saves slots (--slot-save-path)" };
   if (status === 200) return { works: true, why: "the server saves slots (--slot-save-path)" };
   return { works: false, why: `the server answered a slot probe with ${status}${message ? `: ${message}` : ""}` };
 }

@@ -103,7 +103,8 @@ function requestJson(
           })()
         : { socketPath: where.socketPath, path, host: "llama" };
     const request = "protocol" in target && target.protocol === "https:" ? httpsRequest : httpRequest;
-    const headers = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    const headers =
+      payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
     const req = request({ ...target, method, headers, timeout: timeoutMs }, (res) => {
       let text = "";
       res.setEncoding("utf8");

@@ -133,7 +133,9 @@ export class Supervisor {
     for (const [name, sock] of Object.entries(this.o.layout.sockets)) {
       if (name === "llama" && !this.llamaManaged()) continue;
       if (existsSync(sock) && (await socketAccepts(sock, 500)()).ready) {
-        throw new Error(`${sock} is in use: another stack runs in ${this.o.layout.runtimeDir} (stop it, or use --runtime-dir)`);
+        throw new Error(
+          `${sock} is in use: another stack runs in ${this.o.layout.runtimeDir} (stop it, or use --runtime-dir)`,
+        );
       }
     }
   }
@@ -157,7 +159,9 @@ export class Supervisor {
     return {
       name: this.llamaName(),
       command: sim ? this.o.nodePath : upstream.bin,
-      args: sim ? [llamaSimMain, ...llamaSimArgs(layout, upstream.kind === "llama-sim" ? upstream.script : undefined)] : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
+      args: sim
+        ? [llamaSimMain, ...llamaSimArgs(layout, upstream.kind === "llama-sim" ? upstream.script : undefined)]
+        : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
       logPath: join(layout.logDir, `${this.llamaName()}.log`),
       probe: llamaHealthy({ socketPath: layout.sockets.llama }),
       readyTimeoutMs: this.o.llamaReadyTimeoutMs,

@@ -60,7 +60,10 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
   let sandbox: StackSettings["sandbox"] = { mode: "none" };
   if (sandboxMode === "bwrap") {
     const bwrapPath = findOnPath("bwrap", host.env.PATH ?? "");
-    if (!bwrapPath) throw new UpFlagError("bwrap (bubblewrap) not found on PATH; install it, or pass --sandbox none to run tools unsandboxed");
+    if (!bwrapPath)
+      throw new UpFlagError(
+        "bwrap (bubblewrap) not found on PATH; install it, or pass --sandbox none to run tools unsandboxed",
+      );
     sandbox = { mode: "bwrap", bwrapPath };
   }
 
@@ -100,9 +103,12 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
 }
 
 function chooseUpstream(f: UpFlags, cwd: string): Upstream {
-  const chosen = [f.llamaServer && "--llama-server", f.llamaSim && "--llama-sim", f.upstreamSocket && "--upstream-socket", f.upstreamUrl && "--upstream-url"].filter(
-    Boolean,
-  );
+  const chosen = [
+    f.llamaServer && "--llama-server",
+    f.llamaSim && "--llama-sim",
+    f.upstreamSocket && "--upstream-socket",
+    f.upstreamUrl && "--upstream-url",
+  ].filter(Boolean);
   if (chosen.length !== 1) {
     throw new UpFlagError(
       chosen.length
@@ -110,7 +116,8 @@ function chooseUpstream(f: UpFlags, cwd: string): Upstream {
         : "say which model server to use: --llama-server BIN --model PATH, --llama-sim, --upstream-socket PATH or --upstream-url URL",
     );
   }
-  if ((f.model || f.llamaArg?.length) && !f.llamaServer) throw new UpFlagError("--model and --llama-arg go with --llama-server");
+  if ((f.model || f.llamaArg?.length) && !f.llamaServer)
+    throw new UpFlagError("--model and --llama-arg go with --llama-server");
   if (f.llamaServer) {
     if (!f.model) throw new UpFlagError("--llama-server needs --model PATH");
     return { kind: "llama-server", bin: f.llamaServer, model: resolve(cwd, f.model), extraArgs: f.llamaArg ?? [] };
@@ -124,7 +131,8 @@ function chooseUpstream(f: UpFlags, cwd: string): Upstream {
 function positiveInt(flag: string, v: string | undefined, def: number, zeroOk: boolean): number {
   if (v === undefined) return def;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new UpFlagError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1))
+    throw new UpFlagError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
   return n;
 }
 

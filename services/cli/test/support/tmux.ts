@@ -67,7 +67,16 @@ export class Tmux {
 
   /** The pane's screen (and scrollback); with `escapes`, including colour sequences. */
   async screen(target: string, escapes = false): Promise<string> {
-    const { stdout } = await this.tmux("capture-pane", "-p", "-J", "-S", "-200", ...(escapes ? ["-e"] : []), "-t", target);
+    const { stdout } = await this.tmux(
+      "capture-pane",
+      "-p",
+      "-J",
+      "-S",
+      "-200",
+      ...(escapes ? ["-e"] : []),
+      "-t",
+      target,
+    );
     return stdout;
   }
 

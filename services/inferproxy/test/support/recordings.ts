@@ -18,7 +18,9 @@ export const recordingsDir = process.env.BOXMAKER_LLAMA_RECORDINGS ?? join(repoR
 export function recording(name: string): Recording {
   const file = join(recordingsDir, `${name}.json`);
   if (!existsSync(file)) {
-    throw new Error(`recording ${file} is missing: set BOXMAKER_LLAMA_RECORDINGS to the llama-server recordings directory`);
+    throw new Error(
+      `recording ${file} is missing: set BOXMAKER_LLAMA_RECORDINGS to the llama-server recordings directory`,
+    );
   }
   return JSON.parse(readFileSync(file, "utf8")) as Recording;
 }

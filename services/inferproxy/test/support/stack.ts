@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
   InferService,
-  RpcError,
+  type RpcError,
   addService,
   createClient,
   createLogger,
@@ -60,7 +60,9 @@ export interface Stack extends Proxy {
 }
 
 /** The simulator on a Unix socket and inferproxy in front of it, with a contract that matches. */
-export async function startStack(opts: { sim?: LlamaSimOptions; config?: Record<string, unknown> } = {}): Promise<Stack> {
+export async function startStack(
+  opts: { sim?: LlamaSimOptions; config?: Record<string, unknown> } = {},
+): Promise<Stack> {
   const tmp = tempDir("bxip-");
   const llamaSocket = join(tmp.dir, "llama.sock");
   const sim = await startLlamaSim({ socketPath: llamaSocket, ...opts.sim });
@@ -98,7 +100,11 @@ export interface Collected {
   partial: Extract<CompletionEvent["event"], { case: "partial" }>["value"] | undefined;
 }
 
-export async function collect(client: ClientOf<typeof InferService>, req: CompleteInit, signal?: AbortSignal): Promise<Collected> {
+export async function collect(
+  client: ClientOf<typeof InferService>,
+  req: CompleteInit,
+  signal?: AbortSignal,
+): Promise<Collected> {
   const events: CompletionEvent[] = [];
   let error: RpcError | undefined;
   try {
@@ -107,7 +113,13 @@ export async function collect(client: ClientOf<typeof InferService>, req: Comple
     error = e as RpcError;
   }
   const pick = <C extends string>(c: C) => events.find((e) => e.event.case === c)?.event.value as never;
-  return { events, error, cases: events.map((e) => e.event.case ?? ""), final: pick("final"), partial: pick("partial") };
+  return {
+    events,
+    error,
+    cases: events.map((e) => e.event.case ?? ""),
+    final: pick("final"),
+    partial: pick("partial"),
+  };
 }
 
 export function text(events: CompletionEvent[], kind: "content" | "reasoning"): string {

@@ -2,8 +2,10 @@ import type { BlockKind } from "./kind.js";
 import { runSuffix } from "./reduce.js";
 
 /** Lines that usually explain a failure. */
-const LOG_ALERT = /\b(error|errors|err|warn|warning|fatal|panic|panicked|exception|traceback|critical|failed|failure|assert(ion)?)\b/i;
-const TRACE_START = /^(Traceback \(most recent call last\)|goroutine \d+ \[|thread '.*' panicked|Exception in thread|\s+at \S)/;
+const LOG_ALERT =
+  /\b(error|errors|err|warn|warning|fatal|panic|panicked|exception|traceback|critical|failed|failure|assert(ion)?)\b/i;
+const TRACE_START =
+  /^(Traceback \(most recent call last\)|goroutine \d+ \[|thread '.*' panicked|Exception in thread|\s+at \S)/;
 const DECL =
   /^\s*(import\s|export\s|from\s\S+\simport|#include|package\s|using\s|(pub(\(crate\))?\s+)?(fn|struct|enum|impl|trait|mod|type|const|static)\s|(async\s+)?def\s|class\s|(export\s+)?(default\s+)?(async\s+)?function\b|interface\s|type\s+\w+|func\s|(public|private|protected|internal)\s.*[({]\s*$|#\s*define\s|@\w+)/;
 
@@ -155,7 +157,14 @@ function jsonExcerpt(text: string, budget: number): string {
       if (!emit(`${path || "$"}: object{${keys.length} keys}`)) return false;
       if (depth >= 6) return true;
       for (const k of keys.slice(0, 50)) {
-        if (!walk((v as Record<string, unknown>)[k], `${path}.${/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)}`, depth + 1)) return false;
+        if (
+          !walk(
+            (v as Record<string, unknown>)[k],
+            `${path}.${/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)}`,
+            depth + 1,
+          )
+        )
+          return false;
       }
       if (keys.length > 50) emit(`${path || "$"}: … ${keys.length - 50} more keys`);
       return true;

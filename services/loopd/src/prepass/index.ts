@@ -104,7 +104,10 @@ function spill(block: string, opts: PrepassOptions): { text: string; block: Spil
       `or search with call_tool({"name": "grep_blob", "arguments": {"blob": "${ref}", "pattern": "…"}}).]\n` +
       `${ex}\n[end of excerpt of ${ref}]`;
   }
-  return { text, block: { hash, text: block, bytes, lines: lines.length, kind, form, shownBytes: Buffer.byteLength(text) } };
+  return {
+    text,
+    block: { hash, text: block, bytes, lines: lines.length, kind, form, shownBytes: Buffer.byteLength(text) },
+  };
 }
 
 interface Segment {
