@@ -2,7 +2,6 @@
 // 300 KB log reach the model (the simulator's tokenizer) against the whole log.
 import { countTokens } from "@boxmaker/llama-sim";
 import { prepass, DEFAULT_PREPASS } from "../../services/loopd/dist/prepass/index.js";
-// @ts-expect-error plain JS fixture generator
 import { buildLog, hugeJson, sourceFile } from "../fixtures/large/generate.mjs";
 import { nowMs, p50 } from "./stats.mjs";
 

@@ -3,7 +3,6 @@ import { BrokerService, createClient } from "@boxmaker/common";
 import { countTokens } from "@boxmaker/llama-sim";
 import { useStack } from "../support/use-stack.js";
 import { doneOf, newSession, turn } from "../support/loop-client.js";
-// @ts-expect-error plain JS fixture generator
 import { BURIED_ERROR, buildLog, sourceFile } from "../fixtures/large/generate.mjs";
 
 type Msg = { role: string; content: string };

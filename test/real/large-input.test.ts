@@ -6,7 +6,6 @@ import type { Stack } from "../support/stack.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
 import { haveRealLlama, startStackOn } from "./support/real-llama.js";
 import { useRealStack } from "./support/use-real-stack.js";
-// @ts-expect-error plain JS fixture generator
 import { BURIED_ERROR, buildLog, sourceFile } from "../fixtures/large/generate.mjs";
 
 type Msg = { role: string; content: string };

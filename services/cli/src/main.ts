@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { messageOf, RpcError, Status } from "@boxmaker/common/client";
 import { Command, CommanderError } from "commander";
 import { resolveSocket, DaemonUnreachable } from "./connection.js";
 import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
@@ -89,15 +90,14 @@ function exitCodeFor(err: unknown): number {
     process.stderr.write(`boxmaker: ${err.message}\n`);
     return ExitCode.unavailable;
   }
-  const e = err as { name?: string; codeName?: string; message?: string; code?: number };
-  if (e?.name === "RpcError") {
-    process.stderr.write(`boxmaker: ${e.message} (${e.codeName})\n`);
-    if (e.codeName === "UNAVAILABLE") return ExitCode.unavailable;
+  if (err instanceof RpcError) {
+    process.stderr.write(`boxmaker: ${err.message} (${err.codeName})\n`);
+    if (err.code === Status.UNAVAILABLE) return ExitCode.unavailable;
     // loopd rejecting what was asked (a bad cron, an empty message) is a usage error.
-    if (e.codeName === "INVALID_ARGUMENT") return ExitCode.usage;
+    if (err.code === Status.INVALID_ARGUMENT) return ExitCode.usage;
     return ExitCode.failed;
   }
-  process.stderr.write(`boxmaker: ${e?.message ?? String(err)}\n`);
+  process.stderr.write(`boxmaker: ${messageOf(err)}\n`);
   return ExitCode.failed;
 }
 

@@ -2,6 +2,7 @@
 // code), the gRPC adapter and typed errors, without config validation,
 // logging or daemon lifecycle (ajv and pino cost start-up time a CLI feels).
 export * from "./errors.js";
+export * from "./tool-decision.js";
 export * from "./grpc-adapter.js";
 export * from "./gen/boxmaker/v1/infer_pb.js";
 export * from "./gen/boxmaker/v1/broker_pb.js";

@@ -3,19 +3,67 @@ import { Metadata, status as Status } from "@grpc/grpc-js";
 export { Status };
 
 /**
- * A failure that crosses a process boundary. Servers throw it and clients
- * receive it, so a caller can branch on `code` and read `details` (structured
- * facts such as the prompt and context sizes) without parsing messages.
+ * The one base for Boxmaker's own failures. `code` is a stable, documented
+ * string (SCREAMING_SNAKE) that callers and tests branch on; messages are for
+ * people and may change. `cause` keeps the error underneath, so a log line or
+ * a wire reply can say what actually went wrong.
  */
-export class RpcError extends Error {
-  override readonly name = "RpcError";
+export class BoxmakerError<C extends string | Status = string> extends Error {
+  /** The gRPC status this failure becomes when it leaves a daemon (INTERNAL when unset). */
+  readonly status: Status | undefined;
   constructor(
-    readonly code: Status,
+    readonly code: C,
+    message: string,
+    options?: ErrorOptions & { status?: Status },
+  ) {
+    super(message, options);
+    this.status = options?.status;
+    // The subclass's own name in stack traces and logs; never used to recognise an error.
+    this.name = new.target.name;
+  }
+}
+
+/** The message of `err` and of each error in its cause chain, joined: what a person needs to see. */
+export function describeCause(err: unknown, depth = 4): string {
+  const parts: string[] = [];
+  let cur: unknown = err;
+  for (let i = 0; i < depth && cur !== undefined && cur !== null; i++) {
+    parts.push(cur instanceof Error ? cur.message : String(cur));
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return parts.join(": ");
+}
+
+/** The message of anything thrown, without a cast at every catch site. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+const DETAIL_PREFIX = "boxmaker-";
+const REASON_KEY = "boxmaker-reason";
+const CAUSE_KEY = "boxmaker-cause";
+
+/**
+ * A failure that crosses a process boundary; its `code` is the gRPC status.
+ * Servers throw it and clients receive it, so a caller can branch on `code`, on the stable
+ * `reason` (the BoxmakerError code that produced it) and read `details`
+ * (structured facts such as the prompt and context sizes) without parsing
+ * messages. The cause's message travels too (as trailing metadata), so the
+ * CLI can show what the daemon saw underneath.
+ */
+export class RpcError extends BoxmakerError<Status> {
+  constructor(
+    code: Status,
     message: string,
     readonly details: Readonly<Record<string, string>> = {},
+    options?: ErrorOptions & { reason?: string },
   ) {
-    super(message);
+    super(code, message, options);
+    this.reason = options?.reason ?? "";
   }
+
+  /** The stable code of the BoxmakerError this reply stands for ("" when none). */
+  readonly reason: string;
 
   get codeName(): string {
     return Status[this.code] ?? `CODE_${this.code}`;
@@ -23,41 +71,68 @@ export class RpcError extends Error {
 
   toMetadata(): Metadata {
     const md = new Metadata();
-    for (const [k, v] of Object.entries(this.details)) md.set(`boxmaker-${k}`, v);
+    for (const [k, v] of Object.entries(this.details)) md.set(`${DETAIL_PREFIX}${k}`, v);
+    if (this.reason) md.set(REASON_KEY, this.reason);
+    // Header values must be printable ASCII; the cause is for people, so a lossy form is fine.
+    if (this.cause !== undefined) md.set(CAUSE_KEY, printable(describeCause(this.cause)));
     return md;
   }
 
   static fromMetadata(code: Status, message: string, md: Metadata | undefined): RpcError {
     const details: Record<string, string> = {};
+    let reason = "";
+    let cause: string | undefined;
     if (md) {
       for (const [k, v] of Object.entries(md.getMap())) {
-        if (k.startsWith("boxmaker-")) details[k.slice("boxmaker-".length)] = String(v);
+        if (k === REASON_KEY) reason = String(v);
+        else if (k === CAUSE_KEY) cause = String(v);
+        else if (k.startsWith(DETAIL_PREFIX)) details[k.slice(DETAIL_PREFIX.length)] = String(v);
       }
     }
-    return new RpcError(code, message, details);
+    return new RpcError(code, message, details, {
+      reason,
+      ...(cause !== undefined ? { cause: new Error(cause) } : {}),
+    });
   }
 }
 
-/** Anything thrown inside a handler becomes an RpcError; unknown errors are INTERNAL. */
-export function toRpcError(err: unknown): RpcError {
-  if (err instanceof RpcError) return err;
-  if (err instanceof Error && err.name === "AbortError") return new RpcError(Status.CANCELLED, "cancelled");
-  const message = err instanceof Error ? err.message : String(err);
-  return new RpcError(Status.INTERNAL, message);
+function printable(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 2000);
 }
 
-export const unavailable = (msg: string, details?: Record<string, string>) =>
-  new RpcError(Status.UNAVAILABLE, msg, details);
+/** True for the error an aborted fetch, stream or timer throws (a DOMException, or Node's AbortError). */
+export function isAbortError(err: unknown): boolean {
+  if (err instanceof DOMException) return err.code === DOMException.ABORT_ERR;
+  return err instanceof Error && (err as { code?: unknown }).code === "ABORT_ERR";
+}
+
+/**
+ * Anything thrown inside a handler becomes an RpcError. A BoxmakerError keeps
+ * its status, its code as the reply's `reason` and its cause; unknown errors
+ * are INTERNAL with themselves as the cause.
+ */
+export function toRpcError(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  if (isAbortError(err)) return new RpcError(Status.CANCELLED, "cancelled", {}, { cause: err });
+  if (err instanceof BoxmakerError && typeof err.code === "string") {
+    return new RpcError(err.status ?? Status.INTERNAL, err.message, {}, { reason: err.code, cause: err.cause });
+  }
+  return new RpcError(Status.INTERNAL, messageOf(err), {}, { cause: err });
+}
+
+export const unavailable = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+  new RpcError(Status.UNAVAILABLE, msg, details, options);
 export const invalidArgument = (msg: string, details?: Record<string, string>) =>
   new RpcError(Status.INVALID_ARGUMENT, msg, details);
 export const failedPrecondition = (msg: string, details?: Record<string, string>) =>
   new RpcError(Status.FAILED_PRECONDITION, msg, details);
 export const notFound = (msg: string, details?: Record<string, string>) => new RpcError(Status.NOT_FOUND, msg, details);
-export const deadlineExceeded = (msg: string, details?: Record<string, string>) =>
-  new RpcError(Status.DEADLINE_EXCEEDED, msg, details);
+export const deadlineExceeded = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+  new RpcError(Status.DEADLINE_EXCEEDED, msg, details, options);
 export const permissionDenied = (msg: string, details?: Record<string, string>) =>
   new RpcError(Status.PERMISSION_DENIED, msg, details);
 export const resourceExhausted = (msg: string, details?: Record<string, string>) =>
   new RpcError(Status.RESOURCE_EXHAUSTED, msg, details);
 export const cancelled = (msg = "cancelled") => new RpcError(Status.CANCELLED, msg);
-export const internal = (msg: string, details?: Record<string, string>) => new RpcError(Status.INTERNAL, msg, details);
+export const internal = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+  new RpcError(Status.INTERNAL, msg, details, options);

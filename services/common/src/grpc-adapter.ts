@@ -225,9 +225,12 @@ function abortOnClientCancel(
 }
 
 function toClientError(err: unknown): RpcError {
-  const e = err as Partial<grpc.ServiceError>;
-  if (typeof e?.code === "number") return RpcError.fromMetadata(e.code, e.details ?? e.message ?? "", e.metadata);
+  if (isServiceError(err)) return RpcError.fromMetadata(err.code, err.details ?? err.message, err.metadata);
   return toRpcError(err);
+}
+
+function isServiceError(err: unknown): err is grpc.ServiceError {
+  return err instanceof Error && typeof (err as Partial<grpc.ServiceError>).code === "number";
 }
 
 function callOptions(opts?: CallOptions): grpc.CallOptions {

@@ -1,4 +1,5 @@
 export * from "./errors.js";
+export * from "./tool-decision.js";
 export * from "./grpc-adapter.js";
 export * from "./unix-socket.js";
 export * from "./config.js";

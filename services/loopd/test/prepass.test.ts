@@ -10,7 +10,6 @@ import {
   prepass,
   stripAnsi,
 } from "../src/prepass/index.js";
-// @ts-expect-error plain JS fixture generator
 import {
   BURIED_ERROR,
   TRACEBACK,
