@@ -48,7 +48,7 @@ export default async function (emit: Emit): Promise<void> {
     await sleep(idleS * 1000);
     const seconds = (performance.now() - t0) / 1000;
     const used = DAEMONS.map((d, i) => (cpuTicks(pid(d)) - before[i]!) / TICKS_PER_S);
-    DAEMONS.forEach((d, i) => emit(`${d}_idle_cpu_pct`, (100 * used[i]!) / seconds, "%"));
+    for (const [i, d] of DAEMONS.entries()) emit(`${d}_idle_cpu_pct`, (100 * used[i]!) / seconds, "%");
     emit("idle_cpu_pct_all_daemons", (100 * used.reduce((a, b) => a + b, 0)) / seconds, "%");
     emit("idle_window_s", seconds, "s");
   } finally {

@@ -17,7 +17,8 @@ import {
   type Upstream,
 } from "../../services/cli/src/supervisor/configs.js";
 import { layoutFor } from "../../services/cli/src/supervisor/layout.js";
-import { planUp, UpFlagError } from "../../services/cli/src/supervisor/up-options.js";
+import { planUp } from "../../services/cli/src/supervisor/up-options.js";
+import { UsageError } from "../../services/cli/src/errors.js";
 import { RestartPolicy, DEFAULT_RESTART_POLICY } from "../../services/cli/src/supervisor/restart-policy.js";
 import { requires } from "../support/requirements.js";
 import { repoRoot } from "../support/stack.js";
@@ -98,7 +99,7 @@ describe("boxmaker up's generated configs", () => {
     expect(() => planUp({ llamaSim: true }, host)).toThrow(/bwrap .* not found/);
     expect(() => planUp({ llamaServer: "/bin/llama-server" }, host)).toThrow("--llama-server needs --model");
     expect(() => planUp({ llamaSim: true, sandbox: "none", runtimeDir: `/${"x".repeat(100)}` }, host)).toThrow(
-      UpFlagError,
+      UsageError,
     );
     expect(() => planUp({ upstreamUrl: "unix:/x", sandbox: "none" }, host)).toThrow(/must start with http/);
     // A workspace inside Boxmaker's own source or state is refused with what to do instead.

@@ -1,4 +1,3 @@
-
 import { once } from "node:events";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTokens, renderPrompt, type ChatMessage } from "@boxmaker/llama-sim";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, newSession, turn, } from "../support/loop-client.js";
+import { doneOf, newSession, turn } from "../support/loop-client.js";
 
 /**
  * loopd's second promise: every follow-up request costs the server only its

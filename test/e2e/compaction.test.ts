@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, newSession, turn, } from "../support/loop-client.js";
+import { doneOf, newSession, turn } from "../support/loop-client.js";
 
 /**
  * A session that outgrows its slot's context is compacted into a new epoch

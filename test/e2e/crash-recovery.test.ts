@@ -17,7 +17,10 @@ describe("crash recovery under SIGKILL", () => {
     const acked = new Map<string, { results: Set<string>; users: Set<string> }>();
     let killedMidTurn = 0;
     let seed = 12345;
-    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
 
     for (let round = 0; round < 50; round++) {
       const c: LoopClient = loopClient(t.stack.sockets.loopd);

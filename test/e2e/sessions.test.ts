@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SessionRole, type SessionEvent } from "@boxmaker/common";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn, } from "../support/loop-client.js";
+import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
 
 describe("sessions through loopd", () => {
   const t = useStack("bxs-");

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${…} in this file is Nix and systemd syntax, quoted on purpose.
 // Turns the NixOS module's evaluated systemd.services/targets (test/nix/eval-module.nix)
 // into unit-file form, the way NixOS renders them, and normalises both those and
 // the plain units in deploy/systemd so they can be compared directive by

@@ -28,8 +28,7 @@ while True:
     const isBound = new Promise<void>((r) => (bound = r));
     this.proc.stdout!.on("data", (d: Buffer) => {
       buf += d.toString();
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
+      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
         if (line === "BOUND") bound();

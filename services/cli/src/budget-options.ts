@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { UsageError } from "./usage-error.js";
+import { UsageError } from "./errors.js";
 import type { BudgetsInit } from "./turn-stream.js";
 
 export interface BudgetFlags {

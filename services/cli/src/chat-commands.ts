@@ -1,7 +1,7 @@
 import type { LoopClient } from "./connection.js";
 import type { Style } from "./render/style.js";
 
-export const SLASH_HELP = `commands:
+const SLASH_HELP = `commands:
   /help        this list
   /status      the stack's health, slots and pending proposals
   /tools       the tools the model always has
@@ -28,13 +28,19 @@ export async function runSlashCommand(
       out(SLASH_HELP);
       return true;
     case "/compact": {
-      if (!sessionId) return (note("nothing to compact yet"), true);
+      if (!sessionId) {
+        note("nothing to compact yet");
+        return true;
+      }
       const { compactedText } = await import("./commands/compact.js");
       note(compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
       return true;
     }
     case "/cancel": {
-      if (!sessionId) return (note("no session yet"), true);
+      if (!sessionId) {
+        note("no session yet");
+        return true;
+      }
       const { cancelled } = await client.cancelTurn({ sessionId });
       note(cancelled ? `cancelled the running turn of ${sessionId}` : "no turn is running");
       return true;
@@ -50,9 +56,15 @@ export async function runSlashCommand(
       return true;
     }
     case "/proposals": {
-      if (!sessionId) return (note("no session yet"), true);
+      if (!sessionId) {
+        note("no session yet");
+        return true;
+      }
       const { proposals } = await client.listProposals({ sessionId, includeDecided: false });
-      if (!proposals.length) return (note("nothing waits for a decision in this session"), true);
+      if (!proposals.length) {
+        note("nothing waits for a decision in this session");
+        return true;
+      }
       const { oneLinePreview } = await import("./commands/proposals.js");
       const { ago } = await import("./render/text.js");
       for (const p of proposals) {

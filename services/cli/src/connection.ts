@@ -1,23 +1,12 @@
 import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
+import { DaemonUnreachable } from "./errors.js";
 
-export const DEFAULT_SOCKET = "/run/boxmaker/loopd.sock";
+const DEFAULT_SOCKET = "/run/boxmaker/loopd.sock";
 
 /** --socket, then BOXMAKER_SOCKET, then the system default. */
 export function resolveSocket(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return flag || env.BOXMAKER_SOCKET || DEFAULT_SOCKET;
-}
-
-export class DaemonUnreachable extends Error {
-  override readonly name = "DaemonUnreachable";
-  constructor(
-    readonly socket: string,
-    detail: string,
-  ) {
-    super(
-      `cannot reach loopd at ${socket} (${detail}); start the stack with \`boxmaker up\` or \`systemctl start boxmaker-loopd\`, or point --socket / BOXMAKER_SOCKET at it`,
-    );
-  }
 }
 
 /**

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { messageOf, RpcError, Status } from "@boxmaker/common/client";
 import { Command, CommanderError } from "commander";
-import { resolveSocket, DaemonUnreachable } from "./connection.js";
+import { resolveSocket } from "./connection.js";
+import { DaemonUnreachable, UsageError } from "./errors.js";
 import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
-import { UsageError } from "./usage-error.js";
 import { cliVersion } from "./version.js";
 import type { GlobalOptions } from "./global-options.js";
 import { register as registerRun } from "./commands/run.js";

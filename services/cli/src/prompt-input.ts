@@ -1,5 +1,5 @@
 import { text } from "node:stream/consumers";
-import { UsageError } from "./usage-error.js";
+import { UsageError } from "./errors.js";
 
 /** The prompt from the arguments, or all of stdin when it is `-`. */
 export async function readPrompt(words: string[]): Promise<string> {

@@ -7,18 +7,18 @@ import type { Style } from "./render/style.js";
 /** Lines arriving within this window of each other are one paste, so one message. */
 const PASTE_WINDOW_MS = 25;
 /** A line holding only this opens and closes an explicit multi-line block. */
-export const BLOCK_FENCE = '"""';
+const BLOCK_FENCE = '"""';
 const HISTORY_KEEP = 1000;
 
 /** ~/.local/state/boxmaker/chat_history ($XDG_STATE_HOME respected); $BOXMAKER_CHAT_HISTORY overrides, "" turns it off. */
-export function historyFile(env: NodeJS.ProcessEnv = process.env): string {
+function historyFile(env: NodeJS.ProcessEnv = process.env): string {
   if (env.BOXMAKER_CHAT_HISTORY !== undefined) return env.BOXMAKER_CHAT_HISTORY;
   const state = env.XDG_STATE_HOME || join(env.HOME || homedir(), ".local", "state");
   return join(state, "boxmaker", "chat_history");
 }
 
 /** One JSON string per line (a multi-line message stays one entry); newest last. */
-export function loadHistory(file: string): string[] {
+function loadHistory(file: string): string[] {
   if (!file) return [];
   let text: string;
   try {
@@ -39,7 +39,7 @@ export function loadHistory(file: string): string[] {
   return out.slice(-HISTORY_KEEP);
 }
 
-export function appendHistory(file: string, entry: string): void {
+function appendHistory(file: string, entry: string): void {
   if (!file) return;
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });

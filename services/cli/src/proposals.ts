@@ -1,6 +1,6 @@
 import type { Proposal } from "@boxmaker/common/client";
 import type { LoopClient } from "./connection.js";
-import { UsageError } from "./usage-error.js";
+import { UsageError } from "./errors.js";
 
 /**
  * The proposal with this id (a unique prefix is enough, ids are long).

@@ -91,5 +91,5 @@ export async function sendAndRender(
 }
 
 /** Signals that stop `run` and `chat` after cancelling the running turn (SIGINT is Ctrl-C, see ctrl-c.ts). */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
 const STOP_CANCEL_TIMEOUT_MS = 3000;

@@ -80,6 +80,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     ]);
 
     // On a terminal without NO_COLOR the frame is coloured.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a colour escape is what this checks for.
     expect(await tmux.screen(chat, true)).toMatch(/\x1b\[[0-9;]*m┌ /);
 
     await tmux.keys(chat, "C-d");
@@ -299,6 +300,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     const screen = await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");
     expect(screen).toContain("┌ list_dir");
     expect(screen).toContain("[exit 0]");
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: an escape sequence is what this checks for.
     expect(await tmux.screen(pane, true)).not.toMatch(/\x1b\[/);
   });
 });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { cliMain, daemonMain, runCli } from "../../../test/support/stack.js";
 import { useStack } from "../../../test/support/use-stack.js";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: an escape sequence is what these tests look for.
 const ANSI = /\x1b\[/;
 type Event = Record<string, any>;
 const events = (stdout: string): Event[] =>

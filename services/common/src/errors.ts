@@ -28,7 +28,9 @@ export function describeCause(err: unknown, depth = 4): string {
   const parts: string[] = [];
   let cur: unknown = err;
   for (let i = 0; i < depth && cur !== undefined && cur !== null; i++) {
-    parts.push(cur instanceof Error ? cur.message : String(cur));
+    const msg = cur instanceof Error ? cur.message : String(cur);
+    // A wrapper that kept its cause's message (an unknown error turned into an RpcError) says it once.
+    if (msg !== parts.at(-1)) parts.push(msg);
     cur = cur instanceof Error ? cur.cause : undefined;
   }
   return parts.join(": ");
@@ -40,13 +42,14 @@ export function messageOf(err: unknown): string {
 }
 
 const DETAIL_PREFIX = "boxmaker-";
-const REASON_KEY = "boxmaker-reason";
-const CAUSE_KEY = "boxmaker-cause";
+// Outside the details prefix, so no detail name can collide with them.
+const CODE_KEY = "boxmaker.error-code";
+const CAUSE_KEY = "boxmaker.error-cause";
 
 /**
  * A failure that crosses a process boundary; its `code` is the gRPC status.
  * Servers throw it and clients receive it, so a caller can branch on `code`, on the stable
- * `reason` (the BoxmakerError code that produced it) and read `details`
+ * `errorCode` (the BoxmakerError code that produced it) and read `details`
  * (structured facts such as the prompt and context sizes) without parsing
  * messages. The cause's message travels too (as trailing metadata), so the
  * CLI can show what the daemon saw underneath.
@@ -56,14 +59,14 @@ export class RpcError extends BoxmakerError<Status> {
     code: Status,
     message: string,
     readonly details: Readonly<Record<string, string>> = {},
-    options?: ErrorOptions & { reason?: string },
+    options?: ErrorOptions & { errorCode?: string },
   ) {
     super(code, message, options);
-    this.reason = options?.reason ?? "";
+    this.errorCode = options?.errorCode ?? "";
   }
 
-  /** The stable code of the BoxmakerError this reply stands for ("" when none). */
-  readonly reason: string;
+  /** The stable code of the BoxmakerError behind this reply ("" when none). */
+  readonly errorCode: string;
 
   get codeName(): string {
     return Status[this.code] ?? `CODE_${this.code}`;
@@ -72,25 +75,26 @@ export class RpcError extends BoxmakerError<Status> {
   toMetadata(): Metadata {
     const md = new Metadata();
     for (const [k, v] of Object.entries(this.details)) md.set(`${DETAIL_PREFIX}${k}`, v);
-    if (this.reason) md.set(REASON_KEY, this.reason);
+    if (this.errorCode) md.set(CODE_KEY, this.errorCode);
     // Header values must be printable ASCII; the cause is for people, so a lossy form is fine.
-    if (this.cause !== undefined) md.set(CAUSE_KEY, printable(describeCause(this.cause)));
+    const chain = describeCause(this);
+    if (chain.length > this.message.length) md.set(CAUSE_KEY, printable(chain.slice(this.message.length + 2)));
     return md;
   }
 
   static fromMetadata(code: Status, message: string, md: Metadata | undefined): RpcError {
     const details: Record<string, string> = {};
-    let reason = "";
+    let errorCode = "";
     let cause: string | undefined;
     if (md) {
       for (const [k, v] of Object.entries(md.getMap())) {
-        if (k === REASON_KEY) reason = String(v);
+        if (k === CODE_KEY) errorCode = String(v);
         else if (k === CAUSE_KEY) cause = String(v);
         else if (k.startsWith(DETAIL_PREFIX)) details[k.slice(DETAIL_PREFIX.length)] = String(v);
       }
     }
     return new RpcError(code, message, details, {
-      reason,
+      errorCode,
       ...(cause !== undefined ? { cause: new Error(cause) } : {}),
     });
   }
@@ -108,14 +112,14 @@ export function isAbortError(err: unknown): boolean {
 
 /**
  * Anything thrown inside a handler becomes an RpcError. A BoxmakerError keeps
- * its status, its code as the reply's `reason` and its cause; unknown errors
+ * its status, its code as the reply's `errorCode` and its cause; unknown errors
  * are INTERNAL with themselves as the cause.
  */
 export function toRpcError(err: unknown): RpcError {
   if (err instanceof RpcError) return err;
   if (isAbortError(err)) return new RpcError(Status.CANCELLED, "cancelled", {}, { cause: err });
   if (err instanceof BoxmakerError && typeof err.code === "string") {
-    return new RpcError(err.status ?? Status.INTERNAL, err.message, {}, { reason: err.code, cause: err.cause });
+    return new RpcError(err.status ?? Status.INTERNAL, err.message, {}, { errorCode: err.code, cause: err.cause });
   }
   return new RpcError(Status.INTERNAL, messageOf(err), {}, { cause: err });
 }

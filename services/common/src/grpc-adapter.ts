@@ -245,8 +245,7 @@ function callMetadata(opts?: CallOptions): grpc.Metadata {
 
 /** A typed client for a protobuf-es service over a Unix socket. */
 export function createClient<T extends GenServiceMethods>(svc: GenService<T>, socketPath: string): ServiceClient<T> {
-  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(svc as GenService<GenServiceMethods>), svc.typeName);
-  const raw = new Ctor(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
+  const raw = new grpc.Client(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
     // One channel per peer daemon; keep it alive so the first call after idle is not a reconnect.
     "grpc.keepalive_time_ms": 60_000,
     // A peer on the same machine comes back within seconds of a restart; do not
@@ -255,7 +254,7 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     "grpc.max_reconnect_backoff_ms": 2_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
     "grpc.max_send_message_length": 64 * 1024 * 1024,
-  }) as unknown as grpc.Client & Record<string, Function>;
+  });
   const client: Record<string, unknown> = {
     close: () => raw.close(),
     waitForReady: (timeoutMs: number) =>
@@ -264,26 +263,34 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
       ),
   };
   for (const m of svc.methods as DescMethod[]) {
-    const method = raw[m.localName]!.bind(raw);
+    const path = `/${svc.typeName}/${m.name}`;
+    const serialize = (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v));
+    const deserialize = (b: Buffer) => fromBinary(m.output, b);
     if (m.methodKind === "unary") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
         new Promise((resolve, reject) => {
-          const call = method(
+          const call = raw.makeUnaryRequest(
+            path,
+            serialize,
+            deserialize,
             create(m.input, req),
             callMetadata(opts),
             callOptions(opts),
-            (err: unknown, res: unknown) => (err ? reject(toClientError(err)) : resolve(res)),
-          ) as grpc.ClientUnaryCall;
+            (err, res) => (err ? reject(toClientError(err)) : resolve(res)),
+          );
           opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
     } else {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
         async *[Symbol.asyncIterator]() {
-          const call = method(
+          const call = raw.makeServerStreamRequest(
+            path,
+            serialize,
+            deserialize,
             create(m.input, req),
             callMetadata(opts),
             callOptions(opts),
-          ) as grpc.ClientReadableStream<unknown>;
+          );
           const onAbort = () => call.cancel();
           opts?.signal?.addEventListener("abort", onAbort, { once: true });
           try {

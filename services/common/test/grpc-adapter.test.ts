@@ -5,6 +5,8 @@ import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import {
+  BoxmakerError,
+  describeCause,
   InferService,
   RpcError,
   Status,
@@ -90,6 +92,36 @@ describe("grpc adapter over a Unix socket", () => {
     })().catch((e: unknown) => e as RpcError);
     expect(got).toEqual(["content"]);
     expect(streamErr!.code).toBe(Status.DEADLINE_EXCEEDED);
+    c.close();
+  });
+
+  it("keeps a BoxmakerError's status, stable code and cause across the wire", async () => {
+    const disk = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    await serve({
+      status: async () => {
+        throw new BoxmakerError("LOG_WRITE_FAILED", "cannot write the session log", {
+          cause: disk,
+          status: Status.RESOURCE_EXHAUSTED,
+        });
+      },
+      slotAction: async () => {
+        throw new Error("boom", { cause: new Error("underneath") });
+      },
+      complete: async function* () {},
+    });
+    const c = createClient(InferService, sock);
+    const err = (await c.status({}).catch((e: unknown) => e)) as RpcError;
+    expect(err).toBeInstanceOf(RpcError);
+    expect(err.code).toBe(Status.RESOURCE_EXHAUSTED);
+    expect(err.errorCode).toBe("LOG_WRITE_FAILED");
+    expect(err.message).toBe("cannot write the session log");
+    expect(describeCause(err)).toBe("cannot write the session log: ENOSPC: no space left on device, write");
+    expect(err.details).toEqual({});
+    // An unknown error is INTERNAL; its own cause chain still reaches the client.
+    const internal = (await c.slotAction({}).catch((e: unknown) => e)) as RpcError;
+    expect(internal.code).toBe(Status.INTERNAL);
+    expect(internal.errorCode).toBe("");
+    expect(describeCause(internal)).toBe("boom: underneath");
     c.close();
   });
 

@@ -22,7 +22,7 @@ import { tokenize } from "./tokens.js";
 import { taskParams } from "./props.js";
 
 /** Resolves after ms, or early when the signal aborts. 0 ms still yields to the event loop. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
     let timer: NodeJS.Timeout | undefined;

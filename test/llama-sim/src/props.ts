@@ -2,7 +2,7 @@
 // server (test/fixtures/llama-server) so clients see the same fields and types.
 
 /** The recorded server's defaults; float32 values as the server prints them. */
-export function defaultParams(): Record<string, unknown> {
+function defaultParams(): Record<string, unknown> {
   return {
     seed: 4294967295,
     temperature: 0.800000011920929,

@@ -4,7 +4,7 @@
 // exactly the bytes the client sent, and an assistant turn rendering the same
 // whether it is being generated or echoed back later.
 
-export interface ToolCallIn {
+interface ToolCallIn {
   id?: string;
   type?: string;
   function?: { name?: string; arguments?: unknown };

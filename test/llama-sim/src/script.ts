@@ -51,7 +51,7 @@ export interface Turn {
   httpError?: { status: number; body: unknown };
 }
 
-export const TURN_KEYS: ReadonlySet<string> = new Set([
+const TURN_KEYS: ReadonlySet<string> = new Set([
   "reasoning",
   "content",
   "toolCalls",

@@ -154,46 +154,55 @@ export function parseScriptBody(body: unknown): { turns: Turn[]; slot: number | 
 }
 
 function handleAdmin(state: SimState, method: string, p: string, raw: string, res: ServerResponse): void {
+  const [status, reply] = adminReply(state, method, p, raw);
+  sendJson(res, status, reply);
+}
+
+/** The test-control routes under /__sim: status and JSON body for one request. */
+function adminReply(state: SimState, method: string, p: string, raw: string): [number, unknown] {
   let body: unknown;
   try {
     body = raw ? JSON.parse(raw) : undefined;
   } catch (err) {
-    return sendJson(res, 400, { error: `bad JSON: ${String(err)}` });
+    return [400, { error: `bad JSON: ${String(err)}` }];
   }
   if (method === "POST" && p === "/__sim/script") {
     try {
       const { turns, slot } = parseScriptBody(body);
       for (const t of turns) state.script.enqueue(t, slot);
-      return sendJson(res, 200, { queued: turns.length, pending: state.script.pending });
+      return [200, { queued: turns.length, pending: state.script.pending }];
     } catch (err) {
-      return sendJson(res, 400, { error: err instanceof Error ? err.message : String(err) });
+      return [400, { error: err instanceof Error ? err.message : String(err) }];
     }
   }
   if (method === "GET" && p === "/__sim/requests") {
-    return sendJson(res, 200, { requests: state.requests, controlCalls: state.controlCalls });
+    return [200, { requests: state.requests, controlCalls: state.controlCalls }];
   }
   if (method === "POST" && p === "/__sim/reset") {
     state.reset();
-    return sendJson(res, 200, { ok: true });
+    return [200, { ok: true }];
   }
   if (method === "POST" && p === "/__sim/loading") {
     const b = (body ?? {}) as Record<string, unknown>;
-    if (typeof b.loading !== "boolean") return sendJson(res, 400, { error: 'body must be {"loading": boolean}' });
+    if (typeof b.loading !== "boolean") return [400, { error: 'body must be {"loading": boolean}' }];
     state.loading = b.loading;
-    return sendJson(res, 200, { loading: state.loading });
+    return [200, { loading: state.loading }];
   }
   if (method === "GET" && p === "/__sim/state") {
-    return sendJson(res, 200, {
-      loading: state.loading,
-      pendingTurns: state.script.pending,
-      maxConcurrentPerSlot: state.maxConcurrentPerSlot(),
-      slots: state.slots.map((s) => ({
-        id: s.id,
-        nTokens: s.tokens.length,
-        isProcessing: s.processing,
-        inFlight: s.inFlight,
-      })),
-    });
+    return [
+      200,
+      {
+        loading: state.loading,
+        pendingTurns: state.script.pending,
+        maxConcurrentPerSlot: state.maxConcurrentPerSlot(),
+        slots: state.slots.map((s) => ({
+          id: s.id,
+          nTokens: s.tokens.length,
+          isProcessing: s.processing,
+          inFlight: s.inFlight,
+        })),
+      },
+    ];
   }
-  return sendJson(res, 404, { error: "unknown admin route" });
+  return [404, { error: "unknown admin route" }];
 }

@@ -5,8 +5,8 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 
-export const JSON_TYPE = "application/json; charset=utf-8";
-export const SSE_TYPE = "text/event-stream";
+const JSON_TYPE = "application/json; charset=utf-8";
+const SSE_TYPE = "text/event-stream";
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 

@@ -20,7 +20,6 @@ const SPECIAL_TOKENS = [
   "</tool_response>",
 ] as const;
 
-const VOCAB_SIZE = 151_936;
 const FIRST_SPECIAL_ID = 151_643;
 
 const SPECIAL_RE = SPECIAL_TOKENS.map((t) => t.replace(/\|/g, "\\|")).join("|");
@@ -95,8 +94,6 @@ export function pieceId(piece: string): number {
 export function tokenIds(text: string): number[] {
   return tokenize(text).map(pieceId);
 }
-
-export const vocabSize = VOCAB_SIZE;
 
 /** Length of the longest common prefix of two token sequences. */
 export function commonPrefixLength(a: readonly string[], b: readonly string[]): number {

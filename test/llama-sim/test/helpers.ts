@@ -66,8 +66,7 @@ export async function startClient(opts: Omit<LlamaSimOptions, "socketPath" | "po
       const s = (part as Buffer).toString("utf8");
       text += s;
       buf += s;
-      let cut: number;
-      while ((cut = buf.indexOf("\n\n")) >= 0) {
+      for (let cut = buf.indexOf("\n\n"); cut >= 0; cut = buf.indexOf("\n\n")) {
         const ev = buf.slice(0, cut);
         buf = buf.slice(cut + 2);
         if (ev.startsWith("data: ")) {

@@ -81,7 +81,7 @@ function diffShape(ours: unknown, rec: unknown, at: string, out: string[]): void
       if (o.length > 0) out.push(`${at}: non-empty array vs recorded empty`);
       return;
     }
-    o.forEach((v, i) => diffShape(v, r[Math.min(i, r.length - 1)], `${at}[${i}]`, out));
+    for (const [i, v] of o.entries()) diffShape(v, r[Math.min(i, r.length - 1)], `${at}[${i}]`, out);
     return;
   }
   if (to === "object") {
@@ -340,12 +340,15 @@ function compareSse(ours: Reply & { events: string[] }, r: Recording, opts: { re
     } else {
       expect(run.events.length, `${r.name}: ${run.kind} run ${i}`).toBe(rec.events.length);
     }
-    run.events.forEach((e, j) => {
+    for (const [j, e] of run.events.entries()) {
       const recEvent = rec.events[Math.min(j, rec.events.length - 1)]!;
-      if (run.kind === "DONE") return expect(e).toBe("[DONE]");
+      if (run.kind === "DONE") {
+        expect(e).toBe("[DONE]");
+        continue;
+      }
       expectSameShape(parse(e), parse(recEvent), `${r.name} ${run.kind} #${j}`);
       if (run.kind === "error") expect(parse(e)).toEqual(parse(recEvent));
-    });
+    }
   });
   const to = streamedText(ours.events);
   const tr = streamedText(recEvents);

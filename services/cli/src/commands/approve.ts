@@ -57,7 +57,7 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
   const verb = approve ? "approve" : "reject";
   // Without a terminal nobody can be asked: a script must say so explicitly.
   if (!opts.yes && !process.stdin.isTTY) {
-    const { UsageError } = await import("../usage-error.js");
+    const { UsageError } = await import("../errors.js");
     throw new UsageError(`${verb} without a terminal needs --yes (-y): there is nobody to ask for confirmation`);
   }
   const { findProposal } = await import("../proposals.js");

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
-import { UsageError } from "../usage-error.js";
+import { UsageError } from "../errors.js";
 
 /** `changes` lists a session's applied writes with their diffs; `undo` restores them. */
 export function register(program: Command, globals: () => GlobalOptions): void {

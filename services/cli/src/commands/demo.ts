@@ -3,12 +3,12 @@ import type { GlobalOptions } from "../global-options.js";
 import { ExitCode } from "../exit-codes.js";
 
 /** The file the demo's "model" fixes. */
-export const DEMO_FILE = "greeting.py";
+const DEMO_FILE = "greeting.py";
 const DEMO_BEFORE = 'def greet(name):\n    return "Helo, " + name + "!"\n\n\nprint(greet("world"))\n';
-export const DEMO_PROMPT = `There is a typo in ${DEMO_FILE}; please fix it.`;
+const DEMO_PROMPT = `There is a typo in ${DEMO_FILE}; please fix it.`;
 
 /** What the simulated model says, turn by turn: read, propose an edit (it waits for approval), answer. */
-export function demoScript(): unknown[] {
+function demoScript(): unknown[] {
   return [
     {
       reasoning: `The person says ${DEMO_FILE} has a typo. I should read it before changing anything.`,

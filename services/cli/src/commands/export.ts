@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
-import { UsageError } from "../usage-error.js";
+import { UsageError } from "../errors.js";
 
 interface ExportFlags {
   format: string;

@@ -43,7 +43,7 @@ Examples:
     )
     .action(async (id: string, opts: { yes?: boolean }) => {
       if (!opts.yes && !process.stdin.isTTY) {
-        const { UsageError } = await import("../usage-error.js");
+        const { UsageError } = await import("../errors.js");
         throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
       }
       const client = await connect(globals().socket);

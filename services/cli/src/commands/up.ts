@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
-import { UsageError } from "../usage-error.js";
+import { UsageError } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
 import type { UpFlags } from "../supervisor/up-options.js";
 
@@ -52,12 +52,12 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
       // Loaded here, not at the top: other commands must not pay for the supervisor.
       const { homedir, tmpdir } = await import("node:os");
       const { readFileSync } = await import("node:fs");
-      const { planUp, UpFlagError } = await import("../supervisor/up-options.js");
+      const { planUp } = await import("../supervisor/up-options.js");
       const { checkOverrides } = await import("../supervisor/configs.js");
       const { Supervisor } = await import("../supervisor/supervisor.js");
 
-      let plan;
-      let overrides;
+      let plan: ReturnType<typeof planUp>;
+      let overrides: ReturnType<typeof checkOverrides> | undefined;
       try {
         plan = planUp(flags, {
           env: process.env,
@@ -68,8 +68,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         });
         if (flags.overrides) overrides = checkOverrides(JSON.parse(readFileSync(flags.overrides, "utf8")));
       } catch (err) {
-        if (err instanceof UpFlagError || err instanceof SyntaxError) throw new UsageError(err.message);
-        if ((err as Error).message.startsWith("--overrides")) throw new UsageError((err as Error).message);
+        if (err instanceof SyntaxError) throw new UsageError(`--overrides: ${err.message}`, { cause: err });
         throw err;
       }
 

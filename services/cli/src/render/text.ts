@@ -18,7 +18,9 @@ export function ago(unixMs: number | bigint, now = Date.now()): string {
 /** Left-aligned columns; widths come from the widest cell so ids line up. */
 export function table(rows: string[][], visibleLength: (s: string) => number = (s) => s.length): string {
   const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(c))));
+  for (const r of rows) {
+    for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, visibleLength(c));
+  }
   return rows
     .map((r) =>
       r
@@ -29,6 +31,6 @@ export function table(rows: string[][], visibleLength: (s: string) => number = (
     .join("\n");
 }
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matches terminal colour escapes, which start with ESC.
 const ANSI = /\x1b\[[0-9;]*m/g;
 export const visibleLength = (s: string) => s.replace(ANSI, "").length;

@@ -169,7 +169,7 @@ export function thinkingCapText(capTokens: number, accepted: boolean, message: s
   return `thinking cap of ${capTokens} tokens reached; llama-server refused to stop reasoning (${message})`;
 }
 
-export function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {
+function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {
   const why = rule ? ` (${rule})` : "";
   switch (d) {
     case ToolDecision.ALLOWED:

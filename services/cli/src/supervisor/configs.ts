@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { UsageError } from "../errors.js";
 import type { Layout } from "./layout.js";
 
 /**
@@ -35,11 +36,11 @@ export interface StackSettings {
 export type JsonObject = { [key: string]: unknown };
 
 /** The production contract's llama-server settings (docs/contract.md). */
-export const CONTRACT_SLOTS = 3;
-export const CONTRACT_CTX_SIZE = 393_216;
+const CONTRACT_SLOTS = 3;
+const CONTRACT_CTX_SIZE = 393_216;
 
 /** The simulator's size: small enough for CI, the same slot count as production. */
-export const SIM_N_CTX_PER_SLOT = 32_768;
+const SIM_N_CTX_PER_SLOT = 32_768;
 
 /**
  * llama-server's flags, the same as deploy/systemd/boxmaker-llama-server.service
@@ -176,7 +177,7 @@ export function loopdConfig(
 }
 
 /** Objects merge key by key; anything else (arrays included) replaces. */
-export function merge(base: JsonObject, over: JsonObject | undefined): JsonObject {
+function merge(base: JsonObject, over: JsonObject | undefined): JsonObject {
   if (!over) return base;
   const out: JsonObject = { ...base };
   for (const [k, v] of Object.entries(over)) {
@@ -189,20 +190,21 @@ export function merge(base: JsonObject, over: JsonObject | undefined): JsonObjec
 const isObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Keys an --overrides file must not set: the supervisor waits on the paths it chose. */
-export const MANAGED_KEYS: Record<"inferproxy" | "brokerd" | "loopd", readonly string[]> = {
+const MANAGED_KEYS: Record<"inferproxy" | "brokerd" | "loopd", readonly string[]> = {
   inferproxy: ["socket", "upstream"],
   brokerd: ["socket", "state_dir"],
   loopd: ["socket", "state_dir", "inferproxy_socket", "brokerd_socket"],
 };
 
 export function checkOverrides(over: unknown): StackSettings["overrides"] {
-  if (!isObject(over)) throw new Error("--overrides: the file must hold a JSON object");
+  if (!isObject(over)) throw new UsageError("--overrides: the file must hold a JSON object");
   for (const key of Object.keys(over)) {
-    if (!(key in MANAGED_KEYS)) throw new Error(`--overrides: unknown daemon "${key}" (inferproxy, brokerd, loopd)`);
+    if (!(key in MANAGED_KEYS))
+      throw new UsageError(`--overrides: unknown daemon "${key}" (inferproxy, brokerd, loopd)`);
     const section = over[key];
-    if (!isObject(section)) throw new Error(`--overrides: "${key}" must be an object`);
+    if (!isObject(section)) throw new UsageError(`--overrides: "${key}" must be an object`);
     for (const managed of MANAGED_KEYS[key as keyof typeof MANAGED_KEYS]) {
-      if (managed in section) throw new Error(`--overrides: ${key}.${managed} is set by boxmaker up`);
+      if (managed in section) throw new UsageError(`--overrides: ${key}.${managed} is set by boxmaker up`);
     }
   }
   return over as StackSettings["overrides"];

@@ -14,7 +14,7 @@ export interface Layout {
 }
 
 /** sun_path is 108 bytes on Linux, including the terminating NUL. */
-export const MAX_SOCKET_PATH = 107;
+const MAX_SOCKET_PATH = 107;
 
 export function layoutFor(runtimeDir: string, stateDir: string): Layout {
   return {

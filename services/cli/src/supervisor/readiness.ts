@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
+import { NotReadyError } from "../errors.js";
 
 /**
  * How `boxmaker up` tells that a process can serve. Not through NOTIFY_SOCKET:
@@ -14,12 +15,8 @@ import { connect } from "node:net";
  *    and sends READY=1 once its self-test passed, so the probe asks Status;
  *  - llama-server: GET /health answers 200 once the model is loaded.
  */
-export type ProbeResult = { ready: true } | { ready: false; fatal?: string; detail?: string };
+type ProbeResult = { ready: true } | { ready: false; fatal?: string; detail?: string };
 export type Probe = () => Promise<ProbeResult>;
-
-export class NotReadyError extends Error {
-  override readonly name = "NotReadyError";
-}
 
 /** Polls `probe` until ready; rejects on timeout, a fatal probe result, or `signal` (the process exited). */
 export async function waitReady(

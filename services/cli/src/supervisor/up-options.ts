@@ -4,6 +4,7 @@ import type { StackSettings, Upstream } from "./configs.js";
 import { checkSocketPaths, defaultRuntimeDir, defaultStateDir, layoutFor, type Layout } from "./layout.js";
 import { DEFAULT_RESTART_POLICY, type RestartPolicyOptions } from "./restart-policy.js";
 import { installRoot } from "./install-paths.js";
+import { UsageError } from "../errors.js";
 
 /** `boxmaker up`'s flags as commander hands them over. */
 export interface UpFlags {
@@ -33,9 +34,6 @@ export interface UpPlan {
   daemonReadyTimeoutMs: number;
 }
 
-/** Thrown for flags that do not fit together; the command turns it into a usage error. */
-export class UpFlagError extends Error {}
-
 export interface Host {
   env: NodeJS.ProcessEnv;
   cwd: string;
@@ -53,15 +51,15 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
     resolve(host.cwd, f.stateDir ?? defaultStateDir(host.env, host.home)),
   );
   const tooLong = checkSocketPaths(layout);
-  if (tooLong) throw new UpFlagError(tooLong);
+  if (tooLong) throw new UsageError(tooLong);
 
   const sandboxMode = f.sandbox ?? "bwrap";
-  if (sandboxMode !== "bwrap" && sandboxMode !== "none") throw new UpFlagError("--sandbox: bwrap | none");
+  if (sandboxMode !== "bwrap" && sandboxMode !== "none") throw new UsageError("--sandbox: bwrap | none");
   let sandbox: StackSettings["sandbox"] = { mode: "none" };
   if (sandboxMode === "bwrap") {
     const bwrapPath = findOnPath("bwrap", host.env.PATH ?? "");
     if (!bwrapPath)
-      throw new UpFlagError(
+      throw new UsageError(
         "bwrap (bubblewrap) not found on PATH; install it, or pass --sandbox none to run tools unsandboxed",
       );
     sandbox = { mode: "bwrap", bwrapPath };
@@ -77,7 +75,7 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
   for (const w of workspaceRoots) {
     const hit = protectedRoots.find(([p]) => within(p, w));
     if (hit) {
-      throw new UpFlagError(
+      throw new UsageError(
         `the workspace ${w} is inside ${hit[1]} (${hit[0]}), which the agent may never write to; ` +
           `run \`boxmaker up\` from your project's directory or pass --workspace DIR`,
       );
@@ -110,21 +108,21 @@ function chooseUpstream(f: UpFlags, cwd: string): Upstream {
     f.upstreamUrl && "--upstream-url",
   ].filter(Boolean);
   if (chosen.length !== 1) {
-    throw new UpFlagError(
+    throw new UsageError(
       chosen.length
         ? `choose one of ${chosen.join(", ")}`
         : "say which model server to use: --llama-server BIN --model PATH, --llama-sim, --upstream-socket PATH or --upstream-url URL",
     );
   }
   if ((f.model || f.llamaArg?.length) && !f.llamaServer)
-    throw new UpFlagError("--model and --llama-arg go with --llama-server");
+    throw new UsageError("--model and --llama-arg go with --llama-server");
   if (f.llamaServer) {
-    if (!f.model) throw new UpFlagError("--llama-server needs --model PATH");
+    if (!f.model) throw new UsageError("--llama-server needs --model PATH");
     return { kind: "llama-server", bin: f.llamaServer, model: resolve(cwd, f.model), extraArgs: f.llamaArg ?? [] };
   }
   if (f.llamaSim) return { kind: "llama-sim" };
   if (f.upstreamSocket) return { kind: "socket", path: resolve(cwd, f.upstreamSocket) };
-  if (!/^https?:\/\//.test(f.upstreamUrl!)) throw new UpFlagError("--upstream-url must start with http:// or https://");
+  if (!/^https?:\/\//.test(f.upstreamUrl!)) throw new UsageError("--upstream-url must start with http:// or https://");
   return { kind: "url", url: f.upstreamUrl! };
 }
 
@@ -132,7 +130,7 @@ function positiveInt(flag: string, v: string | undefined, def: number, zeroOk: b
   if (v === undefined) return def;
   const n = Number(v);
   if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1))
-    throw new UpFlagError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
+    throw new UsageError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
   return n;
 }
 

@@ -1,0 +1,33 @@
+import { BoxmakerError } from "@boxmaker/common/client";
+
+/**
+ * The CLI's own failures. main.ts turns each into an exit code by class;
+ * `code` is what scripts and tests may match on.
+ */
+
+/** Bad input from the person at the keyboard (a flag, an override file): exit 2 with one line. */
+export class UsageError extends BoxmakerError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("USAGE", message, options);
+  }
+}
+
+/** Nothing accepts connections on loopd's socket: exit 6, naming the socket and how to start the stack. */
+export class DaemonUnreachable extends BoxmakerError {
+  constructor(
+    readonly socket: string,
+    detail: string,
+  ) {
+    super(
+      "DAEMON_UNREACHABLE",
+      `cannot reach loopd at ${socket} (${detail}); start the stack with \`boxmaker up\` or \`systemctl start boxmaker-loopd\`, or point --socket / BOXMAKER_SOCKET at it`,
+    );
+  }
+}
+
+/** A daemon `boxmaker up` started did not become ready (timed out, exited, or reported a fatal problem). */
+export class NotReadyError extends BoxmakerError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("NOT_READY", message, options);
+  }
+}
