@@ -4,41 +4,32 @@
 # `nix-instantiate --eval` and check the output against each daemon's config
 # schema (services/<daemon>/src/config.ts, the one source of truth for keys).
 let
-  runtimeDir = "/run/boxmaker";
-  stateDir = "/var/lib/boxmaker";
+  # The facts the daemons, `boxmaker up` and deploy/ share, generated from
+  # services/common/src/stack-defaults.ts (Nix cannot read TypeScript).
+  defaults = builtins.fromJSON (builtins.readFile ./stack-defaults.json);
+  runtimeDir = defaults.dirs.runtime;
+  stateDir = defaults.dirs.state;
   withoutNulls = attrs: builtins.removeAttrs attrs (builtins.filter (n: attrs.${n} == null) (builtins.attrNames attrs));
 in
 rec {
-  inherit runtimeDir stateDir;
+  inherit defaults runtimeDir stateDir;
 
-  sockets = {
-    llama = "${runtimeDir}/llama.sock";
-    inferproxy = "${runtimeDir}/inferproxy.sock";
-    brokerd = "${runtimeDir}/brokerd.sock";
-    loopd = "${runtimeDir}/loopd.sock";
-  };
+  inherit (defaults) sockets;
 
-  slotSavePath = "${stateDir}/slots";
+  slotSavePath = defaults.dirs.slotSave;
 
-  # The contract (docs/contract.md). Keep in step with
-  # deploy/systemd/boxmaker-llama-server.service and
-  # services/cli/src/supervisor/configs.ts; the tests compare all three.
+  # The contract (docs/contract.md): the same order as llamaServerArgs in
+  # stack-defaults.ts; deploy/systemd/boxmaker-llama-server.service is
+  # compared with both by the tests.
   llamaServerArgs = cfg:
     [
       "--host" sockets.llama
       "--model" (toString cfg.llamaServer.model)
       "--parallel" (toString cfg.slots)
       "--ctx-size" (toString cfg.contextSize)
-      "--no-kv-unified"
-      "--cache-type-k" "f16" "--cache-type-v" "f16"
-      "--jinja"
-      "--flash-attn" "on"
-      "--no-mmap"
-      "--n-gpu-layers" "999"
-      "--cache-ram" "0"
-      "--no-cache-idle-slots"
-      "--slot-save-path" slotSavePath
     ]
+    ++ defaults.llamaFixedFlags
+    ++ [ "--slot-save-path" slotSavePath ]
     ++ cfg.llamaServer.extraFlags;
 
   # A recursive merge of `over` into `base`; enough for the freeform settings.
@@ -67,7 +58,7 @@ rec {
 
   brokerdConfig = { cfg, bwrapPath }: merge {
     socket = sockets.brokerd;
-    state_dir = "${stateDir}/broker";
+    state_dir = defaults.dirs.brokerdState;
     workspace_roots = cfg.workspaceRoots;
     # Session logs, blobs, slot saves, sockets and config: never reachable by tools.
     protected_paths = [ "/etc/boxmaker" stateDir runtimeDir ];
@@ -90,7 +81,7 @@ rec {
 
   loopdConfig = cfg: merge {
     socket = sockets.loopd;
-    state_dir = "${stateDir}/loopd";
+    state_dir = defaults.dirs.loopdState;
     inferproxy_socket = sockets.inferproxy;
     brokerd_socket = sockets.brokerd;
     max_tokens = cfg.maxTokens;

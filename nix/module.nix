@@ -156,31 +156,31 @@ in
       };
     };
 
-    slots = mkOption { type = types.ints.positive; default = 3; description = "llama-server slots (`--parallel`): main session, subagent, scheduled work."; };
+    slots = mkOption { type = types.ints.positive; default = boxLib.defaults.llamaContract.slots; description = "llama-server slots (`--parallel`): main session, subagent, scheduled work."; };
     contextSize = mkOption {
       type = types.ints.positive;
-      default = 393216;
+      default = boxLib.defaults.llamaContract.contextSize;
       description = "llama-server `--ctx-size`, split evenly over the slots (131,072 tokens each by default).";
     };
     contract.templateSha256 = mkOption {
       type = types.strMatching "[0-9a-f]{64}";
-      default = "f55f52930aa8bf44ab5cb85f99370fcc3c56e9a85640b812086d5330bce5d86b";
+      default = boxLib.defaults.llamaContract.templateSha256;
       description = "sha256 of the model's chat template; inferproxy refuses to serve a server whose template differs.";
     };
 
     sampling = {
-      temperature = mkOption { type = types.numbers.nonnegative; default = 0.6; description = "Sampling temperature sent with every request."; };
-      topP = mkOption { type = types.numbers.between 0 1; default = 0.95; description = "top_p sent with every request."; };
-      topK = mkOption { type = types.ints.unsigned; default = 20; description = "top_k sent with every request."; };
-      minP = mkOption { type = types.numbers.between 0 1; default = 0; description = "min_p sent with every request."; };
+      temperature = mkOption { type = types.numbers.nonnegative; default = boxLib.defaults.sampling.temperature; description = "Sampling temperature sent with every request."; };
+      topP = mkOption { type = types.numbers.between 0 1; default = boxLib.defaults.sampling.top_p; description = "top_p sent with every request."; };
+      topK = mkOption { type = types.ints.unsigned; default = boxLib.defaults.sampling.top_k; description = "top_k sent with every request."; };
+      minP = mkOption { type = types.numbers.between 0 1; default = boxLib.defaults.sampling.min_p; description = "min_p sent with every request."; };
     };
 
-    maxTokens = mkOption { type = types.ints.positive; default = 8192; description = "max_tokens of each model request loopd makes."; };
+    maxTokens = mkOption { type = types.ints.positive; default = boxLib.defaults.maxTokensPerRequest; description = "max_tokens of each model request loopd makes."; };
     budgets = {
-      maxIterations = mkOption { type = types.ints.unsigned; default = 25; description = "Model requests per turn."; };
-      maxTotalTokens = mkOption { type = types.ints.unsigned; default = 200000; description = "Tokens per turn."; };
-      maxWallMs = mkOption { type = types.ints.unsigned; default = 600000; description = "Wall-clock time per turn, in ms."; };
-      maxThinkingTokens = mkOption { type = types.ints.unsigned; default = 8192; description = "Reasoning tokens per model request before thinking is ended."; };
+      maxIterations = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_iterations; description = "Model requests per turn."; };
+      maxTotalTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_total_tokens; description = "Tokens per turn."; };
+      maxWallMs = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_wall_ms; description = "Wall-clock time per turn, in ms."; };
+      maxThinkingTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_thinking_tokens; description = "Reasoning tokens per model request before thinking is ended."; };
     };
 
     workspaceRoots = mkOption {

@@ -1,12 +1,11 @@
+import { DEFAULT_SOCKETS } from "@boxmaker/common/client";
 import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
 import { DaemonUnreachable } from "./errors.js";
 
-const DEFAULT_SOCKET = "/run/boxmaker/loopd.sock";
-
 /** --socket, then BOXMAKER_SOCKET, then the system default. */
 export function resolveSocket(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag || env.BOXMAKER_SOCKET || DEFAULT_SOCKET;
+  return flag || env.BOXMAKER_SOCKET || DEFAULT_SOCKETS.loopd;
 }
 
 /**

@@ -11,3 +11,4 @@ export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";
 export * from "./version.js";
 export * from "./durable-file.js";
+export * from "./stack-defaults.js";

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { LLAMA_CONTRACT, llamaServerArgs as contractLlamaServerArgs } from "@boxmaker/common/client";
 import { UsageError } from "../errors.js";
 import type { Layout } from "./layout.js";
 
@@ -35,48 +36,16 @@ export interface StackSettings {
 
 export type JsonObject = { [key: string]: unknown };
 
-/** The production contract's llama-server settings (docs/contract.md). */
-const CONTRACT_SLOTS = 3;
-const CONTRACT_CTX_SIZE = 393_216;
-
 /** The simulator's size: small enough for CI, the same slot count as production. */
 const SIM_N_CTX_PER_SLOT = 32_768;
 
 /**
- * llama-server's flags, the same as deploy/systemd/boxmaker-llama-server.service
- * (test/deploy/configs.test.ts keeps the two in step).
+ * llama-server's flags: the contract's (common's stack-defaults), with this
+ * stack's socket and slot dir. deploy/systemd/boxmaker-llama-server.service and
+ * nix/lib.nix follow the same list (test/deploy/configs.test.ts checks).
  */
 export function llamaServerArgs(layout: Layout, model: string, extraArgs: readonly string[] = []): string[] {
-  return [
-    "--host",
-    layout.sockets.llama,
-    "--model",
-    model,
-    "--parallel",
-    String(CONTRACT_SLOTS),
-    "--ctx-size",
-    String(CONTRACT_CTX_SIZE),
-    // Per-slot KV (ctx-size / parallel each): with a unified cache the server
-    // clears idle slots on every new task, which would evict pinned sessions.
-    "--no-kv-unified",
-    "--cache-type-k",
-    "f16",
-    "--cache-type-v",
-    "f16",
-    "--jinja",
-    "--flash-attn",
-    "on",
-    "--no-mmap",
-    "--n-gpu-layers",
-    "999",
-    // No host-RAM prompt cache: slots stay pinned; parking goes through --slot-save-path.
-    "--cache-ram",
-    "0",
-    "--no-cache-idle-slots",
-    "--slot-save-path",
-    layout.slotDir,
-    ...extraArgs,
-  ];
+  return contractLlamaServerArgs({ socket: layout.sockets.llama, model, slotSavePath: layout.slotDir, extraArgs });
 }
 
 export function llamaSimArgs(layout: Layout, script?: string): string[] {
@@ -84,7 +53,7 @@ export function llamaSimArgs(layout: Layout, script?: string): string[] {
     "--socket",
     layout.sockets.llama,
     "--slots",
-    String(CONTRACT_SLOTS),
+    String(LLAMA_CONTRACT.slots),
     "--n-ctx",
     String(SIM_N_CTX_PER_SLOT),
     "--slot-save-path",

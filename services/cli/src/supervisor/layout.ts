@@ -1,3 +1,4 @@
+import { SOCKET_FILES } from "@boxmaker/common/client";
 import { join } from "node:path";
 
 /** Where `boxmaker up` puts everything: sockets under the runtime dir, the rest under the state dir. */
@@ -28,10 +29,10 @@ export function layoutFor(runtimeDir: string, stateDir: string): Layout {
     brokerState: join(stateDir, "broker"),
     loopdState: join(stateDir, "loopd"),
     sockets: {
-      llama: join(runtimeDir, "llama.sock"),
-      inferproxy: join(runtimeDir, "inferproxy.sock"),
-      brokerd: join(runtimeDir, "brokerd.sock"),
-      loopd: join(runtimeDir, "loopd.sock"),
+      llama: join(runtimeDir, SOCKET_FILES.llama),
+      inferproxy: join(runtimeDir, SOCKET_FILES.inferproxy),
+      brokerd: join(runtimeDir, SOCKET_FILES.brokerd),
+      loopd: join(runtimeDir, SOCKET_FILES.loopd),
     },
   };
 }

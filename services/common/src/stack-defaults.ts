@@ -1,0 +1,139 @@
+/**
+ * The facts every part of a Boxmaker stack must agree on, in one place: where
+ * the sockets are, the llama-server contract (slots, context, template, the
+ * flags that make slots pinnable), the sampling settings and the per-request
+ * and per-turn limits. The daemons' config schemas take their defaults from
+ * here, `boxmaker up` writes llama-server's flags from here, and the Nix module
+ * reads the same values from `nix/stack-defaults.json`, which
+ * `npm run gen:stack-defaults` writes from this file (test/deploy checks that
+ * the JSON, deploy/config and deploy/systemd agree with it).
+ *
+ * Why these values: docs/contract.md.
+ */
+
+const RUNTIME_DIR = "/run/boxmaker";
+const STATE_DIR = "/var/lib/boxmaker";
+
+/** Socket file names inside a runtime directory (systemd's /run/boxmaker or `boxmaker up`'s own). */
+export const SOCKET_FILES = {
+  llama: "llama.sock",
+  inferproxy: "inferproxy.sock",
+  brokerd: "brokerd.sock",
+  loopd: "loopd.sock",
+} as const;
+
+export type SocketName = keyof typeof SOCKET_FILES;
+
+/** The system-wide sockets (systemd units, the NixOS module, the CLI's default). */
+export const DEFAULT_SOCKETS: Readonly<Record<SocketName, string>> = {
+  llama: `${RUNTIME_DIR}/${SOCKET_FILES.llama}`,
+  inferproxy: `${RUNTIME_DIR}/${SOCKET_FILES.inferproxy}`,
+  brokerd: `${RUNTIME_DIR}/${SOCKET_FILES.brokerd}`,
+  loopd: `${RUNTIME_DIR}/${SOCKET_FILES.loopd}`,
+};
+
+export const DEFAULT_DIRS = {
+  runtime: RUNTIME_DIR,
+  state: STATE_DIR,
+  loopdState: `${STATE_DIR}/loopd`,
+  brokerdState: `${STATE_DIR}/broker`,
+  slotSave: `${STATE_DIR}/slots`,
+} as const;
+
+/** Which llama-server slot each kind of work is pinned to. */
+export const SLOT_IDS = { main: 0, subagent: 1, scheduled: 2 } as const;
+
+/** The production llama-server contract, checked by inferproxy's self-test against GET /props. */
+export const LLAMA_CONTRACT = {
+  slots: 3,
+  contextSize: 393_216,
+  /** contextSize / slots: with --no-kv-unified each slot owns its share. */
+  nCtxPerSlot: 131_072,
+  templateSha256: "f55f52930aa8bf44ab5cb85f99370fcc3c56e9a85640b812086d5330bce5d86b",
+} as const;
+
+/**
+ * llama-server's flags besides socket, model, slots, context and slot-save
+ * path (which depend on the deployment). Each is part of the contract:
+ */
+export const LLAMA_FIXED_FLAGS: readonly string[] = [
+  // Per-slot KV (ctx-size / parallel each): with a unified cache the server
+  // clears idle slots on every new task, which would evict pinned sessions.
+  "--no-kv-unified",
+  "--cache-type-k",
+  "f16",
+  "--cache-type-v",
+  "f16",
+  "--jinja",
+  "--flash-attn",
+  "on",
+  "--no-mmap",
+  "--n-gpu-layers",
+  "999",
+  // No host-RAM prompt cache: slots stay pinned; parking goes through --slot-save-path.
+  "--cache-ram",
+  "0",
+  "--no-cache-idle-slots",
+];
+
+/** The whole llama-server command line but the binary: the one definition up, deploy and nix follow. */
+export function llamaServerArgs(o: {
+  socket: string;
+  model: string;
+  slotSavePath: string;
+  slots?: number;
+  contextSize?: number;
+  extraArgs?: readonly string[];
+}): string[] {
+  return [
+    "--host",
+    o.socket,
+    "--model",
+    o.model,
+    "--parallel",
+    String(o.slots ?? LLAMA_CONTRACT.slots),
+    "--ctx-size",
+    String(o.contextSize ?? LLAMA_CONTRACT.contextSize),
+    ...LLAMA_FIXED_FLAGS,
+    "--slot-save-path",
+    o.slotSavePath,
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+/** Sampling sent with every request (the model card's recommended thinking-mode settings). */
+export const DEFAULT_SAMPLING = { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 } as const;
+
+/**
+ * max_tokens of one model request. loopd sends it (lowered to what the turn's
+ * budget has left); inferproxy uses the same value when a caller sends none.
+ */
+export const MAX_TOKENS_PER_REQUEST = 8_192;
+
+/** Per-turn limits (loopd's budgets). */
+export const DEFAULT_BUDGETS = {
+  max_iterations: 25,
+  max_total_tokens: 200_000,
+  max_wall_ms: 600_000,
+  max_thinking_tokens: 8_192,
+} as const;
+
+/** Everything above as plain JSON, for the Nix module (nix/stack-defaults.json). */
+export function stackDefaultsJson(): string {
+  return `${JSON.stringify(
+    {
+      "//": "Generated from services/common/src/stack-defaults.ts by `npm run gen:stack-defaults`; do not edit.",
+      socketFiles: SOCKET_FILES,
+      sockets: DEFAULT_SOCKETS,
+      dirs: DEFAULT_DIRS,
+      slotIds: SLOT_IDS,
+      llamaContract: LLAMA_CONTRACT,
+      llamaFixedFlags: LLAMA_FIXED_FLAGS,
+      sampling: DEFAULT_SAMPLING,
+      maxTokensPerRequest: MAX_TOKENS_PER_REQUEST,
+      budgets: DEFAULT_BUDGETS,
+    },
+    null,
+    2,
+  )}\n`;
+}
