@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SessionRole, type SessionEvent } from "@boxmaker/common";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
+import { doneOf, loopClient, newSession, startTurn, turn } from "../support/loop-client.js";
 
 describe("sessions through loopd", () => {
   const t = useStack("bxs-");
@@ -30,10 +30,10 @@ describe("sessions through loopd", () => {
     const b = await newSession(t.client, "b");
     t.stack.sim.enqueue({ content: "slow answer from a", tokenDelayMs: 30 });
     t.stack.sim.enqueue({ content: "answer from b" });
-    const ta = turn(t.client, a, "first");
-    await new Promise((r) => setTimeout(r, 50));
+    const ta = startTurn(t.client, a, "first");
+    await ta.generating;
     const eb = await turn(t.client, b, "second");
-    const ea = await ta;
+    const ea = await ta.events;
     const waiting = eb.find((e) => e.event.case === "waiting");
     expect(waiting?.event.value).toMatchObject({ slot: 0, position: 1, heldBySession: a });
     expect(doneOf(ea).finalText).toBe("slow answer from a");
@@ -48,8 +48,8 @@ describe("sessions through loopd", () => {
     const other = loopClient(t.stack.sockets.loopd);
     const followed: SessionEvent[] = [];
     const ac = new AbortController();
-    const sent = turn(t.client, id, "talk a lot");
-    await new Promise((r) => setTimeout(r, 50));
+    const sent = startTurn(t.client, id, "talk a lot");
+    await sent.generating;
     const following = (async () => {
       try {
         for await (const ev of other.follow({ sessionId: id, afterSeq: 0n }, { signal: ac.signal })) {
@@ -61,7 +61,7 @@ describe("sessions through loopd", () => {
         /* ended by abort */
       }
     })();
-    const events = await sent;
+    const events = await sent.events;
     await following;
     other.close();
     expect(doneOf(events).finishReason).toBe("cancelled");

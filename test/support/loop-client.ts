@@ -8,6 +8,35 @@ export async function newSession(c: LoopClient, title = "t", role = SessionRole.
   return (await c.createSession({ role, title })).id;
 }
 
+/**
+ * Sends a message and collects the turn's events; `generating` resolves at the
+ * first content event, when the turn demonstrably holds its slot and is
+ * streaming — what a test that races a second client against it waits for.
+ */
+export function startTurn(
+  c: LoopClient,
+  sessionId: string,
+  text: string,
+): { generating: Promise<void>; events: Promise<SessionEvent[]> } {
+  let generating!: () => void;
+  const started = new Promise<void>((r) => {
+    generating = r;
+  });
+  const events = (async () => {
+    const out: SessionEvent[] = [];
+    try {
+      for await (const ev of c.send({ sessionId, text })) {
+        out.push(ev);
+        if (ev.event.case === "content") generating();
+      }
+    } finally {
+      generating();
+    }
+    return out;
+  })();
+  return { generating: started, events };
+}
+
 /** Sends a message and collects the turn's events until it ends. */
 export async function turn(c: LoopClient, sessionId: string, text: string): Promise<SessionEvent[]> {
   const out: SessionEvent[] = [];
