@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { requires } from "../support/requirements.js";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
 import { repoRoot } from "../support/stack.js";
 import { environment, execStart, readUnit, value } from "./unit-file.js";
 
@@ -48,6 +49,7 @@ describe("the units", () => {
       expect(value(u, "Service", "NotifyAccess")).toBe("all");
       expect(value(u, "Service", "RestartPreventExitStatus")).toBe("2");
       expect(execStart(u).slice(1)).toEqual([
+        ...DAEMON_NODE_FLAGS,
         `/opt/boxmaker/services/${d}/dist/main.js`,
         "--config",
         `/etc/boxmaker/${d}.json`,

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { requires } from "../support/requirements.js";
 import { repoRoot } from "../support/stack.js";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
 
 interface LockEntry {
   version?: string;
@@ -65,6 +66,12 @@ describe.skipIf(!ok)("nix/package.nix", () => {
     expect(p.importNpmLock.npmRoot).toBe(p.importNpmLock.src);
     expect(p.installPhase).toContain("/nix/store/00000000000000000000000000000000-nodejs-24/bin/node $out/bin/$1");
     expect(p.installPhase).toContain("wrap boxmaker services/cli/dist/bundle/boxmaker.js");
+    // The daemons' wrappers pass the stack's node flags; the CLI's does not need them.
+    for (const d of ["inferproxy", "brokerd", "loopd"]) {
+      expect(p.installPhase).toContain(
+        `wrap boxmaker-${d} services/${d}/dist/main.js "${DAEMON_NODE_FLAGS.join(" ")}"`,
+      );
+    }
   });
 
   it("gives every locked registry package its registry tarball URL, next to the lock's integrity", () => {

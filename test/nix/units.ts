@@ -6,6 +6,7 @@
 // is removed here, in NIXOS_SPECIFIC, and nowhere else.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
 import { repoRoot } from "../support/stack.js";
 import { readUnit, type Unit } from "../deploy/unit-file.js";
 
@@ -160,7 +161,7 @@ export const NIXOS_SPECIFIC = [
   "booleans (true/false vs yes/no) and time spans (300 vs 5min) are compared by value",
   "list options (one line per value in NixOS) are compared as space-joined lists",
   "NixOS has no [Install] section (wantedBy becomes .wants symlinks); wantedBy is compared with WantedBy=",
-  "the package's store path replaces /opt/boxmaker: ${package}/lib/boxmaker -> /opt/boxmaker, ${package}/bin/boxmaker-<d> -> node /opt/boxmaker/services/<d>/dist/main.js",
+  "the package's store path replaces /opt/boxmaker: ${package}/lib/boxmaker -> /opt/boxmaker, ${package}/bin/boxmaker-<d> (a wrapper adding the stack's node flags) -> node <flags> /opt/boxmaker/services/<d>/dist/main.js",
   "generated config files in the store replace /etc/boxmaker/<d>.json",
   "other store binaries (rm from coreutils) replace the bare command the plain units find on PATH",
   "llama-server: ${llama-cpp}/bin/llama-server replaces /usr/local/bin/llama-server; the module passes llamaServer.model and extraFlags in ExecStart where the plain unit reads ${LLAMA_MODEL} and $LLAMA_EXTRA_ARGS from EnvironmentFile=",
@@ -174,7 +175,10 @@ export function normaliseNixos(unit: Unit, ev: Evaluation, model: string | null,
   const svc = out.get("Service");
   const fix = (v: string) =>
     v
-      .replace(new RegExp(`${pkg}/bin/boxmaker-(\\w+)`, "g"), "node /opt/boxmaker/services/$1/dist/main.js")
+      .replace(
+        new RegExp(`${pkg}/bin/boxmaker-(\\w+)`, "g"),
+        `node ${DAEMON_NODE_FLAGS.join(" ")} /opt/boxmaker/services/$1/dist/main.js`,
+      )
       .replace(new RegExp(`${pkg}/lib/boxmaker`, "g"), "/opt/boxmaker")
       .replace(new RegExp(`${STORE}boxmaker-(\\w+)\\.json`, "g"), "/etc/boxmaker/$1.json")
       .replace(new RegExp(`${STORE}llama-cpp[^/]*/bin/llama-server`, "g"), "/usr/local/bin/llama-server")

@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") =>
@@ -105,8 +106,12 @@ export class Stack {
   async startDaemon(name: "inferproxy" | "brokerd" | "loopd"): Promise<DaemonProc> {
     const configPath = join(this.dir, `${name}.json`);
     writeFileSync(configPath, JSON.stringify(this.configs[name], null, 2));
-    // BOXMAKER_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemons under a test or bench.
-    const nodeArgs = process.env.BOXMAKER_DAEMON_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+    // The production flags, then BOXMAKER_DAEMON_NODE_ARGS ("--cpu-prof --cpu-prof-dir=/tmp/prof"
+    // profiles the daemons under a test or bench).
+    const nodeArgs = [
+      ...DAEMON_NODE_FLAGS,
+      ...(process.env.BOXMAKER_DAEMON_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+    ];
     const proc = spawn(process.execPath, [...nodeArgs, daemonMain(name), "--config", configPath], {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, NOTIFY_SOCKET: "" },

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common/client";
 import {
   brokerdConfig,
   contractFromProps,
@@ -176,7 +177,7 @@ export class Supervisor {
     return {
       name,
       command: this.o.nodePath,
-      args: [daemonMain(name), "--config", this.configPath(name)],
+      args: [...DAEMON_NODE_FLAGS, daemonMain(name), "--config", this.configPath(name)],
       // No NOTIFY_SOCKET: there is no systemd to tell (see readiness.ts).
       env: { ...process.env, NOTIFY_SOCKET: "" },
       logPath: join(layout.logDir, `${name}.log`),
