@@ -12,3 +12,4 @@ export * from "./gen/boxmaker/v1/loop_pb.js";
 export * from "./version.js";
 export * from "./durable-file.js";
 export * from "./stack-defaults.js";
+export * from "./backoff.js";

@@ -1,3 +1,4 @@
+import { backoffDelay } from "@boxmaker/common/client";
 /**
  * When to restart a daemon that died, and after how long. The same shape as
  * systemd's Restart=/RestartSec=/StartLimitBurst=/StartLimitIntervalSec= in
@@ -56,7 +57,7 @@ export class RestartPolicy {
     // has been stable for a whole window starts again from the initial delay.
     const attempt = this.recent.length + 1;
     this.recent.push(now);
-    const delayMs = Math.min(o.maxDelayMs, Math.round(o.initialDelayMs * o.factor ** (attempt - 1)));
+    const delayMs = backoffDelay({ initialMs: o.initialDelayMs, maxMs: o.maxDelayMs, factor: o.factor }, attempt - 1);
     return { restart: true, delayMs, attempt, of: o.maxRestarts };
   }
 }
