@@ -13,3 +13,4 @@ export * from "./version.js";
 export * from "./durable-file.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";
+export * from "./slot-queue.js";
