@@ -4,7 +4,7 @@ import { useRealStack } from "./support/use-real-stack.js";
 
 /**
  * tiny-tool writes until max_tokens every time, so a turn only ever ends at a
- * budget: the harshest test of `--max-tokens`. The turn's prompt and generated
+ * budget: the harshest test of `--max-total-tokens`. The turn's prompt and generated
  * tokens together must stay within it.
  */
 describe.skipIf(!haveRealLlama("token budgets against the real llama-server"))(
@@ -14,10 +14,10 @@ describe.skipIf(!haveRealLlama("token budgets against the real llama-server"))(
     const real = useRealStack("bxr-budget-", { model: "tool", ctxSize: 3 * 8192 }, { loopd: { max_tokens: 200 } });
 
     it.each([1600])(
-      "run --max-tokens %i ends within it",
+      "run --max-total-tokens %i ends within it",
       async (budget) => {
         const r = await real.stack.cli(
-          ["run", "--json", "--max-tokens", String(budget), "Write a long story into story.txt"],
+          ["run", "--json", "--max-total-tokens", String(budget), "Write a long story into story.txt"],
           { timeoutMs: 280_000 },
         );
         const events = r.stdout
