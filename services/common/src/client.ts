@@ -3,7 +3,7 @@
 // logging or daemon lifecycle (ajv and pino cost start-up time a CLI feels).
 export * from "./errors.js";
 export * from "./tool-decision.js";
-export * from "./grpc-adapter.js";
+export * from "./grpc-client.js";
 export * from "./gen/boxmaker/v1/infer_pb.js";
 export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";

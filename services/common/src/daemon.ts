@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { createServer } from "node:net";
-import { CallRegistry } from "./grpc-adapter.js";
+import { CallRegistry } from "./grpc-server.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notify.js";
 import { prepareSocketPath, removeSocket, restrictSocket } from "./unix-socket.js";

@@ -1,4 +1,4 @@
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import {
   create,
   fromBinary,
@@ -47,40 +47,6 @@ export type ServiceImpl<T extends GenServiceMethods> = { [K in keyof T]: Handler
 
 /** The implementation type for a generated service constant, e.g. `ImplOf<typeof InferService>`. */
 export type ImplOf<S> = S extends GenService<infer T> ? ServiceImpl<T> : never;
-/** The client type for a generated service constant. */
-export type ClientOf<S> = S extends GenService<infer T> ? ServiceClient<T> : never;
-
-export interface CallOptions {
-  signal?: AbortSignal;
-  /** Milliseconds from now. */
-  timeoutMs?: number;
-  /**
-   * Queue the call until the peer daemon is reachable (bounded by timeoutMs)
-   * instead of failing at once while it restarts. For idempotent calls only.
-   */
-  waitForReady?: boolean;
-}
-
-type ClientMethod<M> = M extends {
-  methodKind: "unary";
-  input: infer I extends DescMessage;
-  output: infer O extends DescMessage;
-}
-  ? (req: MessageInitShape<I>, opts?: CallOptions) => Promise<MessageShape<O>>
-  : M extends {
-        methodKind: "server_streaming";
-        input: infer I extends DescMessage;
-        output: infer O extends DescMessage;
-      }
-    ? (req: MessageInitShape<I>, opts?: CallOptions) => AsyncIterable<MessageShape<O>>
-    : never;
-
-export type ServiceClient<T extends GenServiceMethods> = { [K in keyof T]: ClientMethod<T[K]> } & {
-  close(): void;
-  /** Resolves once the channel is connected (or rejects after timeoutMs). */
-  waitForReady(timeoutMs: number): Promise<void>;
-};
-
 /** One grpc-js definition from a protobuf-es descriptor: the only per-service glue there is. */
 export function serviceDefinition(svc: GenService<GenServiceMethods>): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -222,89 +188,4 @@ function abortOnClientCancel(
       call.off("cancelled", onCancelled);
     },
   };
-}
-
-function toClientError(err: unknown): RpcError {
-  if (isServiceError(err)) return RpcError.fromMetadata(err.code, err.details ?? err.message, err.metadata);
-  return toRpcError(err);
-}
-
-function isServiceError(err: unknown): err is grpc.ServiceError {
-  return err instanceof Error && typeof (err as Partial<grpc.ServiceError>).code === "number";
-}
-
-function callOptions(opts?: CallOptions): grpc.CallOptions {
-  return opts?.timeoutMs ? { deadline: Date.now() + opts.timeoutMs } : {};
-}
-
-function callMetadata(opts?: CallOptions): grpc.Metadata {
-  const md = new grpc.Metadata();
-  if (opts?.waitForReady) md.setOptions({ waitForReady: true });
-  return md;
-}
-
-/** A typed client for a protobuf-es service over a Unix socket. */
-export function createClient<T extends GenServiceMethods>(svc: GenService<T>, socketPath: string): ServiceClient<T> {
-  const raw = new grpc.Client(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
-    // One channel per peer daemon; keep it alive so the first call after idle is not a reconnect.
-    "grpc.keepalive_time_ms": 60_000,
-    // A peer on the same machine comes back within seconds of a restart; do not
-    // let the default backoff (up to 2 minutes) keep the channel down after it.
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 2_000,
-    "grpc.max_receive_message_length": 64 * 1024 * 1024,
-    "grpc.max_send_message_length": 64 * 1024 * 1024,
-  });
-  const client: Record<string, unknown> = {
-    close: () => raw.close(),
-    waitForReady: (timeoutMs: number) =>
-      new Promise<void>((resolve, reject) =>
-        raw.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(err) : resolve())),
-      ),
-  };
-  for (const m of svc.methods as DescMethod[]) {
-    const path = `/${svc.typeName}/${m.name}`;
-    const serialize = (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v));
-    const deserialize = (b: Buffer) => fromBinary(m.output, b);
-    if (m.methodKind === "unary") {
-      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
-        new Promise((resolve, reject) => {
-          const call = raw.makeUnaryRequest(
-            path,
-            serialize,
-            deserialize,
-            create(m.input, req),
-            callMetadata(opts),
-            callOptions(opts),
-            (err, res) => (err ? reject(toClientError(err)) : resolve(res)),
-          );
-          opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
-        });
-    } else {
-      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
-        async *[Symbol.asyncIterator]() {
-          const call = raw.makeServerStreamRequest(
-            path,
-            serialize,
-            deserialize,
-            create(m.input, req),
-            callMetadata(opts),
-            callOptions(opts),
-          );
-          const onAbort = () => call.cancel();
-          opts?.signal?.addEventListener("abort", onAbort, { once: true });
-          try {
-            for await (const ev of call) yield ev;
-          } catch (err) {
-            throw toClientError(err);
-          } finally {
-            opts?.signal?.removeEventListener("abort", onAbort);
-            // Leaving the loop early (break/return) must cancel the server side too.
-            call.cancel();
-          }
-        },
-      });
-    }
-  }
-  return client as ServiceClient<T>;
 }
