@@ -2,6 +2,7 @@ import {
   RpcError,
   Status,
   ToolDecision,
+  decisionName,
   toRpcError,
   type BrokerService,
   type ClientOf,
@@ -20,7 +21,7 @@ import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
 import { epochMessages, type SessionState } from "./session-state.js";
 import { cutForPerson } from "./error-text.js";
-import { LogWriteError, type ToolMeta } from "./session-log.js";
+import { IncompleteStreamError, LogWriteError, WallBudgetExceeded } from "./errors.js";
 
 export interface ToolOutcome {
   content: string;
@@ -62,8 +63,6 @@ export interface TurnOutcome {
   breach?: Breach;
   error?: RpcError;
 }
-
-class WallBudgetExceeded extends Error {}
 
 /**
  * One turn: the user's message, then model → tools → model until the model
@@ -214,7 +213,7 @@ export async function runTurn(
           json: toolMessageJson(call.id, result.content),
           at: Date.now(),
           tool: {
-            decision: DECISION_NAME[decided.decision] ?? "none",
+            decision: decisionName(decided.decision),
             rule: decided.rule,
             is_error: result.isError,
             ...(result.proposal ? { proposal_id: result.proposal.id, proposal_state: result.proposal.state } : {}),
@@ -303,8 +302,8 @@ export async function runTurn(
 export function turnError(err: unknown): RpcError {
   if (err instanceof LogWriteError) {
     return new RpcError(
-      err.code === "ENOSPC" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL,
-      `loopd cannot write the session log${err.code === "ENOSPC" ? " (the disk is full)" : ""}: ${err.message}. Nothing after the last saved record was acted on; free space and send the message again.`,
+      err.errno === "ENOSPC" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL,
+      `loopd cannot write the session log${err.errno === "ENOSPC" ? " (the disk is full)" : ""}: ${err.message}. Nothing after the last saved record was acted on; free space and send the message again.`,
     );
   }
   return toRpcError(err);
@@ -387,7 +386,7 @@ async function streamCompletion(
     }
   }
   signal.throwIfAborted();
-  throw new RpcError(Status.INTERNAL, "inferproxy ended the stream without a final message");
+  throw new IncompleteStreamError();
 }
 
 /**
@@ -414,12 +413,6 @@ interface Decided {
   rule: string;
   proposalId?: string;
 }
-
-const DECISION_NAME: Record<number, ToolMeta["decision"]> = {
-  [ToolDecision.ALLOWED]: "allowed",
-  [ToolDecision.DENIED]: "denied",
-  [ToolDecision.STAGED]: "staged",
-};
 
 /** Decides and runs one tool call; the decision is announced before the call runs. */
 async function dispatchTool(

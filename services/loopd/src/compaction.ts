@@ -1,5 +1,5 @@
 import type { ClientOf, InferService, Logger } from "@boxmaker/common";
-import { RpcError, Status } from "@boxmaker/common";
+import { EmptySummaryError } from "./errors.js";
 import { replayJson } from "./replay.js";
 import { buildMessagesJson } from "./epoch-view.js";
 import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
@@ -320,7 +320,7 @@ export class Compactor {
     )) {
       if (ev.event.case === "final") text = ev.event.value.content;
     }
-    if (!text.trim()) throw new RpcError(Status.INTERNAL, "compaction failed: the model returned an empty summary");
+    if (!text.trim()) throw new EmptySummaryError();
     return text.trim();
   }
 }

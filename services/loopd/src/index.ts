@@ -10,3 +10,4 @@ export * from "./parking.js";
 export * from "./schedules.js";
 export * from "./session-runner.js";
 export * from "./error-text.js";
+export * from "./errors.js";

@@ -1,6 +1,6 @@
 import {
   SessionRole,
-  ToolDecision,
+  decisionOf,
   invalidArgument,
   toRpcError,
   type BrokerService,
@@ -15,7 +15,7 @@ import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
 import { summarize, type SessionSummary } from "./session-index.js";
 import type { Session, SessionStore } from "./session-store.js";
-import type { SessionRoleName, ToolMeta } from "./session-log.js";
+import type { SessionRoleName } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
 
 const ROLE_TO_NAME: Record<number, SessionRoleName> = {
@@ -28,13 +28,6 @@ const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
   main: SessionRole.MAIN,
   subagent: SessionRole.SUBAGENT,
   scheduled: SessionRole.SCHEDULED,
-};
-
-const DECISION_OF: Record<ToolMeta["decision"], ToolDecision> = {
-  allowed: ToolDecision.ALLOWED,
-  denied: ToolDecision.DENIED,
-  staged: ToolDecision.STAGED,
-  none: ToolDecision.UNSPECIFIED,
 };
 
 export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
@@ -133,7 +126,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
             atUnixMs: BigInt(m.at),
             ...(m.tool
               ? {
-                  decision: DECISION_OF[m.tool.decision],
+                  decision: decisionOf(m.tool.decision),
                   rule: m.tool.rule,
                   isError: m.tool.is_error,
                   proposalId: m.tool.proposal_id ?? "",

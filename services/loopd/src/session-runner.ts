@@ -1,5 +1,6 @@
 import {
   failedPrecondition,
+  messageOf,
   notFound,
   type BrokerService,
   type ClientOf,
@@ -20,6 +21,7 @@ import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
 import { epochBlobRefs } from "./epoch-view.js";
 import { cutForPerson } from "./error-text.js";
+import { BlobHashMismatchError, TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
 export interface RunnerDeps {
@@ -87,12 +89,12 @@ export class SessionRunner {
     try {
       for (const b of r.blocks) {
         const put = await this.d.broker.putBlob({ sessionId: s.id, text: b.text }, { signal, timeoutMs: 30_000 });
-        if (put.sha256 !== b.hash) throw new Error(`brokerd stored the block as ${put.sha256}, expected ${b.hash}`);
+        if (put.sha256 !== b.hash) throw new BlobHashMismatchError(put.sha256, b.hash);
       }
     } catch (err) {
       signal.throwIfAborted();
       this.d.log.warn(
-        { session: s.id, err: err instanceof Error ? err.message : String(err) },
+        { session: s.id, err: messageOf(err) },
         "could not spill input to the blob store; sending it whole",
       );
       return { text, blocks: [] };
@@ -120,7 +122,7 @@ export class SessionRunner {
     const st = s.state;
     const refs = st.archived ? [] : epochBlobRefs(st);
     this.d.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
-      this.d.log.debug({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not pin blobs");
+      this.d.log.debug({ session: s.id, err: messageOf(err) }, "could not pin blobs");
     });
   }
 
@@ -203,14 +205,14 @@ export class SessionRunner {
 
   /** Cancels every running turn and waits until each has closed its records. */
   async drain(reason: string): Promise<void> {
-    for (const s of this.d.store.list()) s.running?.abort(new Error(reason));
+    for (const s of this.d.store.list()) s.running?.abort(new TurnCancelled(reason));
     await Promise.allSettled([...this.inFlight]);
   }
 
   cancel(id: string): boolean {
     const s = this.get(id);
     if (!s.running) return false;
-    s.running.abort(new Error("cancelled by the operator"));
+    s.running.abort(new TurnCancelled("cancelled by the operator"));
     return true;
   }
 
@@ -230,7 +232,7 @@ export class SessionRunner {
       return out;
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       const cancelled = signal.aborted;
       this.d.log.warn({ session: s.id, err: message }, cancelled ? "turn cancelled before it ran" : "turn failed");
       if (cancelled) {

@@ -1,3 +1,4 @@
+import { LogCorruptError } from "./errors.js";
 import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 
 export interface StoredMessage {
@@ -40,7 +41,7 @@ export interface SessionState {
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
   const head = records[0];
-  if (head?.t !== "session") throw new Error("session log does not start with a session record");
+  if (head?.t !== "session") throw new LogCorruptError("session log does not start with a session record");
   const s: SessionState = {
     id: head.id,
     role: head.role,

@@ -1,8 +1,9 @@
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { failedPrecondition, type Logger } from "@boxmaker/common";
-import { LogCorruptError, SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
+import { messageOf, type Logger } from "@boxmaker/common";
+import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
+import { SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
 import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
 import { unansweredToolCalls } from "./epoch-view.js";
 import { EventHub } from "./event-hub.js";
@@ -115,7 +116,7 @@ export class SessionStore {
     } catch (err) {
       // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
       opened?.log.close();
-      const why = (err as Error).message.replace(`${path}: `, "");
+      const why = messageOf(err).replace(`${path}: `, "");
       const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
       damaged.push({ id: s.id, why });
       this.log.error({ path, why }, "session log is damaged; the session is read-only");
@@ -148,7 +149,7 @@ export class SessionStore {
       path,
       close() {},
       append(): never {
-        throw failedPrecondition(
+        throw new SessionReadOnlyError(
           `session ${state.id} is read-only: its log ${path} is damaged (${why}); repair or delete it`,
         );
       },
@@ -229,7 +230,7 @@ export class SessionStore {
       this.index.save(logs);
     } catch (err) {
       // Only start-up speed depends on it: the next start reads every log instead.
-      this.log.warn({ err: (err as Error).message }, "could not write the session index");
+      this.log.warn({ err: messageOf(err) }, "could not write the session index");
     }
   }
 }

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { appendFileSync, readFileSync, writeFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { LogCorruptError, SessionLog, type LogRecord } from "../src/session-log.js";
+import { LogCorruptError } from "../src/errors.js";
+import { SessionLog, type LogRecord } from "../src/session-log.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
