@@ -50,7 +50,8 @@ export interface LoopDeps {
   afterResponse?: (s: Session, final: FinalMessage) => void;
 }
 
-export interface TurnOutcome {
+/** What a turn came to, for the runner and a parent session (the CLI's TurnOutcome is the exit code a person sees). */
+export interface TurnResult {
   finishReason: "stop" | "length" | "budget" | "cancelled" | "failed";
   iterations: number;
   cacheN: number;
@@ -76,11 +77,11 @@ export async function runTurn(
   limits: BudgetLimits,
   deps: LoopDeps,
   signal: AbortSignal,
-): Promise<TurnOutcome> {
+): Promise<TurnResult> {
   const budget = new TurnBudget(limits);
   const turn = s.state.turn + 1;
   const epoch = () => s.state.epoch.epoch;
-  const out: TurnOutcome = {
+  const out: TurnResult = {
     finishReason: "stop",
     iterations: 0,
     cacheN: 0,

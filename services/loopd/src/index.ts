@@ -5,7 +5,7 @@ export * from "./session-state.js";
 export * from "./session-store.js";
 export * from "./replay.js";
 export * from "./agent-loop.js";
-export * from "./slot-pinning.js";
+export * from "./slot-scheduler.js";
 export * from "./parking.js";
 export * from "./schedules.js";
 export * from "./session-runner.js";

@@ -7,7 +7,7 @@ import {
   type InferService,
   type Logger,
 } from "@boxmaker/common";
-import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnOutcome } from "./agent-loop.js";
+import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnResult } from "./agent-loop.js";
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
@@ -15,7 +15,7 @@ import { readInstructions, withInstructions } from "./project-instructions.js";
 import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Session, SessionStore } from "./session-store.js";
-import { SlotScheduler } from "./slot-pinning.js";
+import { SlotScheduler } from "./slot-scheduler.js";
 import { ApprovalWaits } from "./approvals.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
@@ -188,7 +188,7 @@ export class SessionRunner {
    * Starts a turn and returns at once; the turn's events go to the session's
    * hub. One turn per session at a time.
    */
-  start(id: string, text: string, budgets?: Partial<BudgetLimits>): Promise<TurnOutcome> {
+  start(id: string, text: string, budgets?: Partial<BudgetLimits>): Promise<TurnResult> {
     const s = this.get(id);
     if (s.state.archived) throw failedPrecondition(`session ${id} is archived`);
     if (s.running) throw failedPrecondition(`session ${id} is already running a turn; wait for it or cancel it`);
@@ -216,7 +216,7 @@ export class SessionRunner {
     return true;
   }
 
-  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnOutcome> {
+  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnResult> {
     const slot = s.state.slot;
     let release: (() => void) | undefined;
     try {
