@@ -14,12 +14,11 @@ import {
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { replayJson } from "./replay.js";
 import { buildMessagesJson, messagesBytes, unansweredToolCalls } from "./epoch-view.js";
-import { lastAssistantIndex } from "./compaction.js";
 import { recordPromptCount, tokensOf } from "./token-counts.js";
 import type { SpilledBlock } from "./prepass/index.js";
 import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
 import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
-import { epochMessages, type SessionState } from "./session-state.js";
+import { epochMessages, lastAssistantIndex, type SessionState } from "./session-state.js";
 import { cutForPerson } from "./error-text.js";
 import { IncompleteStreamError, LogWriteError, WallBudgetExceeded } from "./errors.js";
 

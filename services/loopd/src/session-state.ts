@@ -109,3 +109,11 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
 export function epochMessages(s: SessionState): StoredMessage[] {
   return s.history.filter((m) => m.epoch === s.epoch.epoch);
 }
+
+/** Index of the last assistant message (the model's latest answer), -1 when there is none. */
+export function lastAssistantIndex(messages: readonly StoredMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if ((JSON.parse(messages[i]!.json) as { role?: string }).role === "assistant") return i;
+  }
+  return -1;
+}
