@@ -16,8 +16,8 @@ import { replayJson } from "./replay.js";
 import { buildMessagesJson, messagesBytes, unansweredToolCalls } from "./epoch-view.js";
 import { recordPromptCount, tokensOf } from "./token-counts.js";
 import type { SpilledBlock } from "./prepass/index.js";
-import { toolMessageJson, userMessageJson, withNotes } from "./messages.js";
-import { answerOpenToolCalls, closeInterruptedTurn, type Session } from "./session-store.js";
+import { userMessageJson, withNotes } from "./messages.js";
+import type { Session } from "./session.js";
 import { epochMessages, lastAssistantIndex, type SessionState } from "./session-state.js";
 import { cutForPerson } from "./error-text.js";
 import { IncompleteStreamError, LogWriteError, WallBudgetExceeded } from "./errors.js";
@@ -95,12 +95,11 @@ export async function runTurn(
 
   // A previous turn that could not close its records (a write failed) is closed
   // now, before anything new: no tool call may stay unanswered under the new message.
-  if (s.state.turnOpen || unansweredToolCalls(s.state).length) closeInterruptedTurn(s);
+  if (s.interrupted) s.closeInterruptedTurn();
   const pre = deps.prepass ? await deps.prepass(s, userText, signal) : { text: userText, blocks: [] };
   const epochAtStart = epoch();
   const userJson = userMessageJson(withNotes(pre.text, s.state.pendingNotes));
-  s.append({ t: "turn_start", turn, at: Date.now() });
-  s.append({ t: "message", epoch: epoch(), json: userJson, at: Date.now() });
+  s.recordTurnStart(turn, userJson);
   s.turnStartedSeq = Number(publish({ case: "turnStarted", value: { turn, slot: s.state.slot } }).seq);
   for (const b of pre.blocks) {
     publish({
@@ -178,8 +177,9 @@ export async function runTurn(
         }
         final = await streamCompletion(s, turn, budget, deps, wall.signal, requestMaxTokens);
       }
-      s.append({ t: "message", epoch: epoch(), json: final.messageJson, at: Date.now() });
       const t = final.timings;
+      // What the slot now holds; the next request adds to it (compaction watches this).
+      s.recordAssistant(final.messageJson, (t?.cacheN ?? 0) + (t?.promptN ?? 0) + (t?.predictedN ?? 0));
       budget.recordRequest(t?.promptN ?? 0, t?.predictedN ?? 0, final.reasoningTokens);
       out.iterations = budget.iterations;
       out.cacheN += t?.cacheN ?? 0;
@@ -187,8 +187,6 @@ export async function runTurn(
       out.predictedN += t?.predictedN ?? 0;
       out.promptMs += t?.promptMs ?? 0;
       out.predictedMs += t?.predictedMs ?? 0;
-      // What the slot now holds; the next request adds to it (compaction watches this).
-      s.state.contextTokens = (t?.cacheN ?? 0) + (t?.promptN ?? 0) + (t?.predictedN ?? 0);
       recordPromptCount(s.state, sentBytes, (t?.cacheN ?? 0) + (t?.promptN ?? 0));
       deps.afterResponse?.(s, final);
 
@@ -207,17 +205,11 @@ export async function runTurn(
           wall.signal,
           final.finishReason === "length" ? requestMaxTokens : 0,
         );
-        s.append({
-          t: "message",
-          epoch: epoch(),
-          json: toolMessageJson(call.id, result.content),
-          at: Date.now(),
-          tool: {
-            decision: decisionName(decided.decision),
-            rule: decided.rule,
-            is_error: result.isError,
-            ...(result.proposal ? { proposal_id: result.proposal.id, proposal_state: result.proposal.state } : {}),
-          },
+        s.recordToolResult(call.id, result.content, {
+          decision: decisionName(decided.decision),
+          rule: decided.rule,
+          is_error: result.isError,
+          ...(result.proposal ? { proposal_id: result.proposal.id, proposal_state: result.proposal.state } : {}),
         });
         publish({
           case: "toolResult",
@@ -260,17 +252,8 @@ export async function runTurn(
     out.finishReason === "cancelled"
       ? "cancelled: the operator cancelled the turn before this tool call ran."
       : `not run: the turn ended (${out.finishReason}) before this tool call ran.`;
-  answerOpenToolCalls(s, closing);
-  s.append({
-    t: "turn_end",
-    turn,
-    reason: out.finishReason,
-    at: Date.now(),
-    cache_n: out.cacheN,
-    prompt_n: out.promptN,
-    predicted_n: out.predictedN,
-    context_tokens: s.state.contextTokens,
-  });
+  s.answerOpenToolCalls(closing);
+  s.recordTurnEnd(turn, out.finishReason, out);
   if (out.error) {
     publish({ case: "turnFailed", value: { code: out.error.codeName, message: out.error.message } });
   } else {

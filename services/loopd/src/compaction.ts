@@ -5,7 +5,7 @@ import { epochMessages, lastAssistantIndex, type SessionState, type StoredMessag
 import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf } from "./folds.js";
 import { clippedTranscript, needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
 import { systemMessageJson, userMessageJson } from "./messages.js";
-import type { Session } from "./session-store.js";
+import type { Session } from "./session.js";
 import { blobRefs } from "./prepass/index.js";
 import { bytesPerToken, isMeasured, tokensOf } from "./token-counts.js";
 
@@ -151,19 +151,10 @@ export class Compactor {
       const block = foldBlock(foldCount(carried) + 1, st.epoch.epoch, folded.length, summary, blobs);
       folds = carried ? `${carried}\n\n${block}` : block;
     }
-    const epoch = st.epoch.epoch + 1;
-    const at = Date.now();
-    s.append({
-      t: "epoch",
-      epoch,
-      system_json: folds ? compactedSystemJson(this.promptNow(), folds) : st.epoch.systemJson,
-      tools_json: st.epoch.toolsJson,
-      summary_of_seq: s.log.length,
-      at,
-    });
-    for (const json of keptJson) s.append({ t: "message", epoch, json, at, carried: true });
-    // Unknown until the server reads the new epoch.
-    st.contextTokens = 0;
+    const epoch = s.recordCompaction(
+      folds ? compactedSystemJson(this.promptNow(), folds) : st.epoch.systemJson,
+      keptJson,
+    );
     const out: CompactResult = {
       epoch,
       reason,

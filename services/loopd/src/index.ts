@@ -2,6 +2,7 @@ export * from "./config.js";
 export * from "./budgets.js";
 export * from "./session-log.js";
 export * from "./session-state.js";
+export * from "./session.js";
 export * from "./session-store.js";
 export * from "./replay.js";
 export * from "./agent-loop.js";

@@ -14,7 +14,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
 import { summarize, type SessionSummary } from "./session-index.js";
-import type { Session, SessionStore } from "./session-store.js";
+import type { SessionStore } from "./session-store.js";
+import type { Session } from "./session.js";
 import type { SessionRoleName } from "./session-log.js";
 import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
 
@@ -144,7 +145,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     async archiveSession(req) {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
-      if (!s.state.archived) s.append({ t: "archived", at: Date.now() });
+      s.recordArchived();
       runner.pinBlobs(s); // an archived session pins nothing
       return sessionInfo(s);
     },
@@ -159,7 +160,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       const title = req.title.replace(/\s+/g, " ").trim();
       if (!title) throw invalidArgument("a session title cannot be empty");
-      if (title !== s.state.title) s.append({ t: "renamed", title, at: Date.now() });
+      s.recordRenamed(title);
       return sessionInfo(s);
     },
 
@@ -177,11 +178,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       // The model must not build on a file it believes it wrote: its next turn is told.
       if (undone.length) {
         const what = undone.map((r) => `${r.change?.tool} of ${r.change?.path} (${r.result})`).join("; ");
-        s.append({
-          t: "note",
-          text: `The operator undid ${undone.length === 1 ? "your change" : `${undone.length} of your changes`}: ${what}. Those files are back to their content before your change; read them again before relying on them.`,
-          at: Date.now(),
-        });
+        s.recordNote(
+          `The operator undid ${undone.length === 1 ? "your change" : `${undone.length} of your changes`}: ${what}. Those files are back to their content before your change; read them again before relying on them.`,
+        );
       }
       return res;
     },
@@ -190,8 +189,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const res = await d.broker.decideProposal(req, { signal: ctx.signal });
       const p = res.proposal;
       // A turn that stopped waiting still deserves to know: its session's next turn is told.
-      if (p && !runner.approvals.decided(p))
-        store.get(p.sessionId)?.append({ t: "note", text: lateDecisionNote(p), at: Date.now() });
+      if (p && !runner.approvals.decided(p)) store.get(p.sessionId)?.recordNote(lateDecisionNote(p));
       return res;
     },
 

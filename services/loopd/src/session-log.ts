@@ -15,8 +15,18 @@ export type LogRecord =
   /**
    * `carried`: an earlier epoch's message repeated verbatim at the start of a new epoch by compaction.
    * `tool`: for a tool result, how the call was decided (kept beside the message, never sent).
+   * `context_tokens`: for a model response, what the slot held after it (the server's count); logs
+   * written before it was kept here have it on the turn's end only.
    */
-  | { t: "message"; epoch: number; json: string; at: number; carried?: true; tool?: ToolMeta }
+  | {
+      t: "message";
+      epoch: number;
+      json: string;
+      at: number;
+      carried?: true;
+      tool?: ToolMeta;
+      context_tokens?: number;
+    }
   | { t: "turn_start"; turn: number; at: number }
   | {
       t: "turn_end";

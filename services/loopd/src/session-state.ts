@@ -70,6 +70,8 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       break;
     case "epoch":
       s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
+      // Unknown until the server reads the new epoch.
+      s.contextTokens = 0;
       break;
     case "message":
       s.history.push({
@@ -79,6 +81,7 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
         ...(r.carried ? { carried: r.carried } : {}),
         ...(r.tool ? { tool: r.tool } : {}),
       });
+      if (r.context_tokens !== undefined) s.contextTokens = r.context_tokens;
       break;
     case "turn_start":
       s.turn = r.turn;
@@ -103,6 +106,26 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       s.title = r.title;
       break;
   }
+}
+
+/**
+ * What a damaged log can still show: the records before the damage (or, when
+ * even those do not make a session, only its id and time), titled with what
+ * is wrong, and never running.
+ */
+export function quarantinedState(
+  validPrefix: readonly LogRecord[],
+  why: string,
+  fallback: () => { id: string; at: number },
+): SessionState {
+  let s: SessionState;
+  try {
+    s = foldRecords(validPrefix);
+  } catch {
+    const { id, at } = fallback();
+    s = foldRecords([{ t: "session", id, role: "main", title: "", parent_id: "", slot: 0, at }]);
+  }
+  return { ...s, title: `[damaged, read-only: ${why}]${s.title ? ` ${s.title}` : ""}`, turnOpen: false };
 }
 
 /** Messages of the current epoch, in order. */

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolDecision } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "../src/agent-loop.js";
-import { SessionStore, type Session } from "../src/session-store.js";
+import { SessionStore } from "../src/session-store.js";
+import type { Session } from "../src/session.js";
 import { SessionLog } from "../src/session-log.js";
 import { foldRecords } from "../src/session-state.js";
 import { buildMessagesJson, unansweredToolCalls } from "../src/epoch-view.js";
