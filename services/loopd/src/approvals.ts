@@ -1,5 +1,5 @@
 import type { Proposal } from "@boxmaker/common";
-import type { ToolOutcome } from "./agent-loop.js";
+import type { ToolOutcome } from "./tool-dispatch.js";
 
 /**
  * Turns waiting on a person's decision about a staged proposal. Decisions

@@ -7,7 +7,9 @@ import {
   type InferService,
   type Logger,
 } from "@boxmaker/common";
-import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnResult } from "./agent-loop.js";
+import { runTurn, type LoopDeps } from "./agent-loop.js";
+import type { ToolOutcome } from "./tool-dispatch.js";
+import { abandonedTurnEvent, turnEndEvent, type TurnResult } from "./turn-end.js";
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
@@ -18,10 +20,10 @@ import type { SessionStore } from "./session-store.js";
 import type { Session } from "./session.js";
 import { SlotScheduler } from "./slot-scheduler.js";
 import { ApprovalWaits } from "./approvals.js";
+import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
 import { epochBlobRefs } from "./epoch-view.js";
-import { cutForPerson } from "./error-text.js";
 import { BlobHashMismatchError, TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
@@ -217,9 +219,16 @@ export class SessionRunner {
     return true;
   }
 
+  /**
+   * A turn on the session's slot, waiting in line for it. The one place a
+   * turn's end is announced: turn_done or turn_failed, however it ended.
+   */
   private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnResult> {
     const slot = s.state.slot;
     let release: (() => void) | undefined;
+    let result: TurnResult | undefined;
+    let end: EventBody;
+    let failure: { err: unknown } | undefined;
     try {
       release = await this.slots.acquire(slot, s.id, signal, (w) =>
         s.events.publish({
@@ -228,27 +237,27 @@ export class SessionRunner {
         }),
       );
       await this.parking.arrive(slot, s.id, signal);
-      const out = await runTurn(s, text, limits, this.loopDeps, signal);
-      this.pinBlobs(s);
-      return out;
+      result = await runTurn(s, text, limits, this.loopDeps, signal);
+      end = turnEndEvent(result);
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
-      const message = messageOf(err);
       const cancelled = signal.aborted;
-      this.d.log.warn({ session: s.id, err: message }, cancelled ? "turn cancelled before it ran" : "turn failed");
-      if (cancelled) {
-        s.events.publish({
-          case: "turnDone",
-          value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "" },
-        });
-      } else {
-        const e = turnError(err);
-        s.events.publish({ case: "turnFailed", value: { code: e.codeName, message: cutForPerson(e.message) } });
-      }
-      throw err;
+      this.d.log.warn(
+        { session: s.id, err: messageOf(err) },
+        cancelled ? "turn cancelled before it ran" : "turn failed",
+      );
+      end = abandonedTurnEvent(err, cancelled);
+      failure = { err };
+    }
+    // The one place a turn's end is announced, however the turn ended; the slot is still held.
+    try {
+      s.events.publish(end);
     } finally {
       release?.();
     }
+    if (failure) throw failure.err;
+    this.pinBlobs(s);
+    return result!;
   }
 
   private async spawnAgent(args: Record<string, unknown>, parent: Session, signal: AbortSignal): Promise<ToolOutcome> {
