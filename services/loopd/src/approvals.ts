@@ -68,7 +68,7 @@ export function lateDecisionNote(p: Proposal): string {
   }
 }
 
-export function outcomeOf(p: Proposal): ToolOutcome {
+function outcomeOf(p: Proposal): ToolOutcome {
   switch (p.state) {
     case "applied":
       return {

@@ -31,7 +31,7 @@ const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
   scheduled: SessionRole.SCHEDULED,
 };
 
-export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
+function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
   return summaryInfo(summarize(s.state), s);
 }
 

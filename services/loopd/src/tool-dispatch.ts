@@ -17,7 +17,7 @@ export interface ToolOutcome {
 }
 
 /** A tool loopd runs itself (spawn_agent), once brokerd's policy lets it. */
-export type LocalTool = (args: Record<string, unknown>, s: Session, signal: AbortSignal) => Promise<ToolOutcome>;
+type LocalTool = (args: Record<string, unknown>, s: Session, signal: AbortSignal) => Promise<ToolOutcome>;
 
 /** What dispatching a call talks to; tests pass fakes, the daemon passes gRPC clients. */
 export interface ToolDeps {
@@ -73,10 +73,7 @@ export async function runToolCall(
  * off by max_tokens is named as such: the model must make it again, shorter.
  * (Replay sends such a call with `{}` as its arguments, see replay.ts.)
  */
-export function badArgumentsResult(
-  call: Pick<ToolCall, "name" | "arguments" | "parseError">,
-  cutOffAt: number,
-): string {
+function badArgumentsResult(call: Pick<ToolCall, "name" | "arguments" | "parseError">, cutOffAt: number): string {
   if (cutOffAt) {
     return (
       `error: ${call.name} was not run: your reply reached its limit of ${cutOffAt} tokens before the call's arguments were complete ` +

@@ -19,8 +19,12 @@ describe("SlotScheduler", () => {
     const releaseA = await q.acquire(0, "a", live());
     const waits: Record<string, SlotWait[]> = { b: [], c: [] };
     const order: string[] = [];
-    const b = q.acquire(0, "b", live(), (w) => waits.b!.push(w)).then((r) => (order.push("b"), r));
-    const c = q.acquire(0, "c", live(), (w) => waits.c!.push(w)).then((r) => (order.push("c"), r));
+    const granted = (id: string) => (release: () => void) => {
+      order.push(id);
+      return release;
+    };
+    const b = q.acquire(0, "b", live(), (w) => waits.b!.push(w)).then(granted("b"));
+    const c = q.acquire(0, "c", live(), (w) => waits.c!.push(w)).then(granted("c"));
     expect(q.queued(0)).toEqual(["b", "c"]);
     expect(waits.b).toEqual([{ slot: 0, position: 1, heldBy: "a" }]);
     expect(waits.c).toEqual([{ slot: 0, position: 2, heldBy: "a" }]);
