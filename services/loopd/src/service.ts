@@ -146,7 +146,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
       s.recordArchived();
-      runner.pinBlobs(s); // an archived session pins nothing
+      runner.blobs.pin(s); // an archived session pins nothing
       return sessionInfo(s);
     },
 

@@ -22,9 +22,8 @@ import { SlotScheduler } from "./slot-scheduler.js";
 import { ApprovalWaits } from "./approvals.js";
 import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
-import { prepass, type PrepassResult } from "./prepass/index.js";
-import { epochBlobRefs } from "./epoch-view.js";
-import { BlobHashMismatchError, TurnCancelled } from "./errors.js";
+import { SessionBlobs } from "./session-blobs.js";
+import { TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
 export interface RunnerDeps {
@@ -45,14 +44,16 @@ export class SessionRunner {
   readonly parking: Parking;
   readonly approvals: ApprovalWaits;
   readonly compactor: Compactor;
+  readonly blobs: SessionBlobs;
   private readonly loopDeps: LoopDeps;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: RunnerDeps) {
     this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
+    this.blobs = new SessionBlobs(d.broker, d.log, d.config.prepass.excerpt_bytes);
     const spill: Spill = async (s, text, threshold, signal) => {
-      const r = await this.spill(s, text, threshold, signal);
+      const r = await this.blobs.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
     };
     this.compactor = new Compactor(
@@ -76,57 +77,10 @@ export class SessionRunner {
       recoverOverflow: async (s, signal) => !!(await this.compactor.recover(s, signal)),
       prepass: (s, text, signal) =>
         d.config.prepass.enabled
-          ? this.spill(s, text, d.config.prepass.threshold_bytes, signal)
+          ? this.blobs.spill(s, text, d.config.prepass.threshold_bytes, signal)
           : Promise.resolve({ text, blocks: [] }),
       afterResponse: (s, final) => this.parking.verify(s.id, final),
     };
-  }
-
-  /**
-   * The pre-pass with its blobs stored: each spilled block goes to brokerd,
-   * which returns the same hash. When brokerd cannot take it, the text goes
-   * on whole (an overflow is then recovered from like any other).
-   */
-  async spill(s: Session, text: string, thresholdBytes: number, signal: AbortSignal): Promise<PrepassResult> {
-    const r = prepass(text, { threshold_bytes: thresholdBytes, excerpt_bytes: this.d.config.prepass.excerpt_bytes });
-    try {
-      for (const b of r.blocks) {
-        const put = await this.d.broker.putBlob({ sessionId: s.id, text: b.text }, { signal, timeoutMs: 30_000 });
-        if (put.sha256 !== b.hash) throw new BlobHashMismatchError(put.sha256, b.hash);
-      }
-    } catch (err) {
-      signal.throwIfAborted();
-      this.d.log.warn(
-        { session: s.id, err: messageOf(err) },
-        "could not spill input to the blob store; sending it whole",
-      );
-      return { text, blocks: [] };
-    }
-    if (r.blocks.length) {
-      this.d.log.info(
-        {
-          session: s.id,
-          blocks: r.blocks.map((b) => ({
-            blob: b.hash,
-            kind: b.kind,
-            bytes: b.bytes,
-            shown_bytes: b.shownBytes,
-            form: b.form,
-          })),
-        },
-        "input spilled to the blob store",
-      );
-    }
-    return r;
-  }
-
-  /** Pins the blobs the session's current epoch names, so the store never evicts them; best effort. */
-  pinBlobs(s: Session): void {
-    const st = s.state;
-    const refs = st.archived ? [] : epochBlobRefs(st);
-    this.d.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
-      this.d.log.debug({ session: s.id, err: messageOf(err) }, "could not pin blobs");
-    });
   }
 
   /** Folds a session now (`boxmaker compact`), on its slot like a turn. */
@@ -141,7 +95,7 @@ export class SessionRunner {
       release = await this.slots.acquire(s.state.slot, s.id, ac.signal, () => undefined);
       await this.parking.arrive(s.state.slot, s.id, ac.signal);
       const r = await this.compactor.compact(s, ac.signal, "request");
-      this.pinBlobs(s);
+      this.blobs.pin(s);
       return r;
     } finally {
       release?.();
@@ -256,7 +210,7 @@ export class SessionRunner {
       release?.();
     }
     if (failure) throw failure.err;
-    this.pinBlobs(s);
+    this.blobs.pin(s);
     return result!;
   }
 
