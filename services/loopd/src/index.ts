@@ -6,6 +6,8 @@ export * from "./session.js";
 export * from "./session-store.js";
 export * from "./replay.js";
 export * from "./agent-loop.js";
+export * from "./tool-dispatch.js";
+export * from "./turn-end.js";
 export * from "./slot-scheduler.js";
 export * from "./parking.js";
 export * from "./schedules.js";
