@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ToolDecision } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "../src/agent-loop.js";
 import { SessionStore } from "../src/session-store.js";
@@ -190,24 +190,38 @@ describe("agent loop", () => {
   });
 
   it("time spent waiting for a person does not count against the wall-clock budget", async () => {
-    const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
-    const { d } = deps(
-      [
-        { toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
-        { content: "written" },
-      ],
-      broker,
-      {
-        awaitDecision: async (id) => {
-          await new Promise((r) => setTimeout(r, 300));
-          return { isError: false, content: `applied ${id}` };
+    // A clock the test moves: only the person's wait takes time, so the turn's own time is exactly 0.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
+      let asked!: () => void;
+      const personAsked = new Promise<void>((r) => (asked = r));
+      let decide!: () => void;
+      const { d } = deps(
+        [
+          { toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
+          { content: "written" },
+        ],
+        broker,
+        {
+          awaitDecision: async (id) => {
+            asked();
+            await new Promise<void>((r) => (decide = r));
+            return { isError: false, content: `applied ${id}` };
+          },
         },
-      },
-    );
-    const out = await runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
-    expect(out.finishReason).toBe("stop");
-    expect(out.breach).toBeUndefined();
-    expect(out.wallMs).toBeLessThan(150);
+      );
+      const turn = runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
+      await personAsked;
+      vi.advanceTimersByTime(10_000); // the person takes their time; the 150 ms budget must not fire
+      decide();
+      const out = await turn;
+      expect(out.finishReason).toBe("stop");
+      expect(out.breach).toBeUndefined();
+      expect(out.wallMs).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
