@@ -1,6 +1,4 @@
 import {
-  SessionRole,
-  decisionOf,
   invalidArgument,
   toRpcError,
   type BrokerService,
@@ -8,60 +6,13 @@ import {
   type ImplOf,
   type InferService,
   type LoopService,
-  type SessionInfoSchema,
 } from "@boxmaker/common";
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
-import { summarize, type SessionSummary } from "./session-index.js";
 import type { SessionStore } from "./session-store.js";
-import type { Session } from "./session.js";
 import type { SessionRoleName } from "./session-log.js";
-import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
-
-const ROLE_TO_NAME: Record<number, SessionRoleName> = {
-  [SessionRole.UNSPECIFIED]: "main",
-  [SessionRole.MAIN]: "main",
-  [SessionRole.SUBAGENT]: "subagent",
-  [SessionRole.SCHEDULED]: "scheduled",
-};
-const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
-  main: SessionRole.MAIN,
-  subagent: SessionRole.SUBAGENT,
-  scheduled: SessionRole.SCHEDULED,
-};
-
-function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
-  return summaryInfo(summarize(s.state), s);
-}
-
-/** A session as the wire shows it; without `live` (not in memory) it has no running turn and no events yet. */
-function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShape<typeof SessionInfoSchema> {
-  const state = sm.archived
-    ? "archived"
-    : live?.running
-      ? "running"
-      : sm.lastTurnEnd === "interrupted"
-        ? "interrupted"
-        : "idle";
-  return {
-    id: sm.id,
-    role: NAME_TO_ROLE[sm.role],
-    title: sm.title,
-    epoch: sm.epoch,
-    slot: sm.slot,
-    state,
-    messages: sm.messages,
-    createdUnixMs: BigInt(sm.createdAt),
-    updatedUnixMs: BigInt(sm.updatedAt),
-    parentId: sm.parentId,
-    contextTokens: sm.contextTokens,
-    turns: sm.turn,
-    turnStartedSeq: BigInt(live?.turnStartedSeq ?? 0),
-    lastEventSeq: BigInt(live?.events.lastSeq ?? 0),
-    instructionsFile: sm.instructionsFile,
-  };
-}
+import type { Schedules } from "./schedules.js";
+import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
 export interface LoopServiceDeps {
   runner: SessionRunner;
@@ -77,7 +28,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
   const { runner, store } = d;
   return {
     async createSession(req) {
-      const s = await runner.create(ROLE_TO_NAME[req.role] ?? "main", req.title, req.parentId);
+      const s = await runner.create(roleName(req.role), req.title, req.parentId);
       return sessionInfo(s);
     },
 
@@ -119,22 +70,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       return {
         session: sessionInfo(s),
-        messages: s.state.history
-          .filter((m) => !m.carried)
-          .map((m) => ({
-            messageJson: m.json,
-            epoch: m.epoch,
-            atUnixMs: BigInt(m.at),
-            ...(m.tool
-              ? {
-                  decision: decisionOf(m.tool.decision),
-                  rule: m.tool.rule,
-                  isError: m.tool.is_error,
-                  proposalId: m.tool.proposal_id ?? "",
-                  proposalState: m.tool.proposal_state ?? "",
-                }
-              : {}),
-          })),
+        messages: s.state.history.filter((m) => !m.carried).map(historyMessage),
       };
     },
 
@@ -235,10 +171,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     async addSchedule(req) {
-      return toSchedule(d.schedules.add(req.cron, req.prompt));
+      return scheduleInfo(d.schedules.add(req.cron, req.prompt));
     },
     async listSchedules() {
-      return { schedules: d.schedules.list().map(toSchedule) };
+      return { schedules: d.schedules.list().map(scheduleInfo) };
     },
     async removeSchedule(req) {
       return { removed: d.schedules.remove(req.id) };
@@ -250,17 +186,5 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       runner.start(s.id, sch.prompt).catch(() => undefined); // reported as a turn_failed event
       return sessionInfo(s);
     },
-  };
-}
-
-function toSchedule(s: ScheduleState) {
-  return {
-    id: s.id,
-    cron: s.cron,
-    prompt: s.prompt,
-    // 0 before the first run (the CLI shows "never"), not the creation time the clock counts from.
-    lastRunUnixMs: BigInt(s.ranMs ?? 0),
-    nextRunUnixMs: BigInt(nextRun(s.cron, Date.now())),
-    missedRuns: s.missedRuns,
   };
 }
