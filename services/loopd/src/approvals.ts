@@ -1,5 +1,5 @@
 import type { Proposal } from "@boxmaker/common";
-import type { ToolOutcome } from "./agent-loop.js";
+import type { ToolOutcome } from "./tool-dispatch.js";
 
 /**
  * Turns waiting on a person's decision about a staged proposal. Decisions
@@ -68,7 +68,7 @@ export function lateDecisionNote(p: Proposal): string {
   }
 }
 
-export function outcomeOf(p: Proposal): ToolOutcome {
+function outcomeOf(p: Proposal): ToolOutcome {
   switch (p.state) {
     case "applied":
       return {

@@ -1,10 +1,11 @@
 import type { ClientOf, InferService, Logger } from "@boxmaker/common";
-import { RpcError, Status } from "@boxmaker/common";
-import { replayJson } from "./replay.js";
+import { EmptySummaryError } from "./errors.js";
 import { buildMessagesJson } from "./epoch-view.js";
-import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
+import { epochMessages, lastAssistantIndex, type SessionState, type StoredMessage } from "./session-state.js";
+import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf } from "./folds.js";
+import { clippedTranscript, needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
 import { systemMessageJson, userMessageJson } from "./messages.js";
-import type { Session } from "./session-store.js";
+import type { Session } from "./session.js";
 import { blobRefs } from "./prepass/index.js";
 import { bytesPerToken, isMeasured, tokensOf } from "./token-counts.js";
 
@@ -14,7 +15,7 @@ export interface CompactionSettings {
   keep_recent_messages: number;
 }
 
-export const SUMMARY_REQUEST =
+const SUMMARY_REQUEST =
   "[Boxmaker compaction] The conversation is about to outgrow the context window. Write a concise summary of " +
   "everything above that you will need to continue: the task, decisions, facts learned, file paths, blob pointers " +
   "(blob:sha256:…) and open questions. Quote exact values; do not call tools.";
@@ -23,95 +24,6 @@ const SUMMARY_REQUEST_AFTER_FOLDS =
   "[Boxmaker compaction] The conversation is about to outgrow the context window. The summary in the system prompt " +
   "is kept as it is. Write a concise summary of only the conversation after it: the task, decisions, facts learned, " +
   "file paths, blob pointers (blob:sha256:…) and open questions. Quote exact values; do not call tools.";
-
-export const FOLD_HEADING = "## Summary of the earlier conversation";
-
-/** Roughly how many tokens a JSON message text adds at 3 bytes per token (before the server has counted anything). */
-export const estimateTokens = (json: string) => Math.ceil(Buffer.byteLength(json) / 3) + 8;
-
-/**
- * Whether the next request might overflow: what the slot held after the last
- * response (the server's own count) plus what was appended since (at the
- * session's measured bytes per token), plus room for the answer.
- */
-export function needsCompaction(
-  contextTokens: number,
-  appendedSince: readonly StoredMessage[],
-  maxTokens: number,
-  nCtx: number,
-  threshold: number,
-  tokens: (json: string) => number = estimateTokens,
-): boolean {
-  if (!nCtx) return false;
-  const next = contextTokens + appendedSince.reduce((a, m) => a + tokens(m.json), 0);
-  return next + Math.min(maxTokens, nCtx / 4) > nCtx * threshold;
-}
-
-/**
- * The messages kept verbatim in the new epoch: the most recent ones, starting
- * at a user message so no tool result is separated from its call.
- */
-export function recentToKeep(messages: readonly StoredMessage[], keep: number): StoredMessage[] {
-  const roles = messages.map((m) => (JSON.parse(m.json) as { role?: string }).role);
-  const lastUser = roles.lastIndexOf("user");
-  let start = Math.max(0, messages.length - keep);
-  while (start < messages.length && roles[start] !== "user") start++;
-  // The running turn is never cut: its question must survive into the new epoch.
-  if (lastUser >= 0) start = Math.min(start, lastUser);
-  return messages.slice(start);
-}
-
-export function compactedSystemJson(systemPrompt: string, summary: string): string {
-  return systemMessageJson(`${systemPrompt}\n\n${FOLD_HEADING}\n${summary}`);
-}
-
-/** The folds an epoch's system message carries (everything after the heading), verbatim; "" when none. */
-export function foldsOf(systemJson: string): string {
-  const content = (JSON.parse(systemJson) as { content?: unknown }).content;
-  if (typeof content !== "string") return "";
-  const i = content.indexOf(`\n${FOLD_HEADING}\n`);
-  return i < 0 ? "" : content.slice(i + FOLD_HEADING.length + 2);
-}
-
-/** How many folds a text holds. */
-export const foldCount = (folds: string) => (folds.match(/^\[Boxmaker fold \d+:/gm) ?? []).length;
-
-/**
- * One fold: the summary of some turns in a marked block, with the blobs those
- * turns referenced listed again so their pointers outlive the turns.
- */
-export function foldBlock(
-  n: number,
-  epoch: number,
-  messages: number,
-  summary: string,
-  blobs: readonly string[],
-): string {
-  const lines = [`[Boxmaker fold ${n}: ${messages} messages of epoch ${epoch}]`, summary.trim()];
-  if (blobs.length) lines.push(`Blobs these turns referenced (read_blob / grep_blob): ${blobs.join(" ")}`);
-  lines.push(`[end of fold ${n}]`);
-  return lines.join("\n");
-}
-
-/**
- * Earlier folds are carried verbatim while they take at most `maxBytes`; past
- * that, the oldest folds keep only their header and blob list (their turns
- * stay in the session log), so the carried text never crowds out the context.
- */
-export function boundFolds(folds: string, maxBytes: number): string {
-  if (!folds || !maxBytes || Buffer.byteLength(folds) <= maxBytes) return folds;
-  const blocks = folds.split(/\n\n(?=\[Boxmaker fold \d+:)/);
-  for (let i = 0; i < blocks.length - 1 && Buffer.byteLength(blocks.join("\n\n")) > maxBytes; i++) {
-    const lines = blocks[i]!.split("\n");
-    if (lines.length <= 2) continue;
-    const kept = [lines[0]!, "(summary dropped to make room; these turns are in the session log)"];
-    const blobs = lines.find((l) => l.startsWith("Blobs these turns referenced"));
-    if (blobs) kept.push(blobs);
-    kept.push(lines.at(-1)!);
-    blocks[i] = kept.join("\n");
-  }
-  return blocks.join("\n\n");
-}
 
 export interface CompactResult {
   epoch: number;
@@ -210,7 +122,7 @@ export class Compactor {
     const keptJson: string[] = [];
     const spillAbove =
       (reason === "overflow" || reason === "large") && nCtx
-        ? Math.max(2_048, Math.floor((nCtx * bytesPerToken(st)) / 4))
+        ? Math.max(2_048, quarterContextBytes(nCtx, bytesPerToken(st)))
         : 0;
     for (const m of kept) {
       let json = m.json;
@@ -229,7 +141,7 @@ export class Compactor {
     }
     if (folded.length === 0 && spilled === 0) return undefined;
 
-    const carried = boundFolds(foldsOf(st.epoch.systemJson), nCtx ? Math.floor((nCtx * bytesPerToken(st)) / 4) : 0);
+    const carried = boundFolds(foldsOf(st.epoch.systemJson), nCtx ? quarterContextBytes(nCtx, bytesPerToken(st)) : 0);
     let folds = carried;
     let summaryBytes = 0;
     if (folded.length) {
@@ -239,19 +151,10 @@ export class Compactor {
       const block = foldBlock(foldCount(carried) + 1, st.epoch.epoch, folded.length, summary, blobs);
       folds = carried ? `${carried}\n\n${block}` : block;
     }
-    const epoch = st.epoch.epoch + 1;
-    const at = Date.now();
-    s.append({
-      t: "epoch",
-      epoch,
-      system_json: folds ? compactedSystemJson(this.promptNow(), folds) : st.epoch.systemJson,
-      tools_json: st.epoch.toolsJson,
-      summary_of_seq: s.log.length,
-      at,
-    });
-    for (const json of keptJson) s.append({ t: "message", epoch, json, at, carried: true });
-    // Unknown until the server reads the new epoch.
-    st.contextTokens = 0;
+    const epoch = s.recordCompaction(
+      folds ? compactedSystemJson(this.promptNow(), folds) : st.epoch.systemJson,
+      keptJson,
+    );
     const out: CompactResult = {
       epoch,
       reason,
@@ -286,20 +189,7 @@ export class Compactor {
       messagesJson = `${base.slice(0, -1)},${userMessageJson(request)}]`;
     } else {
       // A transcript of the turns to fold, clipped to half the context.
-      const budget = Math.floor((nCtx * bytesPerToken(st)) / 2);
-      const per = Math.max(400, Math.floor(budget / Math.max(1, folded.length)));
-      const lines: string[] = [];
-      let used = 0;
-      for (const m of folded) {
-        const msg = JSON.parse(replayJson(m)) as { role?: string; content?: unknown; tool_calls?: unknown };
-        let text = typeof msg.content === "string" ? msg.content : JSON.stringify(msg.content ?? "");
-        if (msg.tool_calls) text += ` [tool calls: ${JSON.stringify(msg.tool_calls)}]`;
-        if (text.length > per) text = `${text.slice(0, per / 2)} […] ${text.slice(-per / 2)}`;
-        const line = `${msg.role}: ${text}`;
-        if (used + line.length > budget) break;
-        lines.push(line);
-        used += line.length;
-      }
+      const lines = clippedTranscript(folded, Math.floor((nCtx * bytesPerToken(st)) / 2));
       const earlier = carried ? `Earlier summary (kept as it is, do not repeat it):\n${carried}\n\n` : "";
       messagesJson = `[${systemMessageJson(this.promptNow())},${userMessageJson(
         `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
@@ -320,14 +210,7 @@ export class Compactor {
     )) {
       if (ev.event.case === "final") text = ev.event.value.content;
     }
-    if (!text.trim()) throw new RpcError(Status.INTERNAL, "compaction failed: the model returned an empty summary");
+    if (!text.trim()) throw new EmptySummaryError();
     return text.trim();
   }
-}
-
-export function lastAssistantIndex(messages: readonly StoredMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if ((JSON.parse(messages[i]!.json) as { role?: string }).role === "assistant") return i;
-  }
-  return -1;
 }

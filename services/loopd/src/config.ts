@@ -1,6 +1,6 @@
 import { logLevelSchema, type ConfigSchema, type LogLevel } from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
-import type { SlotMap } from "./slot-pinning.js";
+import type { SlotMap } from "./slot-scheduler.js";
 import type { InstructionsConfig } from "./project-instructions.js";
 
 export interface ScheduleConfig {

@@ -2,6 +2,7 @@ import {
   RpcError,
   SlotActionKind,
   Status,
+  messageOf,
   type ClientOf,
   type FinalMessage,
   type InferService,
@@ -77,7 +78,7 @@ export class Parking {
         );
         return;
       }
-      this.log.warn({ slot, session: sessionId, err: (err as Error).message }, "could not park session cache");
+      this.log.warn({ slot, session: sessionId, err: messageOf(err) }, "could not park session cache");
     }
   }
 
@@ -91,7 +92,7 @@ export class Parking {
       this.expected.set(sessionId, r.tokens);
       this.log.info({ slot, session: sessionId, tokens: r.tokens, ms: r.ms }, "restored session cache");
     } catch (err) {
-      this.log.warn({ slot, session: sessionId, err: (err as Error).message }, "could not restore session cache");
+      this.log.warn({ slot, session: sessionId, err: messageOf(err) }, "could not restore session cache");
     }
   }
 

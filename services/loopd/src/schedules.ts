@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { CronExpressionParser } from "cron-parser";
-import { atomicWrite, invalidArgument, notFound, type Logger } from "@boxmaker/common";
+import { atomicWrite, invalidArgument, messageOf, notFound, type Logger } from "@boxmaker/common";
 import type { ScheduleConfig } from "./config.js";
 
 export interface ScheduleState extends ScheduleConfig {
@@ -45,7 +45,7 @@ export function validateCron(cron: string): void {
   try {
     CronExpressionParser.parse(cron);
   } catch (err) {
-    throw invalidArgument(`not a cron expression: "${cron}" (${(err as Error).message})`);
+    throw invalidArgument(`not a cron expression: "${cron}" (${messageOf(err)})`);
   }
 }
 
@@ -175,9 +175,7 @@ export class Schedules {
       s.ranMs = now;
       this.running.add(s.id);
       this.start(s)
-        .catch((err: unknown) =>
-          this.log.error({ schedule: s.id, err: (err as Error).message }, "scheduled run failed"),
-        )
+        .catch((err: unknown) => this.log.error({ schedule: s.id, err: messageOf(err) }, "scheduled run failed"))
         .finally(() => this.running.delete(s.id));
     }
     this.persist();

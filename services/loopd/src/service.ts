@@ -1,6 +1,4 @@
 import {
-  SessionRole,
-  ToolDecision,
   invalidArgument,
   toRpcError,
   type BrokerService,
@@ -8,66 +6,13 @@ import {
   type ImplOf,
   type InferService,
   type LoopService,
-  type SessionInfoSchema,
 } from "@boxmaker/common";
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
-import { summarize, type SessionSummary } from "./session-index.js";
-import type { Session, SessionStore } from "./session-store.js";
-import type { SessionRoleName, ToolMeta } from "./session-log.js";
-import { nextRun, type ScheduleState, type Schedules } from "./schedules.js";
-
-const ROLE_TO_NAME: Record<number, SessionRoleName> = {
-  [SessionRole.UNSPECIFIED]: "main",
-  [SessionRole.MAIN]: "main",
-  [SessionRole.SUBAGENT]: "subagent",
-  [SessionRole.SCHEDULED]: "scheduled",
-};
-const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
-  main: SessionRole.MAIN,
-  subagent: SessionRole.SUBAGENT,
-  scheduled: SessionRole.SCHEDULED,
-};
-
-const DECISION_OF: Record<ToolMeta["decision"], ToolDecision> = {
-  allowed: ToolDecision.ALLOWED,
-  denied: ToolDecision.DENIED,
-  staged: ToolDecision.STAGED,
-  none: ToolDecision.UNSPECIFIED,
-};
-
-export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
-  return summaryInfo(summarize(s.state), s);
-}
-
-/** A session as the wire shows it; without `live` (not in memory) it has no running turn and no events yet. */
-function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShape<typeof SessionInfoSchema> {
-  const state = sm.archived
-    ? "archived"
-    : live?.running
-      ? "running"
-      : sm.lastTurnEnd === "interrupted"
-        ? "interrupted"
-        : "idle";
-  return {
-    id: sm.id,
-    role: NAME_TO_ROLE[sm.role],
-    title: sm.title,
-    epoch: sm.epoch,
-    slot: sm.slot,
-    state,
-    messages: sm.messages,
-    createdUnixMs: BigInt(sm.createdAt),
-    updatedUnixMs: BigInt(sm.updatedAt),
-    parentId: sm.parentId,
-    contextTokens: sm.contextTokens,
-    turns: sm.turn,
-    turnStartedSeq: BigInt(live?.turnStartedSeq ?? 0),
-    lastEventSeq: BigInt(live?.events.lastSeq ?? 0),
-    instructionsFile: sm.instructionsFile,
-  };
-}
+import type { SessionStore } from "./session-store.js";
+import type { SessionRoleName } from "./session-log.js";
+import type { Schedules } from "./schedules.js";
+import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
 export interface LoopServiceDeps {
   runner: SessionRunner;
@@ -83,7 +28,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
   const { runner, store } = d;
   return {
     async createSession(req) {
-      const s = await runner.create(ROLE_TO_NAME[req.role] ?? "main", req.title, req.parentId);
+      const s = await runner.create(roleName(req.role), req.title, req.parentId);
       return sessionInfo(s);
     },
 
@@ -125,22 +70,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       return {
         session: sessionInfo(s),
-        messages: s.state.history
-          .filter((m) => !m.carried)
-          .map((m) => ({
-            messageJson: m.json,
-            epoch: m.epoch,
-            atUnixMs: BigInt(m.at),
-            ...(m.tool
-              ? {
-                  decision: DECISION_OF[m.tool.decision],
-                  rule: m.tool.rule,
-                  isError: m.tool.is_error,
-                  proposalId: m.tool.proposal_id ?? "",
-                  proposalState: m.tool.proposal_state ?? "",
-                }
-              : {}),
-          })),
+        messages: s.state.history.filter((m) => !m.carried).map(historyMessage),
       };
     },
 
@@ -151,8 +81,8 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     async archiveSession(req) {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
-      if (!s.state.archived) s.append({ t: "archived", at: Date.now() });
-      runner.pinBlobs(s); // an archived session pins nothing
+      s.recordArchived();
+      runner.blobs.pin(s); // an archived session pins nothing
       return sessionInfo(s);
     },
 
@@ -166,7 +96,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       const title = req.title.replace(/\s+/g, " ").trim();
       if (!title) throw invalidArgument("a session title cannot be empty");
-      if (title !== s.state.title) s.append({ t: "renamed", title, at: Date.now() });
+      s.recordRenamed(title);
       return sessionInfo(s);
     },
 
@@ -184,11 +114,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       // The model must not build on a file it believes it wrote: its next turn is told.
       if (undone.length) {
         const what = undone.map((r) => `${r.change?.tool} of ${r.change?.path} (${r.result})`).join("; ");
-        s.append({
-          t: "note",
-          text: `The operator undid ${undone.length === 1 ? "your change" : `${undone.length} of your changes`}: ${what}. Those files are back to their content before your change; read them again before relying on them.`,
-          at: Date.now(),
-        });
+        s.recordNote(
+          `The operator undid ${undone.length === 1 ? "your change" : `${undone.length} of your changes`}: ${what}. Those files are back to their content before your change; read them again before relying on them.`,
+        );
       }
       return res;
     },
@@ -197,8 +125,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const res = await d.broker.decideProposal(req, { signal: ctx.signal });
       const p = res.proposal;
       // A turn that stopped waiting still deserves to know: its session's next turn is told.
-      if (p && !runner.approvals.decided(p))
-        store.get(p.sessionId)?.append({ t: "note", text: lateDecisionNote(p), at: Date.now() });
+      if (p && !runner.approvals.decided(p)) store.get(p.sessionId)?.recordNote(lateDecisionNote(p));
       return res;
     },
 
@@ -244,10 +171,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     async addSchedule(req) {
-      return toSchedule(d.schedules.add(req.cron, req.prompt));
+      return scheduleInfo(d.schedules.add(req.cron, req.prompt));
     },
     async listSchedules() {
-      return { schedules: d.schedules.list().map(toSchedule) };
+      return { schedules: d.schedules.list().map(scheduleInfo) };
     },
     async removeSchedule(req) {
       return { removed: d.schedules.remove(req.id) };
@@ -259,17 +186,5 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       runner.start(s.id, sch.prompt).catch(() => undefined); // reported as a turn_failed event
       return sessionInfo(s);
     },
-  };
-}
-
-function toSchedule(s: ScheduleState) {
-  return {
-    id: s.id,
-    cron: s.cron,
-    prompt: s.prompt,
-    // 0 before the first run (the CLI shows "never"), not the creation time the clock counts from.
-    lastRunUnixMs: BigInt(s.ranMs ?? 0),
-    nextRunUnixMs: BigInt(nextRun(s.cron, Date.now())),
-    missedRuns: s.missedRuns,
   };
 }

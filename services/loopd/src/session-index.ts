@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
-import { atomicWrite } from "@boxmaker/common";
+import { atomicWrite, messageOf } from "@boxmaker/common";
 import { instructionsFileOf } from "./project-instructions.js";
 import type { SessionState } from "./session-state.js";
 import { unansweredToolCalls } from "./epoch-view.js";
@@ -89,7 +89,7 @@ export class SessionIndex {
       }
       return undefined;
     } catch (err) {
-      return (err as Error).message;
+      return messageOf(err);
     }
   }
 

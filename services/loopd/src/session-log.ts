@@ -1,7 +1,8 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync, existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { createHash } from "node:crypto";
-import { fsyncDir } from "@boxmaker/common";
+import { fsyncDir, messageOf, type DecisionName } from "@boxmaker/common";
+import { LogCorruptError, LogWriteError } from "./errors.js";
 
 /**
  * What a session log holds, one JSON object per line. Messages are kept as
@@ -14,8 +15,18 @@ export type LogRecord =
   /**
    * `carried`: an earlier epoch's message repeated verbatim at the start of a new epoch by compaction.
    * `tool`: for a tool result, how the call was decided (kept beside the message, never sent).
+   * `context_tokens`: for a model response, what the slot held after it (the server's count); logs
+   * written before it was kept here have it on the turn's end only.
    */
-  | { t: "message"; epoch: number; json: string; at: number; carried?: true; tool?: ToolMeta }
+  | {
+      t: "message";
+      epoch: number;
+      json: string;
+      at: number;
+      carried?: true;
+      tool?: ToolMeta;
+      context_tokens?: number;
+    }
   | { t: "turn_start"; turn: number; at: number }
   | {
       t: "turn_end";
@@ -37,7 +48,7 @@ export type SessionRoleName = "main" | "subagent" | "scheduled";
 
 /** The decision behind a tool result, for history; the decision names match the wire's ToolDecision. */
 export interface ToolMeta {
-  decision: "allowed" | "denied" | "staged" | "none";
+  decision: DecisionName;
   rule: string;
   is_error: boolean;
   proposal_id?: string;
@@ -53,26 +64,6 @@ interface Envelope {
 
 const checksum = (seq: number, body: string) =>
   createHash("sha256").update(`${seq}:${body}`).digest("hex").slice(0, 16);
-
-export class LogCorruptError extends Error {
-  override readonly name = "LogCorruptError";
-  constructor(
-    message: string,
-    /** The records before the damage, so the session can still be shown (read-only). */
-    readonly validPrefix: LogRecord[] = [],
-  ) {
-    super(message);
-  }
-}
-
-/** The record was not persisted; nothing was acknowledged and nothing may act on it. */
-export class LogWriteError extends Error {
-  override readonly name = "LogWriteError";
-  /** The errno code behind it (ENOSPC on a full disk). */
-  get code(): string | undefined {
-    return (this.cause as NodeJS.ErrnoException | undefined)?.code;
-  }
-}
 
 export interface LoadResult {
   records: LogRecord[];
@@ -161,7 +152,7 @@ export class SessionLog {
       } catch {
         /* the torn tail is cut on the next open anyway */
       }
-      throw new LogWriteError(`${this.path}: could not persist record: ${(err as Error).message}`, { cause: err });
+      throw new LogWriteError(`${this.path}: could not persist record: ${messageOf(err)}`, { cause: err });
     }
     this.size += bytes.length;
     this.nextSeq++;

@@ -1,25 +1,29 @@
 import {
   failedPrecondition,
+  messageOf,
   notFound,
   type BrokerService,
   type ClientOf,
   type InferService,
   type Logger,
 } from "@boxmaker/common";
-import { runTurn, turnError, type LoopDeps, type ToolOutcome, type TurnOutcome } from "./agent-loop.js";
+import { runTurn, type LoopDeps } from "./agent-loop.js";
+import type { ToolOutcome } from "./tool-dispatch.js";
+import { abandonedTurnEvent, turnEndEvent, type TurnResult } from "./turn-end.js";
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
 import { readInstructions, withInstructions } from "./project-instructions.js";
 import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
-import type { Session, SessionStore } from "./session-store.js";
-import { SlotScheduler } from "./slot-pinning.js";
+import type { SessionStore } from "./session-store.js";
+import type { Session } from "./session.js";
+import { SlotScheduler } from "./slot-scheduler.js";
 import { ApprovalWaits } from "./approvals.js";
+import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
-import { prepass, type PrepassResult } from "./prepass/index.js";
-import { epochBlobRefs } from "./epoch-view.js";
-import { cutForPerson } from "./error-text.js";
+import { SessionBlobs } from "./session-blobs.js";
+import { TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 
 export interface RunnerDeps {
@@ -40,14 +44,16 @@ export class SessionRunner {
   readonly parking: Parking;
   readonly approvals: ApprovalWaits;
   readonly compactor: Compactor;
+  readonly blobs: SessionBlobs;
   private readonly loopDeps: LoopDeps;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: RunnerDeps) {
     this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
+    this.blobs = new SessionBlobs(d.broker, d.log, d.config.prepass.excerpt_bytes);
     const spill: Spill = async (s, text, threshold, signal) => {
-      const r = await this.spill(s, text, threshold, signal);
+      const r = await this.blobs.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
     };
     this.compactor = new Compactor(
@@ -71,57 +77,10 @@ export class SessionRunner {
       recoverOverflow: async (s, signal) => !!(await this.compactor.recover(s, signal)),
       prepass: (s, text, signal) =>
         d.config.prepass.enabled
-          ? this.spill(s, text, d.config.prepass.threshold_bytes, signal)
+          ? this.blobs.spill(s, text, d.config.prepass.threshold_bytes, signal)
           : Promise.resolve({ text, blocks: [] }),
       afterResponse: (s, final) => this.parking.verify(s.id, final),
     };
-  }
-
-  /**
-   * The pre-pass with its blobs stored: each spilled block goes to brokerd,
-   * which returns the same hash. When brokerd cannot take it, the text goes
-   * on whole (an overflow is then recovered from like any other).
-   */
-  async spill(s: Session, text: string, thresholdBytes: number, signal: AbortSignal): Promise<PrepassResult> {
-    const r = prepass(text, { threshold_bytes: thresholdBytes, excerpt_bytes: this.d.config.prepass.excerpt_bytes });
-    try {
-      for (const b of r.blocks) {
-        const put = await this.d.broker.putBlob({ sessionId: s.id, text: b.text }, { signal, timeoutMs: 30_000 });
-        if (put.sha256 !== b.hash) throw new Error(`brokerd stored the block as ${put.sha256}, expected ${b.hash}`);
-      }
-    } catch (err) {
-      signal.throwIfAborted();
-      this.d.log.warn(
-        { session: s.id, err: err instanceof Error ? err.message : String(err) },
-        "could not spill input to the blob store; sending it whole",
-      );
-      return { text, blocks: [] };
-    }
-    if (r.blocks.length) {
-      this.d.log.info(
-        {
-          session: s.id,
-          blocks: r.blocks.map((b) => ({
-            blob: b.hash,
-            kind: b.kind,
-            bytes: b.bytes,
-            shown_bytes: b.shownBytes,
-            form: b.form,
-          })),
-        },
-        "input spilled to the blob store",
-      );
-    }
-    return r;
-  }
-
-  /** Pins the blobs the session's current epoch names, so the store never evicts them; best effort. */
-  pinBlobs(s: Session): void {
-    const st = s.state;
-    const refs = st.archived ? [] : epochBlobRefs(st);
-    this.d.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
-      this.d.log.debug({ session: s.id, err: err instanceof Error ? err.message : String(err) }, "could not pin blobs");
-    });
   }
 
   /** Folds a session now (`boxmaker compact`), on its slot like a turn. */
@@ -136,7 +95,7 @@ export class SessionRunner {
       release = await this.slots.acquire(s.state.slot, s.id, ac.signal, () => undefined);
       await this.parking.arrive(s.state.slot, s.id, ac.signal);
       const r = await this.compactor.compact(s, ac.signal, "request");
-      this.pinBlobs(s);
+      this.blobs.pin(s);
       return r;
     } finally {
       release?.();
@@ -186,7 +145,7 @@ export class SessionRunner {
    * Starts a turn and returns at once; the turn's events go to the session's
    * hub. One turn per session at a time.
    */
-  start(id: string, text: string, budgets?: Partial<BudgetLimits>): Promise<TurnOutcome> {
+  start(id: string, text: string, budgets?: Partial<BudgetLimits>): Promise<TurnResult> {
     const s = this.get(id);
     if (s.state.archived) throw failedPrecondition(`session ${id} is archived`);
     if (s.running) throw failedPrecondition(`session ${id} is already running a turn; wait for it or cancel it`);
@@ -203,20 +162,27 @@ export class SessionRunner {
 
   /** Cancels every running turn and waits until each has closed its records. */
   async drain(reason: string): Promise<void> {
-    for (const s of this.d.store.list()) s.running?.abort(new Error(reason));
+    for (const s of this.d.store.list()) s.running?.abort(new TurnCancelled(reason));
     await Promise.allSettled([...this.inFlight]);
   }
 
   cancel(id: string): boolean {
     const s = this.get(id);
     if (!s.running) return false;
-    s.running.abort(new Error("cancelled by the operator"));
+    s.running.abort(new TurnCancelled("cancelled by the operator"));
     return true;
   }
 
-  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnOutcome> {
+  /**
+   * A turn on the session's slot, waiting in line for it. The one place a
+   * turn's end is announced: turn_done or turn_failed, however it ended.
+   */
+  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnResult> {
     const slot = s.state.slot;
     let release: (() => void) | undefined;
+    let result: TurnResult | undefined;
+    let end: EventBody;
+    let failure: { err: unknown } | undefined;
     try {
       release = await this.slots.acquire(slot, s.id, signal, (w) =>
         s.events.publish({
@@ -225,27 +191,27 @@ export class SessionRunner {
         }),
       );
       await this.parking.arrive(slot, s.id, signal);
-      const out = await runTurn(s, text, limits, this.loopDeps, signal);
-      this.pinBlobs(s);
-      return out;
+      result = await runTurn(s, text, limits, this.loopDeps, signal);
+      end = turnEndEvent(result);
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
-      const message = err instanceof Error ? err.message : String(err);
       const cancelled = signal.aborted;
-      this.d.log.warn({ session: s.id, err: message }, cancelled ? "turn cancelled before it ran" : "turn failed");
-      if (cancelled) {
-        s.events.publish({
-          case: "turnDone",
-          value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "" },
-        });
-      } else {
-        const e = turnError(err);
-        s.events.publish({ case: "turnFailed", value: { code: e.codeName, message: cutForPerson(e.message) } });
-      }
-      throw err;
+      this.d.log.warn(
+        { session: s.id, err: messageOf(err) },
+        cancelled ? "turn cancelled before it ran" : "turn failed",
+      );
+      end = abandonedTurnEvent(err, cancelled);
+      failure = { err };
+    }
+    // The one place a turn's end is announced, however the turn ended; the slot is still held.
+    try {
+      s.events.publish(end);
     } finally {
       release?.();
     }
+    if (failure) throw failure.err;
+    this.blobs.pin(s);
+    return result!;
   }
 
   private async spawnAgent(args: Record<string, unknown>, parent: Session, signal: AbortSignal): Promise<ToolOutcome> {

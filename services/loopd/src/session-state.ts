@@ -1,3 +1,4 @@
+import { LogCorruptError } from "./errors.js";
 import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 
 export interface StoredMessage {
@@ -40,7 +41,7 @@ export interface SessionState {
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
   const head = records[0];
-  if (head?.t !== "session") throw new Error("session log does not start with a session record");
+  if (head?.t !== "session") throw new LogCorruptError("session log does not start with a session record");
   const s: SessionState = {
     id: head.id,
     role: head.role,
@@ -69,6 +70,8 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       break;
     case "epoch":
       s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
+      // Unknown until the server reads the new epoch.
+      s.contextTokens = 0;
       break;
     case "message":
       s.history.push({
@@ -78,6 +81,7 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
         ...(r.carried ? { carried: r.carried } : {}),
         ...(r.tool ? { tool: r.tool } : {}),
       });
+      if (r.context_tokens !== undefined) s.contextTokens = r.context_tokens;
       break;
     case "turn_start":
       s.turn = r.turn;
@@ -104,7 +108,35 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
   }
 }
 
+/**
+ * What a damaged log can still show: the records before the damage (or, when
+ * even those do not make a session, only its id and time), titled with what
+ * is wrong, and never running.
+ */
+export function quarantinedState(
+  validPrefix: readonly LogRecord[],
+  why: string,
+  fallback: () => { id: string; at: number },
+): SessionState {
+  let s: SessionState;
+  try {
+    s = foldRecords(validPrefix);
+  } catch {
+    const { id, at } = fallback();
+    s = foldRecords([{ t: "session", id, role: "main", title: "", parent_id: "", slot: 0, at }]);
+  }
+  return { ...s, title: `[damaged, read-only: ${why}]${s.title ? ` ${s.title}` : ""}`, turnOpen: false };
+}
+
 /** Messages of the current epoch, in order. */
 export function epochMessages(s: SessionState): StoredMessage[] {
   return s.history.filter((m) => m.epoch === s.epoch.epoch);
+}
+
+/** Index of the last assistant message (the model's latest answer), -1 when there is none. */
+export function lastAssistantIndex(messages: readonly StoredMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if ((JSON.parse(messages[i]!.json) as { role?: string }).role === "assistant") return i;
+  }
+  return -1;
 }

@@ -1,54 +1,20 @@
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { failedPrecondition, type Logger } from "@boxmaker/common";
-import { LogCorruptError, SessionLog, type LogRecord, type SessionRoleName } from "./session-log.js";
-import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
-import { unansweredToolCalls } from "./epoch-view.js";
+import { messageOf, type Logger } from "@boxmaker/common";
+import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
+import { SessionLog, type LogRecord } from "./session-log.js";
+import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
 import { EventHub } from "./event-hub.js";
-import { toolMessageJson } from "./messages.js";
+import { Session, type RecordSink, type SessionHeader } from "./session.js";
 import { SessionIndex, summarize, type SessionSummary } from "./session-index.js";
-
-export const INTERRUPTED_RESULT =
-  "interrupted: loopd stopped before this tool call finished; its effect is unknown. Check before repeating it.";
-
-/** One session: its log on disk, the state folded from it, and its live events. */
-export class Session {
-  /** Set while a turn runs, so CancelTurn can reach it. */
-  running: AbortController | undefined;
-  /** Event sequence number of the latest turn_started, so a client can attach from there. */
-  turnStartedSeq = 0;
-
-  constructor(
-    readonly log: SessionLog,
-    readonly state: SessionState,
-    readonly events: EventHub,
-  ) {}
-
-  get id(): string {
-    return this.state.id;
-  }
-
-  /** Persists first, then updates memory: nothing acts on a record that is not on disk. */
-  append(rec: LogRecord): void {
-    this.log.append(rec);
-    applyRecord(this.state, rec);
-  }
-}
 
 function newSessionId(): string {
   // Time first so `ls` of the state directory lists sessions in creation order.
   return `s-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
 }
 
-export interface NewSession {
-  role: SessionRoleName;
-  title: string;
-  parentId: string;
-  slot: number;
-  systemJson: string;
-  toolsJson: string;
-}
+export type NewSession = Omit<SessionHeader, "id">;
 
 /** All sessions, one log file each under `<state_dir>/sessions/`. */
 export class SessionStore {
@@ -115,7 +81,7 @@ export class SessionStore {
     } catch (err) {
       // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
       opened?.log.close();
-      const why = (err as Error).message.replace(`${path}: `, "");
+      const why = messageOf(err).replace(`${path}: `, "");
       const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
       damaged.push({ id: s.id, why });
       this.log.error({ path, why }, "session log is damaged; the session is read-only");
@@ -125,8 +91,8 @@ export class SessionStore {
     if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
     const s = new Session(log, state, new EventHub(state.id));
     this.sessions.set(state.id, s);
-    if (state.turnOpen || unansweredToolCalls(state).length) {
-      closeInterruptedTurn(s);
+    if (s.interrupted) {
+      s.closeInterruptedTurn();
       interrupted.push(state.id);
     }
     return s;
@@ -134,26 +100,11 @@ export class SessionStore {
 
   /** A session whose log cannot be trusted: what could be read, a title saying what is wrong, and no writes. */
   private quarantined(path: string, file: string, prefix: LogRecord[], why: string): Session {
-    let state: SessionState;
-    try {
-      state = foldRecords(prefix);
-    } catch {
-      const at = statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
-      const id = file.replace(/\.jsonl$/, "");
-      state = foldRecords([{ t: "session", id, role: "main", title: "", parent_id: "", slot: 0, at: Math.round(at) }]);
-    }
-    state.title = `[damaged, read-only: ${why}]${state.title ? ` ${state.title}` : ""}`;
-    state.turnOpen = false;
-    const readOnly = {
-      path,
-      close() {},
-      append(): never {
-        throw failedPrecondition(
-          `session ${state.id} is read-only: its log ${path} is damaged (${why}); repair or delete it`,
-        );
-      },
-    } as unknown as SessionLog;
-    const s = new Session(readOnly, state, new EventHub(state.id));
+    const state = quarantinedState(prefix, why, () => ({
+      id: file.replace(/\.jsonl$/, ""),
+      at: Math.round(statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()),
+    }));
+    const s = new Session(new ReadOnlyLog(path, state.id, why), state, new EventHub(state.id));
     this.sessions.set(state.id, s);
     this.readOnly.add(state.id);
     return s;
@@ -162,19 +113,7 @@ export class SessionStore {
   create(n: NewSession): Session {
     const id = newSessionId();
     const { log } = SessionLog.open(join(this.dir, `${id}.jsonl`));
-    const at = Date.now();
-    const first: LogRecord = {
-      t: "session",
-      id,
-      role: n.role,
-      title: n.title,
-      parent_id: n.parentId,
-      slot: n.slot,
-      at,
-    };
-    log.append(first);
-    const s = new Session(log, foldRecords([first]), new EventHub(id));
-    s.append({ t: "epoch", epoch: 0, system_json: n.systemJson, tools_json: n.toolsJson, at });
+    const s = Session.begin(log, { id, ...n }, new EventHub(id));
     this.sessions.set(id, s);
     return s;
   }
@@ -229,25 +168,26 @@ export class SessionStore {
       this.index.save(logs);
     } catch (err) {
       // Only start-up speed depends on it: the next start reads every log instead.
-      this.log.warn({ err: (err as Error).message }, "could not write the session index");
+      this.log.warn({ err: messageOf(err) }, "could not write the session index");
     }
   }
 }
 
-/** Gives every tool call still without a result an explicit one, so no call is left dangling. */
-export function answerOpenToolCalls(s: Session, result: string): void {
-  for (const call of unansweredToolCalls(s.state)) {
-    s.append({
-      t: "message",
-      epoch: s.state.epoch.epoch,
-      json: toolMessageJson(call.id, result),
-      at: Date.now(),
-      tool: { decision: "none", rule: "not-run", is_error: true },
-    });
-  }
-}
+/** The log of a damaged session: shown, never written to. */
+class ReadOnlyLog implements RecordSink {
+  readonly length = 0;
 
-export function closeInterruptedTurn(s: Session): void {
-  answerOpenToolCalls(s, INTERRUPTED_RESULT);
-  if (s.state.turnOpen) s.append({ t: "turn_end", turn: s.state.turn, reason: "interrupted", at: Date.now() });
+  constructor(
+    readonly path: string,
+    private readonly sessionId: string,
+    private readonly why: string,
+  ) {}
+
+  append(): never {
+    throw new SessionReadOnlyError(
+      `session ${this.sessionId} is read-only: its log ${this.path} is damaged (${this.why}); repair or delete it`,
+    );
+  }
+
+  close(): void {}
 }

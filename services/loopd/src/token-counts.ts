@@ -1,4 +1,6 @@
-import type { SessionState } from "./session-state.js";
+import { messagesBytes } from "./epoch-view.js";
+import { replayJson } from "./replay.js";
+import { epochMessages, lastAssistantIndex, type SessionState } from "./session-state.js";
 
 /**
  * Tokens from the server's own counts, not guesses. Every response reports how
@@ -32,4 +34,27 @@ export function isMeasured(st: SessionState): boolean {
 /** Tokens of a JSON text in this session, from the measured ratio. */
 export function tokensOf(st: SessionState, json: string): number {
   return Math.ceil(Buffer.byteLength(json) / bytesPerToken(st)) + 8;
+}
+
+/**
+ * The prompt tokens the server will probably have to read for the next
+ * request (an over-estimate, from bytes): the messages after the last model
+ * response when the slot holds the session's conversation, else the whole
+ * prompt (a new session, a new epoch).
+ */
+export function estimateNewPromptTokens(st: SessionState): number {
+  const messages = epochMessages(st);
+  if (st.contextTokens > 0) {
+    return messages.slice(lastAssistantIndex(messages) + 1).reduce((a, m) => a + tokensOf(st, m.json), 0);
+  }
+  return (
+    tokensOf(st, st.epoch.systemJson) +
+    tokensOf(st, st.epoch.toolsJson) +
+    messages.reduce((a, m) => a + tokensOf(st, replayJson(m)), 0)
+  );
+}
+
+/** The bytes of the next request's prompt (messages and tools), set against the server's count of its tokens. */
+export function promptBytes(st: SessionState): number {
+  return messagesBytes(st) + Buffer.byteLength(st.epoch.toolsJson);
 }

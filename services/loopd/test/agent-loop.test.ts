@@ -1,12 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ToolDecision } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "../src/agent-loop.js";
-import { SessionStore, type Session } from "../src/session-store.js";
+import { SessionStore } from "../src/session-store.js";
+import type { Session } from "../src/session.js";
 import { SessionLog } from "../src/session-log.js";
 import { foldRecords } from "../src/session-state.js";
 import { buildMessagesJson, unansweredToolCalls } from "../src/epoch-view.js";
 import type { BudgetLimits } from "../src/budgets.js";
-import { fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
+import { eventsSoFar, fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -36,13 +37,8 @@ function deps(replies: ScriptedReply[], broker = fakeBroker(), extra: Partial<Lo
   return { infer, broker, d: { infer, broker, log: silentLog, maxTokens: 100, ...extra } as LoopDeps };
 }
 
-function eventsOf(sess: Session) {
-  const out: string[] = [];
-  const ac = new AbortController();
-  void (async () => {
-    for await (const ev of sess.events.subscribe(0, ac.signal)) out.push(ev.event?.case ?? "");
-  })();
-  return { out, stop: () => ac.abort() };
+async function casesOf(sess: Session): Promise<string[]> {
+  return (await eventsSoFar(sess.events)).map((ev) => ev.event?.case ?? "");
 }
 
 describe("agent loop", () => {
@@ -57,7 +53,6 @@ describe("agent loop", () => {
       },
       { content: "All done." },
     ]);
-    const ev = eventsOf(s);
     const out = await runTurn(s, "read a.txt", unlimited, d, new AbortController().signal);
     expect(out.finishReason).toBe("stop");
     expect(out.finalText).toBe("All done.");
@@ -72,9 +67,8 @@ describe("agent loop", () => {
     // The log, reloaded from disk, replays to the same bytes.
     const reloaded = foldRecords(SessionLog.read(s.log.path).records);
     expect(buildMessagesJson(reloaded)).toBe(buildMessagesJson(s.state));
-    await new Promise((r) => setTimeout(r, 10));
-    ev.stop();
-    expect(ev.out).toEqual([
+    // The turn's end is announced by the runner, not the loop (see session-runner.test.ts).
+    expect(await casesOf(s)).toEqual([
       "turnStarted",
       "toolCall",
       "toolDecision",
@@ -83,7 +77,6 @@ describe("agent loop", () => {
       "toolDecision",
       "toolResult",
       "content",
-      "turnDone",
     ]);
   });
 
@@ -125,15 +118,10 @@ describe("agent loop", () => {
           toolCalls: [{ ...loopForever.toolCalls![0]!, id: `x${Math.random()}` }],
         })),
       );
-      const seen: unknown[] = [];
-      const ac = new AbortController();
-      void (async () => {
-        for await (const ev of s.events.subscribe(0, ac.signal))
-          if (ev.event?.case === "budgetBreach") seen.push(ev.event.value);
-      })();
       const out = await runTurn(s, "loop", { ...unlimited, ...limit }, d, new AbortController().signal);
-      await new Promise((r) => setTimeout(r, 5));
-      ac.abort();
+      const seen = (await eventsSoFar(s.events)).flatMap((ev) =>
+        ev.event?.case === "budgetBreach" ? [ev.event.value] : [],
+      );
       expect(out.finishReason).toBe("budget");
       expect(seen).toEqual([expect.objectContaining({ budget: name, used: BigInt(used) })]);
       expect(unansweredToolCalls(s.state)).toEqual([]);
@@ -152,15 +140,10 @@ describe("agent loop", () => {
 
   it("passes the thinking budget as a cap and reports when it fires", async () => {
     const { infer, d } = deps([{ reasoning: ["a", "b"], thinkingCapAt: 2, content: "answer" }]);
-    const breaches: string[] = [];
-    const ac = new AbortController();
-    void (async () => {
-      for await (const ev of s.events.subscribe(0, ac.signal))
-        if (ev.event?.case === "budgetBreach") breaches.push(ev.event.value.budget ?? "");
-    })();
     const out = await runTurn(s, "think", { ...unlimited, max_thinking_tokens: 2 }, d, new AbortController().signal);
-    await new Promise((r) => setTimeout(r, 5));
-    ac.abort();
+    const breaches = (await eventsSoFar(s.events)).flatMap((ev) =>
+      ev.event?.case === "budgetBreach" ? [ev.event.value.budget ?? ""] : [],
+    );
     expect(infer.requests[0]!.thinkingCapTokens).toBe(2);
     expect(breaches).toEqual(["thinking_tokens"]);
     expect(out.finishReason).toBe("stop");
@@ -207,24 +190,38 @@ describe("agent loop", () => {
   });
 
   it("time spent waiting for a person does not count against the wall-clock budget", async () => {
-    const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
-    const { d } = deps(
-      [
-        { toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
-        { content: "written" },
-      ],
-      broker,
-      {
-        awaitDecision: async (id) => {
-          await new Promise((r) => setTimeout(r, 300));
-          return { isError: false, content: `applied ${id}` };
+    // A clock the test moves: only the person's wait takes time, so the turn's own time is exactly 0.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2", content: "staged" }));
+      let asked!: () => void;
+      const personAsked = new Promise<void>((r) => (asked = r));
+      let decide!: () => void;
+      const { d } = deps(
+        [
+          { toolCalls: [{ id: "w2", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
+          { content: "written" },
+        ],
+        broker,
+        {
+          awaitDecision: async (id) => {
+            asked();
+            await new Promise<void>((r) => (decide = r));
+            return { isError: false, content: `applied ${id}` };
+          },
         },
-      },
-    );
-    const out = await runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
-    expect(out.finishReason).toBe("stop");
-    expect(out.breach).toBeUndefined();
-    expect(out.wallMs).toBeLessThan(150);
+      );
+      const turn = runTurn(s, "write", { ...unlimited, max_wall_ms: 150 }, d, new AbortController().signal);
+      await personAsked;
+      vi.advanceTimersByTime(10_000); // the person takes their time; the 150 ms budget must not fire
+      decide();
+      const out = await turn;
+      expect(out.finishReason).toBe("stop");
+      expect(out.breach).toBeUndefined();
+      expect(out.wallMs).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

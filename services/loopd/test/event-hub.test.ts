@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { EventHub } from "../src/event-hub.js";
 
+/** What a subscriber attaching after `afterSeq` is sent, up to the last event published. */
 async function collect(hub: EventHub, afterSeq: number): Promise<string[]> {
-  const ac = new AbortController();
   const out: string[] = [];
-  const done = (async () => {
-    for await (const ev of hub.subscribe(afterSeq, ac.signal)) out.push(`${ev.seq}:${ev.event?.case}`);
-  })();
-  await new Promise((r) => setTimeout(r, 5));
-  ac.abort();
-  await done;
+  if (afterSeq >= hub.lastSeq) return out;
+  for await (const ev of hub.subscribe(afterSeq, new AbortController().signal)) {
+    out.push(`${ev.seq}:${ev.event?.case}`);
+    if (Number(ev.seq) >= hub.lastSeq) break;
+  }
   return out;
 }
 
@@ -29,5 +28,21 @@ describe("event hub", () => {
     hub.publish({ case: "turnStarted", value: { turn: 1, slot: 0 } });
     for (const t of ["a", "b", "c", "d"]) hub.publish({ case: "content", value: { text: t } });
     expect(await collect(hub, 0)).toEqual(["3:content", "4:content", "5:content"]);
+  });
+});
+
+describe("a subscriber until the turn's end", () => {
+  it("gets live events and stops after turn_done", async () => {
+    const hub = new EventHub("s");
+    hub.publish({ case: "turnStarted", value: { turn: 1, slot: 0 } });
+    const seen: string[] = [];
+    const done = (async () => {
+      for await (const ev of hub.subscribe(0, new AbortController().signal, true)) seen.push(ev.event?.case ?? "");
+    })();
+    hub.publish({ case: "content", value: { text: "a" } });
+    hub.publish({ case: "turnDone", value: { finishReason: "stop" } });
+    hub.publish({ case: "content", value: { text: "next turn" } });
+    await done;
+    expect(seen).toEqual(["turnStarted", "content", "turnDone"]);
   });
 });

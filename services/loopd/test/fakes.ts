@@ -9,6 +9,7 @@ import {
   type CompletionEvent,
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { EventHub, SessionEventInit } from "../src/event-hub.js";
 
 export const silentLog = createLogger("test", "silent");
 
@@ -111,4 +112,19 @@ export function fakeBroker(
       });
     },
   };
+}
+
+/**
+ * The events a hub holds for its latest turn, up to the last one published:
+ * read once the turn has returned, so no test has to sleep for a subscriber.
+ */
+export async function eventsSoFar(hub: EventHub): Promise<SessionEventInit[]> {
+  const out: SessionEventInit[] = [];
+  const last = hub.lastSeq;
+  if (last === 0) return out;
+  for await (const ev of hub.subscribe(0, new AbortController().signal)) {
+    out.push(ev);
+    if (Number(ev.seq) >= last) break;
+  }
+  return out;
 }

@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Compactor, boundFolds, foldBlock, foldsOf, needsCompaction, FOLD_HEADING } from "../src/compaction.js";
-import { SessionStore, type Session } from "../src/session-store.js";
+import { Compactor } from "../src/compaction.js";
+import { boundFolds, foldBlock, foldsOf, FOLD_HEADING } from "../src/folds.js";
+import { needsCompaction } from "../src/compaction-policy.js";
+import { SessionStore } from "../src/session-store.js";
+import type { Session } from "../src/session.js";
 import { epochMessages } from "../src/session-state.js";
 import { bytesPerToken, recordPromptCount, tokensOf } from "../src/token-counts.js";
 import { systemMessageJson, userMessageJson } from "../src/messages.js";

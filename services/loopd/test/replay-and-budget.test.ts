@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RpcError, Status } from "@boxmaker/common";
-import { runTurn, estimateNewPromptTokens, type LoopDeps } from "../src/agent-loop.js";
-import { SessionStore, type Session } from "../src/session-store.js";
+import { runTurn, type LoopDeps } from "../src/agent-loop.js";
+import { estimateNewPromptTokens } from "../src/token-counts.js";
+import { SessionStore } from "../src/session-store.js";
+import type { Session } from "../src/session.js";
 import { SessionLog } from "../src/session-log.js";
 import { applyRecord, foldRecords } from "../src/session-state.js";
 import { replayableJson } from "../src/replay.js";

@@ -1,8 +1,26 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { appendFileSync, readFileSync, writeFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { LogCorruptError, SessionLog, type LogRecord } from "../src/session-log.js";
+import { Status } from "@boxmaker/common";
+import { LogCorruptError, LogWriteError } from "../src/errors.js";
+import { SessionLog, type LogRecord } from "../src/session-log.js";
 import { tempDir } from "../../../test/support/tmp.js";
+
+// The disk, as the log sees it: writes go through unless a test makes the next ones fail.
+const disk = vi.hoisted(() => ({ failAfterBytes: undefined as number | undefined }));
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof import("node:fs")>();
+  const writeSync = ((fd: number, buf: Uint8Array, off: number, len: number, pos: number) => {
+    if (disk.failAfterBytes === undefined) return fs.writeSync(fd, buf, off, len, pos);
+    if (disk.failAfterBytes === 0)
+      throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    // Part of the record reaches the file before the disk fills up.
+    const n = Math.min(len, disk.failAfterBytes);
+    disk.failAfterBytes -= n;
+    return fs.writeSync(fd, buf, off, n, pos);
+  }) as typeof fs.writeSync;
+  return { ...fs, default: { ...fs, writeSync }, writeSync };
+});
 
 let tmp: ReturnType<typeof tempDir>;
 let path: string;
@@ -10,7 +28,10 @@ beforeEach(() => {
   tmp = tempDir();
   path = join(tmp.dir, "sessions", "s.jsonl");
 });
-afterEach(() => tmp.cleanup());
+afterEach(() => {
+  disk.failAfterBytes = undefined;
+  tmp.cleanup();
+});
 
 const msg = (json: string): LogRecord => ({ t: "message", epoch: 0, json, at: 1 });
 
@@ -64,15 +85,23 @@ describe("session log", () => {
     expect(() => SessionLog.open(path)).toThrow(LogCorruptError);
   });
 
-  it("a failed write is reported, not acknowledged, and the log stays appendable", () => {
+  it("a failed write is reported, not acknowledged, and leaves no half record for the next one to follow", () => {
     const { log } = SessionLog.open(path);
     log.append(msg("1"));
-    // An I/O failure (as on a full disk): the descriptor stops working under the log.
-    const fd = (log as unknown as { fd: number }).fd;
-    (log as unknown as { fd: number }).fd = 999_999;
-    expect(() => log.append(msg("2"))).toThrow(/could not persist/);
+    const before = statSync(path).size;
+    disk.failAfterBytes = 20; // the disk fills up part-way through the record
+    let err: unknown;
+    try {
+      log.append(msg("2"));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(LogWriteError);
+    expect(err).toMatchObject({ code: "LOG_WRITE_FAILED", errno: "ENOSPC", status: Status.RESOURCE_EXHAUSTED });
+    expect((err as LogWriteError).message).toMatch(/could not persist/);
     expect(log.length).toBe(1);
-    (log as unknown as { fd: number }).fd = fd;
+    expect(statSync(path).size).toBe(before);
+    disk.failAfterBytes = undefined;
     log.append(msg("3"));
     log.close();
     expect(SessionLog.read(path).records.map((r) => (r as { json: string }).json)).toEqual(["1", "3"]);

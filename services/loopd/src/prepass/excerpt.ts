@@ -18,7 +18,7 @@ function clip(line: string, max: number): string {
  * with a mark), runs of identical lines collapsed with their count, and every
  * omission marked with its line numbers so read_blob can fetch exactly those.
  */
-export function render(lines: readonly string[], keep: readonly number[], numbered: boolean, maxLine: number): string {
+function render(lines: readonly string[], keep: readonly number[], numbered: boolean, maxLine: number): string {
   const out: string[] = [];
   let prev = -1;
   const sorted = [...new Set(keep)].sort((a, b) => a - b);

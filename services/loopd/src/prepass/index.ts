@@ -4,9 +4,9 @@ import { SHOWN, excerptByKind } from "./excerpt.js";
 import { collapseRuns, stripAnsi } from "./reduce.js";
 
 export { collapseRuns, expandRuns, stripAnsi } from "./reduce.js";
-export { detectKind, type BlockKind } from "./kind.js";
+export { detectKind } from "./kind.js";
 
-export const BLOB_PREFIX = "blob:sha256:";
+const BLOB_PREFIX = "blob:sha256:";
 /** Every block prepass wrote starts with this; a message that has one is never touched again. */
 export const INPUT_MARK = "[Boxmaker input: ";
 

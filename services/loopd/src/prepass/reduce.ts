@@ -6,6 +6,7 @@
  */
 
 // CSI sequences (colours, cursor moves), OSC sequences (titles, links), and lone two-byte escapes.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching the ESC and BEL control characters is the point: ANSI escapes are stripped from pasted terminal output
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
 
 export function stripAnsi(text: string): string {

@@ -1,0 +1,65 @@
+import { messageOf, type BrokerService, type ClientOf, type Logger } from "@boxmaker/common";
+import { epochBlobRefs } from "./epoch-view.js";
+import { BlobHashMismatchError } from "./errors.js";
+import { prepass, type PrepassResult } from "./prepass/index.js";
+import type { Session } from "./session.js";
+
+/**
+ * A session's side of brokerd's blob store: large input goes there (the
+ * pre-pass), and what the current epoch points at is pinned so it is never
+ * evicted while the session may still read it.
+ */
+export class SessionBlobs {
+  constructor(
+    private readonly broker: Pick<ClientOf<typeof BrokerService>, "putBlob" | "pinBlobs">,
+    private readonly log: Logger,
+    private readonly excerptBytes: number,
+  ) {}
+
+  /**
+   * The pre-pass with its blobs stored: each spilled block goes to brokerd,
+   * which returns the same hash. When brokerd cannot take it, the text goes
+   * on whole (an overflow is then recovered from like any other).
+   */
+  async spill(s: Session, text: string, thresholdBytes: number, signal: AbortSignal): Promise<PrepassResult> {
+    const r = prepass(text, { threshold_bytes: thresholdBytes, excerpt_bytes: this.excerptBytes });
+    try {
+      for (const b of r.blocks) {
+        const put = await this.broker.putBlob({ sessionId: s.id, text: b.text }, { signal, timeoutMs: 30_000 });
+        if (put.sha256 !== b.hash) throw new BlobHashMismatchError(put.sha256, b.hash);
+      }
+    } catch (err) {
+      signal.throwIfAborted();
+      this.log.warn(
+        { session: s.id, err: messageOf(err) },
+        "could not spill input to the blob store; sending it whole",
+      );
+      return { text, blocks: [] };
+    }
+    if (r.blocks.length) {
+      this.log.info(
+        {
+          session: s.id,
+          blocks: r.blocks.map((b) => ({
+            blob: b.hash,
+            kind: b.kind,
+            bytes: b.bytes,
+            shown_bytes: b.shownBytes,
+            form: b.form,
+          })),
+        },
+        "input spilled to the blob store",
+      );
+    }
+    return r;
+  }
+
+  /** Pins the blobs the session's current epoch names (none once archived); best effort. */
+  pin(s: Session): void {
+    const st = s.state;
+    const refs = st.archived ? [] : epochBlobRefs(st);
+    this.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
+      this.log.debug({ session: s.id, err: messageOf(err) }, "could not pin blobs");
+    });
+  }
+}

@@ -1,0 +1,145 @@
+import {
+  ToolDecision,
+  decisionName,
+  toRpcError,
+  type BrokerService,
+  type ClientOf,
+  type ToolCall,
+} from "@boxmaker/common";
+import type { Session } from "./session.js";
+
+/** What a tool call came to, as the model will read it. */
+export interface ToolOutcome {
+  content: string;
+  isError: boolean;
+  /** For a call staged for approval. */
+  proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" };
+}
+
+/** A tool loopd runs itself (spawn_agent), once brokerd's policy lets it. */
+type LocalTool = (args: Record<string, unknown>, s: Session, signal: AbortSignal) => Promise<ToolOutcome>;
+
+/** What dispatching a call talks to; tests pass fakes, the daemon passes gRPC clients. */
+export interface ToolDeps {
+  broker: Pick<ClientOf<typeof BrokerService>, "callTool">;
+  /** Tools loopd runs itself (spawn_agent); anything else goes to brokerd. */
+  localTools?: Record<string, LocalTool>;
+  /** Waits for a person's decision on a staged proposal; resolves with the tool result text. */
+  awaitDecision?: (proposalId: string, signal: AbortSignal) => Promise<ToolOutcome>;
+}
+
+interface Decided {
+  decision: ToolDecision;
+  rule: string;
+  proposalId?: string;
+}
+
+/**
+ * One tool call from start to logged result: announced, decided (brokerd's
+ * policy, then a person's approval when it is staged), run, and its result
+ * persisted before it is announced.
+ */
+export async function runToolCall(
+  s: Session,
+  call: ToolCall,
+  deps: ToolDeps,
+  signal: AbortSignal,
+  /** The request's max_tokens when the response ended at it (finish_reason length), else 0. */
+  cutOffAt: number,
+): Promise<void> {
+  s.events.publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
+  const { result, decided } = await dispatchTool(s, call, deps, signal, cutOffAt);
+  s.recordToolResult(call.id, result.content, {
+    decision: decisionName(decided.decision),
+    rule: decided.rule,
+    is_error: result.isError,
+    ...(result.proposal ? { proposal_id: result.proposal.id, proposal_state: result.proposal.state } : {}),
+  });
+  s.events.publish({
+    case: "toolResult",
+    value: {
+      callId: call.id,
+      name: call.name,
+      content: result.content,
+      isError: result.isError,
+      proposalId: result.proposal?.id ?? "",
+      proposalState: result.proposal?.state ?? "",
+    },
+  });
+}
+
+/**
+ * The tool result for a call whose arguments are not a JSON object. A call cut
+ * off by max_tokens is named as such: the model must make it again, shorter.
+ * (Replay sends such a call with `{}` as its arguments, see replay.ts.)
+ */
+function badArgumentsResult(call: Pick<ToolCall, "name" | "arguments" | "parseError">, cutOffAt: number): string {
+  if (cutOffAt) {
+    return (
+      `error: ${call.name} was not run: your reply reached its limit of ${cutOffAt} tokens before the call's arguments were complete ` +
+      `(${call.arguments.length} characters written, the JSON is unfinished). ` +
+      `Call ${call.name} again with complete, shorter arguments (for a long file, write it in smaller parts).`
+    );
+  }
+  return `error: the arguments for ${call.name} are not valid JSON (${call.parseError}). Call ${call.name} again with a single JSON object as arguments.`;
+}
+
+/** Decides and runs one tool call; the decision is announced before the call runs. */
+async function dispatchTool(
+  s: Session,
+  call: ToolCall,
+  deps: ToolDeps,
+  signal: AbortSignal,
+  cutOffAt: number,
+): Promise<{ result: ToolOutcome; decided: Decided }> {
+  const announce = (d: Decided) => {
+    s.events.publish({ case: "toolDecision", value: { callId: call.id, ...d } });
+    return d;
+  };
+  if (call.parseError) {
+    return {
+      decided: announce({ decision: ToolDecision.DENIED, rule: cutOffAt ? "arguments-cut-off" : "arguments-not-json" }),
+      result: { isError: true, content: badArgumentsResult(call, cutOffAt) },
+    };
+  }
+  const local = deps.localTools?.[call.name];
+  // loopd runs local tools itself, but brokerd's policy decides whether they run at all:
+  // the same call goes to brokerd first, and only its go-ahead starts the tool.
+  let res: Awaited<ReturnType<ToolDeps["broker"]["callTool"]>>;
+  try {
+    res = await deps.broker.callTool(
+      { sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments },
+      { signal },
+    );
+  } catch (err) {
+    signal.throwIfAborted();
+    return {
+      decided: { decision: ToolDecision.UNSPECIFIED, rule: "broker-unavailable" },
+      result: {
+        isError: true,
+        content: `error: the tool broker could not ${local ? "check" : "run"} ${call.name}: ${toRpcError(err).message}`,
+      },
+    };
+  }
+  if (!local) {
+    const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
+    if (res.decision === ToolDecision.STAGED && res.proposalId && deps.awaitDecision) {
+      return { decided, result: await deps.awaitDecision(res.proposalId, signal) };
+    }
+    return { decided, result: { content: res.content, isError: res.isError } };
+  }
+  const runLocal = () => local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal);
+  if (res.decision === ToolDecision.DENIED) {
+    return {
+      decided: announce({ decision: res.decision, rule: res.rule }),
+      result: { content: res.content, isError: true },
+    };
+  }
+  if (res.decision === ToolDecision.STAGED) {
+    const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
+    if (!res.proposalId || !deps.awaitDecision) return { decided, result: { content: res.content, isError: false } };
+    const verdict = await deps.awaitDecision(res.proposalId, signal);
+    return { decided, result: verdict.isError ? verdict : await runLocal() };
+  }
+  return { decided: announce({ decision: ToolDecision.ALLOWED, rule: res.rule || "loopd" }), result: await runLocal() };
+}

@@ -1,0 +1,92 @@
+import { SessionRole, decisionOf, type SessionInfoSchema, type HistoryMessageSchema } from "@boxmaker/common";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { nextRun, type ScheduleState } from "./schedules.js";
+import { summarize, type SessionSummary } from "./session-index.js";
+import type { SessionRoleName } from "./session-log.js";
+import type { StoredMessage } from "./session-state.js";
+import type { Session } from "./session.js";
+
+/**
+ * How loopd's sessions, messages and schedules look on the wire. Pure
+ * mappings, kept apart from the handlers so they can be read (and tested)
+ * without a server.
+ */
+
+const ROLE_TO_NAME: Record<number, SessionRoleName> = {
+  [SessionRole.UNSPECIFIED]: "main",
+  [SessionRole.MAIN]: "main",
+  [SessionRole.SUBAGENT]: "subagent",
+  [SessionRole.SCHEDULED]: "scheduled",
+};
+const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
+  main: SessionRole.MAIN,
+  subagent: SessionRole.SUBAGENT,
+  scheduled: SessionRole.SCHEDULED,
+};
+
+export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
+  return summaryInfo(summarize(s.state), s);
+}
+
+/** A session as the wire shows it; without `live` (not in memory) it has no running turn and no events yet. */
+export function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShape<typeof SessionInfoSchema> {
+  const state = sm.archived
+    ? "archived"
+    : live?.running
+      ? "running"
+      : sm.lastTurnEnd === "interrupted"
+        ? "interrupted"
+        : "idle";
+  return {
+    id: sm.id,
+    role: NAME_TO_ROLE[sm.role],
+    title: sm.title,
+    epoch: sm.epoch,
+    slot: sm.slot,
+    state,
+    messages: sm.messages,
+    createdUnixMs: BigInt(sm.createdAt),
+    updatedUnixMs: BigInt(sm.updatedAt),
+    parentId: sm.parentId,
+    contextTokens: sm.contextTokens,
+    turns: sm.turn,
+    turnStartedSeq: BigInt(live?.turnStartedSeq ?? 0),
+    lastEventSeq: BigInt(live?.events.lastSeq ?? 0),
+    instructionsFile: sm.instructionsFile,
+  };
+}
+
+/** The role a request names; an unset role is a main session. */
+export function roleName(role: SessionRole): SessionRoleName {
+  return ROLE_TO_NAME[role] ?? "main";
+}
+
+/** A message of the session's history with how its tool call was decided, if it answers one. */
+export function historyMessage(m: StoredMessage): MessageInitShape<typeof HistoryMessageSchema> {
+  return {
+    messageJson: m.json,
+    epoch: m.epoch,
+    atUnixMs: BigInt(m.at),
+    ...(m.tool
+      ? {
+          decision: decisionOf(m.tool.decision),
+          rule: m.tool.rule,
+          isError: m.tool.is_error,
+          proposalId: m.tool.proposal_id ?? "",
+          proposalState: m.tool.proposal_state ?? "",
+        }
+      : {}),
+  };
+}
+
+export function scheduleInfo(s: ScheduleState) {
+  return {
+    id: s.id,
+    cron: s.cron,
+    prompt: s.prompt,
+    // 0 before the first run (the CLI shows "never"), not the creation time the clock counts from.
+    lastRunUnixMs: BigInt(s.ranMs ?? 0),
+    nextRunUnixMs: BigInt(nextRun(s.cron, Date.now())),
+    missedRuns: s.missedRuns,
+  };
+}

@@ -1,0 +1,109 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RpcError, Status } from "@boxmaker/common";
+import type { LoopdConfig } from "../src/config.js";
+import { SessionRunner } from "../src/session-runner.js";
+import { SessionStore } from "../src/session-store.js";
+import { eventsSoFar, fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: SessionStore;
+
+beforeEach(() => {
+  tmp = tempDir();
+  store = new SessionStore(tmp.dir, silentLog);
+});
+afterEach(() => {
+  store.closeAll();
+  tmp.cleanup();
+});
+
+function config(): LoopdConfig {
+  return {
+    socket: "",
+    state_dir: tmp.dir,
+    inferproxy_socket: "",
+    brokerd_socket: "",
+    slots: { main: 0, subagent: 1, scheduled: 2 },
+    system_prompt: "sys",
+    max_tokens: 100,
+    budgets: { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 },
+    parking: { enabled: false },
+    approval_wait_ms: 1_000,
+    compaction: { threshold: 0.85, keep_recent_messages: 8 },
+    prepass: { enabled: false, threshold_bytes: 32_768, excerpt_bytes: 6_144 },
+    schedules: [],
+    project_instructions: { workspace: "", files: [], max_bytes: 1024 },
+    log_level: "silent",
+  };
+}
+
+function runner(replies: ScriptedReply[]) {
+  const infer = {
+    ...fakeInfer(replies),
+    status: async () => ({ slots: [], selfTest: undefined }),
+    slotAction: async () => ({ tokens: 0, ms: 0 }),
+  };
+  const broker = {
+    ...fakeBroker(),
+    getTools: async () => ({ toolsJson: "[]" }),
+    pinBlobs: async () => ({}),
+    putBlob: async () => ({ sha256: "" }),
+  };
+  return new SessionRunner({ store, infer: infer as never, broker: broker as never, log: silentLog, config: config() });
+}
+
+const turnEnds = async (hub: Parameters<typeof eventsSoFar>[0]) =>
+  (await eventsSoFar(hub)).flatMap((ev) =>
+    ev.event?.case === "turnDone"
+      ? [`done:${ev.event.value.finishReason}`]
+      : ev.event?.case === "turnFailed"
+        ? [`failed:${ev.event.value.code}`]
+        : [],
+  );
+
+describe("the end of a turn is announced once, by the runner", () => {
+  it("a turn that ran: one turn_done, after everything else the turn published", async () => {
+    const r = runner([{ content: "hi" }]);
+    const s = await r.create("main", "t");
+    const out = await r.start(s.id, "hello");
+    expect(out.finishReason).toBe("stop");
+    const cases = (await eventsSoFar(s.events)).map((ev) => ev.event?.case);
+    expect(cases).toEqual(["turnStarted", "content", "turnDone"]);
+  });
+
+  it("a turn whose model request failed: one turn_failed", async () => {
+    const r = runner([{ error: new RpcError(Status.UNAVAILABLE, "inferproxy is down") }]);
+    const s = await r.create("main", "t");
+    const out = await r.start(s.id, "hello");
+    expect(out.error?.codeName).toBe("UNAVAILABLE");
+    expect(await turnEnds(s.events)).toEqual(["failed:UNAVAILABLE"]);
+  });
+
+  it("a turn cancelled while it waited for its slot: one turn_done (cancelled), and the wait is left", async () => {
+    const r = runner([{ content: "slow", delayMs: 10_000 }]);
+    const a = await r.create("main", "a");
+    const b = await r.create("main", "b");
+    const first = r.start(a.id, "take the slot");
+    const queued = r.start(b.id, "wait");
+    expect(r.slots.queued(0)).toEqual([b.id]);
+    expect(r.cancel(b.id)).toBe(true);
+    await expect(queued).rejects.toMatchObject({ code: "TURN_CANCELLED" });
+    expect(await turnEnds(b.events)).toEqual(["done:cancelled"]);
+    expect(r.slots.queued(0)).toEqual([]);
+    r.cancel(a.id);
+    expect((await first).finishReason).toBe("cancelled");
+    expect(await turnEnds(a.events)).toEqual(["done:cancelled"]);
+  });
+
+  it("a turn whose session cannot be written: one turn_failed naming the log", async () => {
+    const r = runner([]);
+    const s = await r.create("main", "t");
+    s.log.close(); // every later write fails, as on an I/O error
+    await expect(r.start(s.id, "hello")).rejects.toMatchObject({ code: "LOG_WRITE_FAILED" });
+    const events = await eventsSoFar(s.events);
+    expect(events.map((ev) => ev.event?.case)).toEqual(["turnFailed"]);
+    expect(JSON.stringify(events[0]!.event?.value)).toMatch(/loopd cannot write the session log/);
+    store = new SessionStore(tmp.dir, silentLog); // the closed log cannot be closed again
+  });
+});

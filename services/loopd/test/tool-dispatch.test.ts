@@ -1,0 +1,148 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { ToolCallSchema, ToolDecision, type ToolCall } from "@boxmaker/common";
+import { runToolCall, type ToolDeps, type ToolOutcome } from "../src/tool-dispatch.js";
+import { SessionStore } from "../src/session-store.js";
+import type { Session } from "../src/session.js";
+import { eventsSoFar, fakeBroker, silentLog } from "./fakes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: SessionStore;
+let s: Session;
+
+beforeEach(() => {
+  tmp = tempDir();
+  store = new SessionStore(tmp.dir, silentLog);
+  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: "{}", toolsJson: "[]" });
+});
+afterEach(() => {
+  store.closeAll();
+  tmp.cleanup();
+});
+
+const call = (name: string, args = "{}", parseError = ""): ToolCall =>
+  create(ToolCallSchema, { id: "c1", name, arguments: args, parseError });
+
+/** A local tool that records that it ran. */
+function local() {
+  const runs: Record<string, unknown>[] = [];
+  const tool = async (args: Record<string, unknown>): Promise<ToolOutcome> => {
+    runs.push(args);
+    return { isError: false, content: "ran locally" };
+  };
+  return { runs, tool };
+}
+
+async function dispatch(c: ToolCall, deps: ToolDeps, cutOffAt = 0) {
+  await runToolCall(s, c, deps, new AbortController().signal, cutOffAt);
+  const events = await eventsSoFar(s.events);
+  const logged = s.state.history.at(-1)!;
+  return {
+    cases: events.map((e) => e.event?.case),
+    content: JSON.parse(logged.json).content as string,
+    tool: logged.tool,
+  };
+}
+
+describe("one tool call", () => {
+  it("goes to brokerd, is logged with its decision, then announced", async () => {
+    const r = await dispatch(call("read_file", '{"path":"a"}'), { broker: fakeBroker() });
+    expect(r.cases).toEqual(["toolCall", "toolDecision", "toolResult"]);
+    expect(r.content).toBe('result of read_file({"path":"a"})');
+    expect(r.tool).toEqual({ decision: "allowed", rule: "test", is_error: false });
+  });
+
+  it("with arguments that are not JSON is refused without asking brokerd", async () => {
+    const broker = fakeBroker();
+    const r = await dispatch(call("write_file", '{"pa', "bad"), { broker }, 64);
+    expect(broker.calls).toEqual([]);
+    expect(r.tool).toMatchObject({ decision: "denied", rule: "arguments-cut-off", is_error: true });
+    expect(r.content).toMatch(/reached its limit of 64 tokens/);
+  });
+
+  it("when brokerd cannot be reached is an error result, with no decision announced", async () => {
+    const broker = {
+      async callTool(): Promise<never> {
+        throw new Error("connect ECONNREFUSED");
+      },
+    };
+    const r = await dispatch(call("read_file"), { broker });
+    expect(r.cases).toEqual(["toolCall", "toolResult"]);
+    expect(r.tool).toMatchObject({ decision: "none", rule: "broker-unavailable", is_error: true });
+    expect(r.content).toMatch(/could not run read_file: connect ECONNREFUSED/);
+  });
+
+  it("staged by brokerd waits for a person, and the decision is the result", async () => {
+    const broker = fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p9" }));
+    const r = await dispatch(call("write_file"), {
+      broker,
+      awaitDecision: async (id) => ({ isError: false, content: `applied ${id}`, proposal: { id, state: "applied" } }),
+    });
+    expect(r.content).toBe("applied p9");
+    expect(r.tool).toEqual({
+      decision: "staged",
+      rule: "test",
+      is_error: false,
+      proposal_id: "p9",
+      proposal_state: "applied",
+    });
+  });
+});
+
+describe("a tool loopd runs itself", () => {
+  it("runs only on brokerd's go-ahead, with the call's arguments", async () => {
+    const l = local();
+    const r = await dispatch(call("spawn_agent", '{"task":"x"}'), {
+      broker: fakeBroker(),
+      localTools: { spawn_agent: l.tool },
+    });
+    expect(l.runs).toEqual([{ task: "x" }]);
+    expect(r.content).toBe("ran locally");
+    expect(r.tool).toMatchObject({ decision: "allowed" });
+  });
+
+  it("denied by policy does not run", async () => {
+    const l = local();
+    const r = await dispatch(call("spawn_agent"), {
+      broker: fakeBroker(() => ({ decision: ToolDecision.DENIED, content: "denied by rule" })),
+      localTools: { spawn_agent: l.tool },
+    });
+    expect(l.runs).toEqual([]);
+    expect(r.content).toBe("denied by rule");
+    expect(r.tool).toMatchObject({ decision: "denied", is_error: true });
+  });
+
+  it("staged runs once a person approves, and not when they reject", async () => {
+    const approved = local();
+    await dispatch(call("spawn_agent"), {
+      broker: fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p1" })),
+      localTools: { spawn_agent: approved.tool },
+      awaitDecision: async () => ({ isError: false, content: "approved" }),
+    });
+    expect(approved.runs).toHaveLength(1);
+
+    const rejected = local();
+    const r = await dispatch(call("spawn_agent"), {
+      broker: fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p2" })),
+      localTools: { spawn_agent: rejected.tool },
+      awaitDecision: async () => ({ isError: true, content: "rejected" }),
+    });
+    expect(rejected.runs).toEqual([]);
+    expect(r.content).toBe("rejected");
+  });
+
+  it("when brokerd cannot check it does not run", async () => {
+    const l = local();
+    const r = await dispatch(call("spawn_agent"), {
+      broker: {
+        async callTool(): Promise<never> {
+          throw new Error("brokerd is restarting");
+        },
+      },
+      localTools: { spawn_agent: l.tool },
+    });
+    expect(l.runs).toEqual([]);
+    expect(r.content).toMatch(/could not check spawn_agent: brokerd is restarting/);
+  });
+});
