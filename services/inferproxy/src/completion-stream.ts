@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CompletionEventSchema, FinalMessageSchema } from "@boxmaker/common";
 import { ToolCallAccumulator, type AccumulatedToolCall, type ToolCallChunk } from "./tool-call-accumulator.js";
 import type { ServerErrorBody } from "./error-mapping.js";
+import { StreamErrorObject, StreamProtocolError } from "./errors.js";
 
 export type CompletionEventInit = MessageInitShape<typeof CompletionEventSchema>;
 export type FinalMessageInit = MessageInitShape<typeof FinalMessageSchema>;
@@ -18,19 +19,6 @@ interface Chunk {
   prompt_progress?: { total?: number; cache?: number; processed?: number; time_ms?: number };
   timings?: Partial<Record<"cache_n" | "prompt_n" | "prompt_ms" | "predicted_n" | "predicted_ms", number>>;
   error?: ServerErrorBody;
-}
-
-/** An `error` object arrived inside a 200 stream. */
-export class StreamErrorObject extends Error {
-  override readonly name = "StreamErrorObject";
-  constructor(readonly body: ServerErrorBody) {
-    super(body.message ?? "error object in stream");
-  }
-}
-
-/** The stream said something that is not a chunk. */
-export class StreamProtocolError extends Error {
-  override readonly name = "StreamProtocolError";
 }
 
 /** What a chunk means for the caller, besides the events to forward. */

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
 import type { ContractConfig } from "./config.js";
-import { ServerCheckError, type RawResponse } from "./connection-check.js";
+import type { RawResponse } from "./connection-check.js";
+import { ServerCheckError } from "./errors.js";
 import type { LlamaClient } from "./llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
 

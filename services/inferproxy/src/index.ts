@@ -11,3 +11,4 @@ export * from "./error-mapping.js";
 export * from "./llama-client.js";
 export * from "./health-monitor.js";
 export * from "./service.js";
+export * from "./errors.js";

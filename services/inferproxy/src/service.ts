@@ -8,6 +8,7 @@ import {
   failedPrecondition,
   internal,
   invalidArgument,
+  messageOf,
   type CallContext,
   type CompleteRequest,
   type ImplOf,
@@ -18,16 +19,19 @@ import {
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { InferproxyConfig } from "./config.js";
+import { CompletionAssembler, type CompletionEventInit } from "./completion-stream.js";
+import { errorBodyOf, mapConnectError, mapHttpError, mapStreamError, type ErrorContext } from "./error-mapping.js";
+import { HealthMonitor, refusalMessage } from "./health-monitor.js";
 import {
-  CompletionAssembler,
+  LivenessTimeout,
+  ServerCheckError,
   StreamErrorObject,
   StreamProtocolError,
-  type CompletionEventInit,
-} from "./completion-stream.js";
-import { errorBodyOf, mapConnectError, mapHttpError, mapStreamError, type ErrorContext } from "./error-mapping.js";
-import { ServerCheckError } from "./connection-check.js";
-import { HealthMonitor, refusalMessage } from "./health-monitor.js";
-import { LlamaClient, UpstreamConnectError, UpstreamTimeoutError } from "./llama-client.js";
+  ThinkingCapRefused,
+  UpstreamConnectError,
+  UpstreamTimeoutError,
+} from "./errors.js";
+import { LlamaClient } from "./llama-client.js";
 import { Watchdog, slotSample, type SlotSample } from "./liveness.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 import { buildCompletionBody } from "./request-shaping.js";
@@ -35,20 +39,6 @@ import type { SelfTestResult } from "./self-test.js";
 import { SlotLocks } from "./slot-lock.js";
 import { SseParser } from "./sse-parser.js";
 import { ThinkingCap, controlOutcome, type ControlOutcome } from "./thinking-cap.js";
-
-/** Why inferproxy itself aborted the upstream request. */
-class LivenessTimeout extends Error {
-  override readonly name = "LivenessTimeout";
-  constructor(
-    readonly silentMs: number,
-    readonly why: string,
-  ) {
-    super(`llama-server sent nothing for ${Math.round(silentMs)} ms (${why})`);
-  }
-}
-class ThinkingCapRefused extends Error {
-  override readonly name = "ThinkingCapRefused";
-}
 
 export interface InferProxyOptions {
   config: InferproxyConfig;
@@ -358,7 +348,7 @@ export class InferProxy {
     this.monitor.markDown();
     return new RpcError(
       Status.UNAVAILABLE,
-      `llama-server at ${errCtx.upstream} dropped the stream mid-completion: ${(err as Error)?.message ?? String(err)}`,
+      `llama-server at ${errCtx.upstream} dropped the stream mid-completion: ${messageOf(err)}`,
       { upstream: errCtx.upstream, retry_after_ms: String(errCtx.retryAfterMs) },
     );
   }
@@ -374,7 +364,7 @@ export class InferProxy {
       });
       return controlOutcome(res.status, res.json);
     } catch (err) {
-      return { accepted: false, message: `control call failed: ${(err as Error).message}` };
+      return { accepted: false, message: `control call failed: ${messageOf(err)}` };
     }
   }
 
