@@ -42,22 +42,15 @@ export class CompletionAssembler {
   private finishReason = "";
   private timings: Chunk["timings"] | undefined;
   private reasoningTokens = 0;
-  private done = false;
 
   get finished(): boolean {
     return this.finishReason !== "";
   }
 
-  get sawDone(): boolean {
-    return this.done;
-  }
-
   /** Feeds one SSE data payload. Throws StreamErrorObject for an in-stream error. */
   onData(data: string): ChunkResult {
-    if (data === "[DONE]") {
-      this.done = true;
-      return { events: [], reasoningDeltas: 0 };
-    }
+    // The end marker carries nothing: `finished` (a finish_reason) is what says the turn is whole.
+    if (data === "[DONE]") return { events: [], reasoningDeltas: 0 };
     let chunk: Chunk;
     try {
       chunk = JSON.parse(data) as Chunk;

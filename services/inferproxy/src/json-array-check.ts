@@ -16,7 +16,10 @@ export class JsonArrayCheck {
   constructor(private readonly keep = 4) {}
 
   require(text: string, field: string, allowEmpty: boolean): void {
-    if (this.extendsChecked(text)) return this.remember(text);
+    if (this.extendsChecked(text)) {
+      this.remember(text);
+      return;
+    }
     let v: unknown;
     try {
       v = JSON.parse(text);

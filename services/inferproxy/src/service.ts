@@ -31,8 +31,8 @@ import {
   UpstreamConnectError,
   UpstreamTimeoutError,
 } from "./errors.js";
-import { LlamaClient } from "./llama-client.js";
-import { Watchdog, slotSample, type SlotSample } from "./liveness.js";
+import { LlamaClient, type StreamResponse } from "./llama-client.js";
+import { LivenessWatchdog, slotSample, type SlotSample } from "./liveness.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 import { buildCompletionBody } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
@@ -174,7 +174,7 @@ export class InferProxy {
     const onCancel = () => upstream.abort(ctx.signal.reason);
     ctx.signal.addEventListener("abort", onCancel, { once: true });
     const log = this.log.child({ request_id: holder, slot: req.slot });
-    const watchdog = new Watchdog({
+    const watchdog = new LivenessWatchdog({
       windowMs: this.cfg.liveness_timeout_ms,
       probe: (signal) => this.probeSlot(req.slot, signal),
       onDead: (silent, why) => upstream.abort(new LivenessTimeout(silent, why)),
@@ -208,7 +208,7 @@ export class InferProxy {
     };
 
     try {
-      let res;
+      let res: StreamResponse;
       try {
         res = await this.client.stream("/v1/chat/completions", body, upstream.signal);
       } catch (err) {
@@ -314,7 +314,7 @@ export class InferProxy {
     reason: unknown,
     errCtx: ErrorContext,
     asm: CompletionAssembler,
-    watchdog: Watchdog,
+    watchdog: LivenessWatchdog,
   ): RpcError {
     if (reason instanceof LivenessTimeout) {
       return deadlineExceeded(

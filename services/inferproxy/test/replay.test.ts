@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { Status } from "@boxmaker/common";
-import { collect, startProxy, userMessages, type Proxy } from "./support/stack.js";
+import { collect, startProxy, userMessages, type RunningProxy } from "./support/stack.js";
 import { FakeUpstream, send } from "./support/fake-upstream.js";
 import { recordedEvents, recording } from "./support/recordings.js";
 import { templateSha256 } from "../src/self-test.js";
@@ -9,7 +9,7 @@ import { tempDir } from "../../../test/support/tmp.js";
 
 // A fake llama-server that answers with the recorded bytes, and inferproxy in front of it over real sockets.
 let fake: FakeUpstream;
-let p: Proxy;
+let p: RunningProxy;
 let tmp: ReturnType<typeof tempDir>;
 beforeAll(async () => {
   tmp = tempDir("bxrp-");
