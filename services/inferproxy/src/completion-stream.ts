@@ -145,11 +145,7 @@ export class CompletionAssembler {
  * string, "" for a tool-call-only turn, as llama-server's own non-streamed
  * answer has it (chat-nonstream-tool-call-xml).
  */
-export function assistantMessageJson(
-  content: string,
-  reasoning: string,
-  calls: readonly AccumulatedToolCall[],
-): string {
+function assistantMessageJson(content: string, reasoning: string, calls: readonly AccumulatedToolCall[]): string {
   const msg: Record<string, unknown> = { role: "assistant", content };
   if (reasoning !== "") msg.reasoning_content = reasoning;
   if (calls.length > 0) {

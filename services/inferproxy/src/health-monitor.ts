@@ -18,7 +18,7 @@ export interface HealthMonitorOptions {
 }
 
 /** What makes two answers to `/props` the same server: the contract's facts, the model, and the process. */
-export function serverIdentity(p: Props & { media_marker?: unknown }): string {
+function serverIdentity(p: Props & { media_marker?: unknown }): string {
   return createHash("sha256")
     .update(
       JSON.stringify([
@@ -39,7 +39,7 @@ export function serverIdentity(p: Props & { media_marker?: unknown }): string {
  * (hash prefixes): it travels to the person through loopd, which cuts long
  * errors; the full hashes are in `status` and the log.
  */
-export function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
+function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
   const short = (h: string) => (h ? h.slice(0, 12) : "none");
   const diffs: string[] = [];
   if (st.actualTemplateSha256 !== st.expectedTemplateSha256) {
