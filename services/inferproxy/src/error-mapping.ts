@@ -106,11 +106,12 @@ export function mapConnectError(err: unknown, ctx: ErrorContext): RpcError {
         : code === "EACCES"
           ? "permission denied on the socket (is inferproxy in llama-server's group?)"
           : `${code ?? "connection error"}: ${messageOf(err)}`;
-  return new RpcError(Status.UNAVAILABLE, `llama-server is not reachable at ${ctx.upstream}: ${why}`, {
-    upstream: ctx.upstream,
-    errno: code ?? "",
-    retry_after_ms: String(ctx.retryAfterMs),
-  });
+  return new RpcError(
+    Status.UNAVAILABLE,
+    `llama-server is not reachable at ${ctx.upstream}: ${why}`,
+    { upstream: ctx.upstream, errno: code ?? "", retry_after_ms: String(ctx.retryAfterMs) },
+    { cause: err },
+  );
 }
 
 /** undici sometimes wraps the socket error in `cause`. */

@@ -1,4 +1,4 @@
-import { RpcError, Status, deadlineExceeded, failedPrecondition, internal, messageOf } from "@boxmaker/common";
+import { RpcError, Status, deadlineExceeded, internal, messageOf } from "@boxmaker/common";
 import { type ErrorContext, mapConnectError, mapStreamError } from "./error-mapping.js";
 import {
   LivenessTimeout,
@@ -25,13 +25,19 @@ export interface MappedFailure {
 /** A new connection refused by the contract check (connection-check.ts) → the status a caller can act on. */
 function mapServerCheckError(err: ServerCheckError, ctx: ErrorContext, servedModel: string): RpcError {
   if (err.kind === "mismatch") {
-    return failedPrecondition(err.message, { upstream: ctx.upstream, reason: "self_test_failed", model: servedModel });
+    const details = { upstream: ctx.upstream, reason: "self_test_failed", model: servedModel };
+    return new RpcError(Status.FAILED_PRECONDITION, err.message, details, { cause: err });
   }
-  return new RpcError(Status.UNAVAILABLE, err.message, {
-    upstream: ctx.upstream,
-    reason: err.kind === "loading" ? "loading" : "unverified",
-    retry_after_ms: String(ctx.retryAfterMs),
-  });
+  return new RpcError(
+    Status.UNAVAILABLE,
+    err.message,
+    {
+      upstream: ctx.upstream,
+      reason: err.kind === "loading" ? "loading" : "unverified",
+      retry_after_ms: String(ctx.retryAfterMs),
+    },
+    { cause: err },
+  );
 }
 
 /**
@@ -42,7 +48,8 @@ export function mapRequestFailure(err: unknown, ctx: ErrorContext, servedModel: 
   if (err instanceof UpstreamConnectError) return { error: mapConnectError(err.cause, ctx), serverDown: true };
   if (err instanceof ServerCheckError) return { error: mapServerCheckError(err, ctx, servedModel), serverDown: false };
   if (err instanceof UpstreamTimeoutError) {
-    return { error: deadlineExceeded(`${ctx.what}: ${err.message}`, { upstream: ctx.upstream }), serverDown: false };
+    const error = deadlineExceeded(`${ctx.what}: ${err.message}`, { upstream: ctx.upstream }, { cause: err });
+    return { error, serverDown: false };
   }
   return undefined;
 }
@@ -76,6 +83,7 @@ export function mapRunFailure(err: unknown, abortReason: unknown, ctx: RunFailur
         liveness_reason: abortReason.why,
         completion_id: ctx.completionId,
       },
+      { cause: abortReason },
     );
     return { error, serverDown: false, cutBy: "liveness" };
   }
@@ -89,17 +97,20 @@ export function mapRunFailure(err: unknown, abortReason: unknown, ctx: RunFailur
         completion_id: ctx.completionId,
         reason: "thinking_cap_refused",
       },
+      { cause: abortReason },
     );
     return { error, serverDown: false, cutBy: "thinking_cap" };
   }
   const known = (error: RpcError): RunFailure => ({ error, serverDown: false, cutBy: undefined });
   if (err instanceof RpcError) return known(err);
   if (err instanceof StreamErrorObject) return known(mapStreamError(err.body, ctx));
-  if (err instanceof StreamProtocolError) return known(internal(err.message, { upstream: ctx.upstream }));
+  if (err instanceof StreamProtocolError)
+    return known(internal(err.message, { upstream: ctx.upstream }, { cause: err }));
   const error = new RpcError(
     Status.UNAVAILABLE,
     `llama-server at ${ctx.upstream} dropped the stream mid-completion: ${messageOf(err)}`,
     { upstream: ctx.upstream, retry_after_ms: String(ctx.retryAfterMs) },
+    { cause: err },
   );
   return { error, serverDown: true, cutBy: undefined };
 }

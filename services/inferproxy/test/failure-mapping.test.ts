@@ -22,6 +22,7 @@ describe("mapRequestFailure: a request that got no answer", () => {
     expect(f?.error.code).toBe(Status.UNAVAILABLE);
     expect(f?.error.details).toMatchObject({ errno: "ECONNREFUSED", retry_after_ms: "2000" });
     expect(f?.error.message).toMatch(/nothing accepts connections/);
+    expect(f?.error.cause).toMatchObject({ code: "ECONNREFUSED" });
   });
 
   it("refused by the contract check: a mismatch is FAILED_PRECONDITION naming the model, the rest UNAVAILABLE", () => {
@@ -107,5 +108,14 @@ describe("mapRunFailure: why a completion failed", () => {
       "llama-server at unix:/llama.sock dropped the stream mid-completion: UND_ERR_SOCKET on the socket",
     );
     expect(f.error.details).toEqual({ upstream: ctx.upstream, retry_after_ms: "2000" });
+  });
+
+  it("keeps what it wraps as the cause", () => {
+    const dropped = socketError("UND_ERR_SOCKET");
+    expect(mapRunFailure(dropped, undefined, runCtx).error.cause).toBe(dropped);
+    const live = new LivenessTimeout(1, "x");
+    expect(mapRunFailure(new Error("aborted"), live, runCtx).error.cause).toBe(live);
+    const check = new ServerCheckError("mismatch", "m");
+    expect(mapRequestFailure(check, ctx, "")?.error.cause).toBe(check);
   });
 });
