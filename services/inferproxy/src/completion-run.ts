@@ -41,7 +41,8 @@ export interface RunParams {
  * One completion request, from sending it to the final (or partial) message.
  * The collaborators each hold one concern: the assembler the turn's content,
  * the watchdog liveness, the cap control the thinking cap, failure-mapping.ts
- * the status a failure becomes. The run only sequences them.
+ * the status a failure becomes. The run only sequences them. Its liveness
+ * clock starts when it is made, so it is made when the request is to start.
  */
 export class CompletionRun {
   private readonly asm = new CompletionAssembler();
