@@ -49,12 +49,12 @@ export class StreamProtocolError extends BoxmakerError<"UPSTREAM_PROTOCOL_ERROR"
  * waiting requests; a `code` that is none of its own keeps it out of undici's
  * retry paths (and out of LlamaClient's stale-connection retry).
  */
-export class ServerCheckError extends BoxmakerError<"BOXMAKER_SERVER_CHECK"> {
+export class ServerCheckError extends BoxmakerError<"SERVER_CHECK_REFUSED"> {
   constructor(
     readonly kind: "loading" | "mismatch" | "unverified",
     message: string,
   ) {
-    super("BOXMAKER_SERVER_CHECK", message, {
+    super("SERVER_CHECK_REFUSED", message, {
       status: kind === "mismatch" ? Status.FAILED_PRECONDITION : Status.UNAVAILABLE,
     });
   }

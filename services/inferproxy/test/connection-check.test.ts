@@ -117,7 +117,7 @@ describe("LlamaClient with a connection check", () => {
     );
     cleanups.push(() => other.close());
     await expect(other.json({ method: "GET", path: "/health", timeoutMs: 1000 })).rejects.toMatchObject({
-      code: "BOXMAKER_SERVER_CHECK",
+      code: "SERVER_CHECK_REFUSED",
       kind: "mismatch",
     });
     await expect(other.stream("/v1/chat/completions", "{}", new AbortController().signal)).rejects.toBeInstanceOf(
