@@ -2,11 +2,10 @@ import { BoxmakerError, Status, messageOf } from "@boxmaker/common";
 import { errnoOf, type ServerErrorBody } from "./error-mapping.js";
 
 /**
- * inferproxy's own failures. Each has a fixed `code`; code branches on the
+ * inferproxy's own failures. Each has a fixed `code`; callers branch on the
  * class (or the code), never on `name` or the message. Most never leave the
- * daemon as they are: the service maps them to an RpcError with the details a
- * caller acts on (completion-failure.ts); `status` is the fallback for one that
- * escapes unmapped.
+ * daemon as they are: failure-mapping.ts turns them into the RpcError with the
+ * details a caller acts on; `status` is the fallback for one that escapes unmapped.
  */
 
 /** inferproxy aborted the upstream request: llama-server sent nothing and its slot showed no work. */
