@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CompletionEventSchema, FinalMessageSchema } from "@boxmaker/common";
 import { ToolCallAccumulator, type AccumulatedToolCall, type ToolCallChunk } from "./tool-call-accumulator.js";
 import type { ServerErrorBody } from "./error-mapping.js";
+import { StreamErrorObject, StreamProtocolError } from "./errors.js";
 
 export type CompletionEventInit = MessageInitShape<typeof CompletionEventSchema>;
 export type FinalMessageInit = MessageInitShape<typeof FinalMessageSchema>;
@@ -18,19 +19,6 @@ interface Chunk {
   prompt_progress?: { total?: number; cache?: number; processed?: number; time_ms?: number };
   timings?: Partial<Record<"cache_n" | "prompt_n" | "prompt_ms" | "predicted_n" | "predicted_ms", number>>;
   error?: ServerErrorBody;
-}
-
-/** An `error` object arrived inside a 200 stream. */
-export class StreamErrorObject extends Error {
-  override readonly name = "StreamErrorObject";
-  constructor(readonly body: ServerErrorBody) {
-    super(body.message ?? "error object in stream");
-  }
-}
-
-/** The stream said something that is not a chunk. */
-export class StreamProtocolError extends Error {
-  override readonly name = "StreamProtocolError";
 }
 
 /** What a chunk means for the caller, besides the events to forward. */
@@ -54,22 +42,15 @@ export class CompletionAssembler {
   private finishReason = "";
   private timings: Chunk["timings"] | undefined;
   private reasoningTokens = 0;
-  private done = false;
 
   get finished(): boolean {
     return this.finishReason !== "";
   }
 
-  get sawDone(): boolean {
-    return this.done;
-  }
-
   /** Feeds one SSE data payload. Throws StreamErrorObject for an in-stream error. */
   onData(data: string): ChunkResult {
-    if (data === "[DONE]") {
-      this.done = true;
-      return { events: [], reasoningDeltas: 0 };
-    }
+    // The end marker carries nothing: `finished` (a finish_reason) is what says the turn is whole.
+    if (data === "[DONE]") return { events: [], reasoningDeltas: 0 };
     let chunk: Chunk;
     try {
       chunk = JSON.parse(data) as Chunk;
@@ -164,11 +145,7 @@ export class CompletionAssembler {
  * string, "" for a tool-call-only turn, as llama-server's own non-streamed
  * answer has it (chat-nonstream-tool-call-xml).
  */
-export function assistantMessageJson(
-  content: string,
-  reasoning: string,
-  calls: readonly AccumulatedToolCall[],
-): string {
+function assistantMessageJson(content: string, reasoning: string, calls: readonly AccumulatedToolCall[]): string {
   const msg: Record<string, unknown> = { role: "assistant", content };
   if (reasoning !== "") msg.reasoning_content = reasoning;
   if (calls.length > 0) {

@@ -1,51 +1,17 @@
-import type { JSONSchemaType } from "ajv";
-import { logLevelSchema, type LogLevel } from "@boxmaker/common";
-
-/** Where llama-server listens: its Unix socket in production, a TCP URL for development. */
-export interface UpstreamConfig {
-  socket_path?: string;
-  url?: string;
-}
-
-export interface SamplingConfig {
-  temperature: number;
-  top_p: number;
-  top_k: number;
-  min_p: number;
-}
-
-/** What the start-up self-test expects of llama-server (docs/contract.md). */
-export interface ContractConfig {
-  template_sha256: string;
-  n_ctx_per_slot: number;
-  total_slots: number;
-}
-
-export interface InferproxyConfig {
-  socket: string;
-  upstream: UpstreamConfig;
-  sampling: SamplingConfig;
-  max_tokens: number;
-  liveness_timeout_ms: number;
-  /** Time limit for the short non-streaming calls: /props, /slots, /health, control. */
-  request_timeout_ms: number;
-  /** Slot save/restore moves the whole KV cache of a slot through the disk; allow for it. */
-  slot_action_timeout_ms: number;
-  contract: ContractConfig;
-  health_poll_ms: number;
-  log_level: LogLevel;
-}
+import type { SchemaObject } from "ajv";
+import { logLevelSchema, type ConfigSchema } from "@boxmaker/common";
 
 /**
  * The one schema for inferproxy's config file: keys, types and production
  * defaults. Sampling defaults are the harness's, not the server's (the server
  * would use temperature 1.0 and min_p 0.05).
  */
-export const configSchema = {
+const schema = {
   type: "object",
   additionalProperties: false,
   properties: {
     socket: { type: "string", minLength: 1, default: "/run/boxmaker/inferproxy.sock" },
+    // Where llama-server listens: its Unix socket in production, a TCP URL for development.
     upstream: {
       type: "object",
       additionalProperties: false,
@@ -72,8 +38,11 @@ export const configSchema = {
     },
     max_tokens: { type: "integer", minimum: 1, default: 32768 },
     liveness_timeout_ms: { type: "integer", minimum: 1, default: 5000 },
+    // Time limit for the short non-streaming calls: /props, /slots, /health, control.
     request_timeout_ms: { type: "integer", minimum: 1, default: 10000 },
+    // Slot save/restore moves the whole KV cache of a slot through the disk; allow for it.
     slot_action_timeout_ms: { type: "integer", minimum: 1, default: 120000 },
+    // What the start-up self-test expects of llama-server (docs/contract.md).
     contract: {
       type: "object",
       additionalProperties: false,
@@ -93,7 +62,38 @@ export const configSchema = {
     log_level: logLevelSchema,
   },
   required: [],
-} as unknown as JSONSchemaType<InferproxyConfig>;
+} as const satisfies SchemaObject;
+
+/**
+ * The TS type of what `parseConfig` returns for a schema of the shapes used
+ * here: a key with a `default` is always present after parsing (ajv fills it),
+ * a key without one is optional; `nullable` lets a file say null. Derived, so
+ * the type cannot drift from the schema ajv enforces.
+ */
+type Parsed<S> = S extends { nullable: true } ? NonNull<S> | null : NonNull<S>;
+type NonNull<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { type: "string" }
+    ? string
+    : S extends { type: "number" | "integer" }
+      ? number
+      : S extends { type: "object"; properties: infer P }
+        ? ParsedObject<P>
+        : never;
+type ParsedObject<P> = {
+  -readonly [K in keyof P as P[K] extends { default: unknown } ? K : never]: Parsed<P[K]>;
+} & {
+  -readonly [K in keyof P as P[K] extends { default: unknown } ? never : K]?: Parsed<P[K]>;
+} extends infer O
+  ? { [K in keyof O]: O[K] }
+  : never;
+
+export type InferproxyConfig = Parsed<typeof schema>;
+export type UpstreamConfig = InferproxyConfig["upstream"];
+export type SamplingConfig = InferproxyConfig["sampling"];
+export type ContractConfig = InferproxyConfig["contract"];
+
+export const configSchema: ConfigSchema<InferproxyConfig> = schema;
 
 /** A printable name for the upstream, used in logs, Status and error messages. */
 export function upstreamLabel(u: UpstreamConfig): string {

@@ -1,22 +1,6 @@
 import type { Socket } from "node:net";
 import type { buildConnector } from "undici";
-
-/**
- * Why a new connection to llama-server was not handed to any request: the
- * server on the other end is loading, could not say what it is, or is not the
- * server the contract describes.
- */
-export class ServerCheckError extends Error {
-  override readonly name = "ServerCheckError";
-  /** undici hands the connector's error to the waiting requests; `code` keeps it out of its retry paths. */
-  readonly code = "BOXMAKER_SERVER_CHECK";
-  constructor(
-    readonly kind: "loading" | "mismatch" | "unverified",
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { messageOf } from "@boxmaker/common";
 
 export interface RawResponse {
   status: number;
@@ -42,7 +26,7 @@ export function rawGet(socket: Socket, host: string, path: string, timeoutMs: nu
         const r = parse();
         if (r) finish(undefined, r);
       } catch (err) {
-        finish(err as Error);
+        finish(asError(err));
       }
     };
     const onEnd = () => finish(new Error(`llama-server closed the connection before answering GET ${path}`));
@@ -137,12 +121,17 @@ export function checkingConnector(
             check(res);
           } catch (e) {
             socket.destroy();
-            return callback(e as Error, null);
+            return callback(asError(e), null);
           }
           callback(null, socket);
         },
-        (e: unknown) => callback(e as Error, null),
+        (e: unknown) => callback(asError(e), null),
       );
     });
   };
+}
+
+/** undici's connector callback and a promise's reject want an Error; a thrown non-Error keeps its text. */
+function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(messageOf(e));
 }

@@ -1,4 +1,4 @@
-import { RpcError, Status } from "@boxmaker/common";
+import { RpcError, Status, messageOf } from "@boxmaker/common";
 
 /** The `error` object llama-server sends, as an HTTP body or inside a 200 stream. */
 export interface ServerErrorBody {
@@ -105,12 +105,13 @@ export function mapConnectError(err: unknown, ctx: ErrorContext): RpcError {
         ? "nothing accepts connections there (is llama-server running?)"
         : code === "EACCES"
           ? "permission denied on the socket (is inferproxy in llama-server's group?)"
-          : `${code ?? "connection error"}: ${(err as Error)?.message ?? String(err)}`;
-  return new RpcError(Status.UNAVAILABLE, `llama-server is not reachable at ${ctx.upstream}: ${why}`, {
-    upstream: ctx.upstream,
-    errno: code ?? "",
-    retry_after_ms: String(ctx.retryAfterMs),
-  });
+          : `${code ?? "connection error"}: ${messageOf(err)}`;
+  return new RpcError(
+    Status.UNAVAILABLE,
+    `llama-server is not reachable at ${ctx.upstream}: ${why}`,
+    { upstream: ctx.upstream, errno: code ?? "", retry_after_ms: String(ctx.retryAfterMs) },
+    { cause: err },
+  );
 }
 
 /** undici sometimes wraps the socket error in `cause`. */

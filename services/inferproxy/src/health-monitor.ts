@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
 import type { ContractConfig } from "./config.js";
-import { ServerCheckError, type RawResponse } from "./connection-check.js";
+import type { RawResponse } from "./connection-check.js";
+import { ServerCheckError } from "./errors.js";
 import type { LlamaClient } from "./llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
 
@@ -17,7 +18,7 @@ export interface HealthMonitorOptions {
 }
 
 /** What makes two answers to `/props` the same server: the contract's facts, the model, and the process. */
-export function serverIdentity(p: Props & { media_marker?: unknown }): string {
+function serverIdentity(p: Props & { media_marker?: unknown }): string {
   return createHash("sha256")
     .update(
       JSON.stringify([
@@ -38,7 +39,7 @@ export function serverIdentity(p: Props & { media_marker?: unknown }): string {
  * (hash prefixes): it travels to the person through loopd, which cuts long
  * errors; the full hashes are in `status` and the log.
  */
-export function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
+function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
   const short = (h: string) => (h ? h.slice(0, 12) : "none");
   const diffs: string[] = [];
   if (st.actualTemplateSha256 !== st.expectedTemplateSha256) {

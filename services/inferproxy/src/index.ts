@@ -1,13 +1,4 @@
+// The package's surface: the service and its config. Re-exporting every module would make every
+// export look used (to knip too); tests import modules directly.
 export * from "./config.js";
-export * from "./sse-parser.js";
-export * from "./tool-call-accumulator.js";
-export * from "./request-shaping.js";
-export * from "./completion-stream.js";
-export * from "./liveness.js";
-export * from "./thinking-cap.js";
-export * from "./slot-lock.js";
-export * from "./self-test.js";
-export * from "./error-mapping.js";
-export * from "./llama-client.js";
-export * from "./health-monitor.js";
 export * from "./service.js";

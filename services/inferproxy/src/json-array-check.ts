@@ -1,4 +1,4 @@
-import { invalidArgument } from "@boxmaker/common";
+import { invalidArgument, messageOf } from "@boxmaker/common";
 
 /**
  * Checks that request texts are JSON arrays without re-parsing a whole
@@ -16,12 +16,15 @@ export class JsonArrayCheck {
   constructor(private readonly keep = 4) {}
 
   require(text: string, field: string, allowEmpty: boolean): void {
-    if (this.extendsChecked(text)) return this.remember(text);
+    if (this.extendsChecked(text)) {
+      this.remember(text);
+      return;
+    }
     let v: unknown;
     try {
       v = JSON.parse(text);
     } catch (err) {
-      throw invalidArgument(`${field} is not valid JSON: ${(err as Error).message}`, { field });
+      throw invalidArgument(`${field} is not valid JSON: ${messageOf(err)}`, { field });
     }
     if (!Array.isArray(v)) {
       throw invalidArgument(`${field} must be a JSON array, got ${v === null ? "null" : typeof v}`, { field });

@@ -99,7 +99,7 @@ export class SilenceJudge {
   }
 }
 
-export interface WatchdogOptions {
+export interface LivenessWatchdogOptions {
   windowMs: number;
   /** Asks the server about the slot; undefined when it cannot tell. Absent: silence alone decides. */
   probe?: (signal: AbortSignal) => Promise<SlotSample | undefined>;
@@ -114,7 +114,7 @@ export interface WatchdogOptions {
  * rather than a new timer per token, so a fast stream costs next to nothing;
  * only a stream silent for half a window costs a `GET /slots`.
  */
-export class Watchdog {
+export class LivenessWatchdog {
   readonly windowMs: number;
   private timer: NodeJS.Timeout | undefined;
   private last = performance.now();
@@ -124,7 +124,7 @@ export class Watchdog {
   private probing: AbortController | undefined;
   private readonly tickMs: number;
 
-  constructor(private readonly o: WatchdogOptions) {
+  constructor(private readonly o: LivenessWatchdogOptions) {
     this.windowMs = o.windowMs;
     this.judge = new SilenceJudge(o.windowMs, this.last);
     this.tickMs = o.probe ? Math.max(1, Math.floor(o.windowMs / 2)) : o.windowMs;
@@ -150,10 +150,6 @@ export class Watchdog {
     return this.judge.extensions;
   }
 
-  get hasFired(): boolean {
-    return this.fired;
-  }
-
   stop(): void {
     this.stopped = true;
     this.probing?.abort();
@@ -163,7 +159,10 @@ export class Watchdog {
 
   private expire(): void {
     if (this.stopped || this.fired) return;
-    if (!this.o.probe) return this.die("no chunk within the window");
+    if (!this.o.probe) {
+      this.die("no chunk within the window");
+      return;
+    }
     const ctl = new AbortController();
     this.probing = ctl;
     void this.o
@@ -175,7 +174,10 @@ export class Watchdog {
         this.probing = undefined;
         const now = performance.now();
         const v = this.judge.judge(sample, now);
-        if (v.verdict === "kill") return this.die(v.reason);
+        if (v.verdict === "kill") {
+          this.die(v.reason);
+          return;
+        }
         if (sample && v.progressed) this.o.onBusy?.(now - this.last, sample);
         // Next look after another half window, or sooner when the window is up by then.
         const left = this.windowMs - this.judge.stalledMs(now);

@@ -4,20 +4,7 @@ import { checkingConnector, type RawResponse } from "./connection-check.js";
 import type { UpstreamConfig } from "./config.js";
 import { upstreamLabel } from "./config.js";
 import { errnoOf, isConnectError } from "./error-mapping.js";
-
-/** The request never reached llama-server (socket missing, refused, permission). */
-export class UpstreamConnectError extends Error {
-  override readonly name = "UpstreamConnectError";
-  constructor(
-    readonly upstream: string,
-    override readonly cause: unknown,
-  ) {
-    super(`cannot connect to llama-server at ${upstream}: ${errnoOf(cause) ?? (cause as Error)?.message ?? cause}`);
-  }
-  get errno(): string | undefined {
-    return errnoOf(this.cause);
-  }
-}
+import { UpstreamConnectError, UpstreamTimeoutError } from "./errors.js";
 
 /**
  * Response chunks in arrival order. An error is delivered only after every
@@ -80,11 +67,6 @@ class ChunkQueue implements AsyncIterable<Buffer> {
     this.wake = undefined;
     w?.();
   }
-}
-
-/** A request that did not finish within its time limit (non-streaming calls only). */
-export class UpstreamTimeoutError extends Error {
-  override readonly name = "UpstreamTimeoutError";
 }
 
 export interface StreamResponse {

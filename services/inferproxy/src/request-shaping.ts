@@ -1,15 +1,16 @@
-import { invalidArgument } from "@boxmaker/common";
+import { invalidArgument, type CompleteRequest } from "@boxmaker/common";
 import type { SamplingConfig } from "./config.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 
-/** The parts of a CompleteRequest that shape the body (plain data, so this stays pure). */
-export interface CompletionInput {
-  slot: number;
-  messagesJson: string;
-  toolsJson: string;
+/**
+ * The parts of a CompleteRequest that shape the body, named and typed as the
+ * proto has them: the service hands the request over whole, so a new request
+ * field reaches the body by being picked here and used below.
+ */
+export interface CompletionInput
+  extends Pick<CompleteRequest, "slot" | "messagesJson" | "toolsJson" | "maxTokens" | "thinkingCapTokens"> {
+  /** Overrides of the configured sampling (the proto's Sampling, read as plain numbers). */
   sampling?: Partial<Record<keyof SamplingConfig, number | undefined>>;
-  maxTokens: number;
-  thinkingCapTokens: number;
 }
 
 export interface ShapingDefaults {

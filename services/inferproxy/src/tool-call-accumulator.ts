@@ -1,3 +1,5 @@
+import { messageOf } from "@boxmaker/common";
+
 /** One entry of `delta.tool_calls` as llama-server (and OpenAI) stream it. */
 export interface ToolCallChunk {
   index?: number;
@@ -107,7 +109,7 @@ export function parseArguments(raw: string): { parsed?: Record<string, unknown>;
   try {
     v = JSON.parse(raw);
   } catch (err) {
-    return { error: `arguments are not valid JSON: ${(err as Error).message}` };
+    return { error: `arguments are not valid JSON: ${messageOf(err)}` };
   }
   if (v === null || typeof v !== "object" || Array.isArray(v)) {
     return {

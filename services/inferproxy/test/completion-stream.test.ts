@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CompletionAssembler, StreamErrorObject, type CompletionEventInit } from "../src/completion-stream.js";
+import { CompletionAssembler, type CompletionEventInit } from "../src/completion-stream.js";
+import { StreamErrorObject } from "../src/errors.js";
 import { SseParser } from "../src/sse-parser.js";
 import { recordedEvents, recording, type Recording } from "./support/recordings.js";
 

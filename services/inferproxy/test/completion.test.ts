@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Status } from "@boxmaker/common";
 import { collect, startStack, text, userMessages, type Stack } from "./support/stack.js";
+import { deferred } from "./support/fake-stream.js";
 
 let s: Stack;
 afterEach(async () => {
@@ -136,11 +137,23 @@ describe("Complete against the simulator", () => {
     s.sim.enqueue({ content: Array.from({ length: 20 }, () => "a"), tokenDelayMs: 5 });
     s.sim.enqueue({ content: Array.from({ length: 20 }, () => "b"), tokenDelayMs: 5 });
     const order: string[] = [];
+    // The moments that order the two requests: A holds the slot (its first event), B queues for it.
+    const aHolds = deferred<void>();
+    const bQueued = deferred<void>();
+    const locks = s.proxy.locks;
+    const acquire = locks.acquire.bind(locks);
+    locks.acquire = (slot, holder, signal) => {
+      const granted = acquire(slot, holder, signal);
+      if (holder === "B") bQueued.resolve();
+      return granted;
+    };
     const run = async (id: string) => {
       for await (const ev of s.client.complete({ slot: 1, messagesJson: userMessages(id), requestId: id })) {
         order.push(`${id}:${ev.event.case}`);
+        if (id === "A") aHolds.resolve();
         if (id === "A" && ev.event.case === "content" && order.filter((o) => o === "A:content").length === 1) {
           // Status while A streams and B waits.
+          await bQueued.promise;
           const st = await s.client.status({});
           const slot1 = st.slots.find((x) => x.id === 1)!;
           expect(slot1.heldBy).toBe("A");
@@ -149,7 +162,7 @@ describe("Complete against the simulator", () => {
       }
     };
     const a = run("A");
-    await new Promise((r) => setTimeout(r, 5));
+    await aHolds.promise;
     const b = run("B");
     await Promise.all([a, b]);
     const lastA = order.lastIndexOf("A:final");

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import net from "node:net";
 import { join } from "node:path";
-import { ServerCheckError, rawGet } from "../src/connection-check.js";
-import { LlamaClient, UpstreamTimeoutError } from "../src/llama-client.js";
+import { rawGet } from "../src/connection-check.js";
+import { ServerCheckError, UpstreamTimeoutError } from "../src/errors.js";
+import { LlamaClient } from "../src/llama-client.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -116,7 +117,7 @@ describe("LlamaClient with a connection check", () => {
     );
     cleanups.push(() => other.close());
     await expect(other.json({ method: "GET", path: "/health", timeoutMs: 1000 })).rejects.toMatchObject({
-      name: "ServerCheckError",
+      code: "SERVER_CHECK_REFUSED",
       kind: "mismatch",
     });
     await expect(other.stream("/v1/chat/completions", "{}", new AbortController().signal)).rejects.toBeInstanceOf(

@@ -101,9 +101,10 @@ describe("what arrived before a crash is kept", () => {
     try {
       fake.always("POST /v1/chat/completions", async (_q, res) => {
         res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write('data: {"id":"chatcmpl-x","choices":[{"index":0,"delta":{"content":"last words"}}]}\n\n');
-        // Flushed to the socket, then the process "crashes" before the next token.
-        await new Promise((r) => setTimeout(r, 20));
+        // Handed to the kernel (the write's callback), then the process "crashes" before the next token.
+        await new Promise((r) =>
+          res.write('data: {"id":"chatcmpl-x","choices":[{"index":0,"delta":{"content":"last words"}}]}\n\n', r),
+        );
         res.socket!.destroy();
       });
       const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });

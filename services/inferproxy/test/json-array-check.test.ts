@@ -12,7 +12,10 @@ describe("JsonArrayCheck", () => {
     check.require(arr(3), "messages_json", false);
     const parse = JSON.parse;
     const parsed: number[] = [];
-    JSON.parse = ((t: string, r?: never) => (parsed.push(t.length), parse(t, r))) as typeof JSON.parse;
+    JSON.parse = ((t: string, r?: never) => {
+      parsed.push(t.length);
+      return parse(t, r);
+    }) as typeof JSON.parse;
     try {
       check.require(arr(5), "messages_json", false);
       check.require(arr(6), "messages_json", false);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { mkdirSync } from "node:fs";
 import { SlotActionKind, Status, RpcError } from "@boxmaker/common";
-import { collect, startProxy, startStack, userMessages, type Proxy, type Stack } from "./support/stack.js";
+import { collect, startProxy, startStack, userMessages, type RunningProxy, type Stack } from "./support/stack.js";
 import { FakeUpstream, send } from "./support/fake-upstream.js";
 import { recording } from "./support/recordings.js";
 import { tempDir } from "../../../test/support/tmp.js";
@@ -60,7 +60,7 @@ describe("SlotAction against the simulator", () => {
 });
 
 describe("SlotAction against recorded answers", () => {
-  let p: Proxy | undefined;
+  let p: RunningProxy | undefined;
   let fake: FakeUpstream | undefined;
   afterEach(async () => {
     await p?.close();

@@ -6,8 +6,14 @@ describe("SlotLocks", () => {
     const locks = new SlotLocks();
     const order: string[] = [];
     const r1 = await locks.acquire(0, "a");
-    const p2 = locks.acquire(0, "b").then((r) => (order.push("b"), r));
-    const p3 = locks.acquire(0, "c").then((r) => (order.push("c"), r));
+    const p2 = locks.acquire(0, "b").then((r) => {
+      order.push("b");
+      return r;
+    });
+    const p3 = locks.acquire(0, "c").then((r) => {
+      order.push("c");
+      return r;
+    });
     expect(locks.holding(0)).toEqual({ slot: 0, heldBy: "a", waiting: 2 });
     // Another slot is independent.
     const other = await locks.acquire(1, "x");

@@ -13,7 +13,7 @@ export interface Recording {
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 /** The recordings are the project's fixtures (test/fixtures/llama-server), or where the env var says. */
-export const recordingsDir = process.env.BOXMAKER_LLAMA_RECORDINGS ?? join(repoRoot, "test/fixtures/llama-server");
+const recordingsDir = process.env.BOXMAKER_LLAMA_RECORDINGS ?? join(repoRoot, "test/fixtures/llama-server");
 
 export function recording(name: string): Recording {
   const file = join(recordingsDir, `${name}.json`);

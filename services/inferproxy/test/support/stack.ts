@@ -10,7 +10,6 @@ import {
   prepareSocketPath,
   type ClientOf,
   type CompletionEvent,
-  type CompleteRequest,
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CompleteRequestSchema } from "@boxmaker/common";
@@ -19,7 +18,7 @@ import { configSchema, type InferproxyConfig } from "../../src/config.js";
 import { InferProxy } from "../../src/service.js";
 import { tempDir } from "../../../../test/support/tmp.js";
 
-export interface Proxy {
+export interface RunningProxy {
   proxy: InferProxy;
   client: ClientOf<typeof InferService>;
   config: InferproxyConfig;
@@ -28,7 +27,7 @@ export interface Proxy {
 }
 
 /** inferproxy in-process behind a real gRPC server on a real Unix socket. */
-export async function startProxy(dir: string, config: Record<string, unknown>): Promise<Proxy> {
+export async function startProxy(dir: string, config: Record<string, unknown>): Promise<RunningProxy> {
   const socket = join(dir, "inferproxy.sock");
   const cfg = parseConfig(configSchema, { socket, health_poll_ms: 100, log_level: "silent", ...config });
   const proxy = new InferProxy({ config: cfg, log: createLogger("inferproxy-test", cfg.log_level) });
@@ -53,7 +52,7 @@ export async function startProxy(dir: string, config: Record<string, unknown>): 
   };
 }
 
-export interface Stack extends Proxy {
+export interface Stack extends RunningProxy {
   sim: LlamaSim;
   dir: string;
   llamaSocket: string;
@@ -125,5 +124,3 @@ export async function collect(
 export function text(events: CompletionEvent[], kind: "content" | "reasoning"): string {
   return events.map((e) => (e.event.case === kind ? e.event.value.text : "")).join("");
 }
-
-export type { CompleteRequest };
