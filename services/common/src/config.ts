@@ -8,6 +8,30 @@ import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type Val
  */
 export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
 
+/**
+ * The TS type of what `parseConfig` returns for a schema of the shapes used
+ * in the daemons' configs: a key with a `default` is always present after parsing (ajv fills it),
+ * a key without one is optional; `nullable` lets a file say null. Derived, so
+ * the type cannot drift from the schema ajv enforces.
+ */
+export type ConfigOf<S> = S extends { nullable: true } ? NonNull<S> | null : NonNull<S>;
+type NonNull<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { type: "string" }
+    ? string
+    : S extends { type: "number" | "integer" }
+      ? number
+      : S extends { type: "object"; properties: infer P }
+        ? ParsedObject<P>
+        : never;
+type ParsedObject<P> = {
+  -readonly [K in keyof P as P[K] extends { default: unknown } ? K : never]: ConfigOf<P[K]>;
+} & {
+  -readonly [K in keyof P as P[K] extends { default: unknown } ? never : K]?: ConfigOf<P[K]>;
+} extends infer O
+  ? { [K in keyof O]: O[K] }
+  : never;
+
 /** pino's levels; every daemon's config has `log_level` with this schema. */
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 export const logLevelSchema = {

@@ -1,4 +1,5 @@
 import {
+  SlotQueue,
   type InferService,
   RpcError,
   Status,
@@ -20,7 +21,6 @@ import { LlamaClient } from "./llama-client.js";
 import { buildCompletionBody } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
-import { SlotLocks } from "./slot-lock.js";
 import { statusReport, type StatusInit } from "./status-report.js";
 import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream-calls.js";
 
@@ -38,7 +38,12 @@ export interface InferProxyOptions {
  */
 export class InferProxy {
   readonly client: LlamaClient;
-  readonly locks = new SlotLocks();
+  /**
+   * One in-flight request per llama-server slot, waiters first come first
+   * served: two requests on one slot would make the server evict one prompt
+   * for the other and throw away the KV cache the session depends on.
+   */
+  readonly locks = new SlotQueue();
   readonly monitor: HealthMonitor;
   private readonly cfg: InferproxyConfig;
   private readonly log: Logger;
@@ -170,7 +175,7 @@ export class InferProxy {
       upstream: this.client.label,
       totalSlots: this.totalSlots,
       slotsBody,
-      holding: (id) => this.locks.holding(id),
+      holding: (id) => ({ slot: id, heldBy: this.locks.holder(id) ?? "", waiting: this.locks.waiting(id).length }),
     });
   }
 

@@ -2,9 +2,15 @@ import type { InferStatusResponseSchema } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServerState } from "./health-monitor.js";
 import type { Props, SelfTestResult } from "./self-test.js";
-import type { SlotHolding } from "./slot-lock.js";
 
 export type StatusInit = MessageInitShape<typeof InferStatusResponseSchema>;
+
+/** Who holds a slot's lock ("" for nobody) and how many requests wait for it. */
+export interface SlotHolding {
+  slot: number;
+  heldBy: string;
+  waiting: number;
+}
 
 /** What Status reports, gathered by the service; plain data so the report is a pure function of it. */
 export interface StatusFacts {

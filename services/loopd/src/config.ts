@@ -1,6 +1,15 @@
-import { logLevelSchema, type ConfigSchema, type LogLevel } from "@boxmaker/common";
+import {
+  DEFAULT_BUDGETS,
+  DEFAULT_DIRS,
+  DEFAULT_SOCKETS,
+  MAX_TOKENS_PER_REQUEST,
+  SLOT_IDS,
+  logLevelSchema,
+  type ConfigSchema,
+  type LogLevel,
+} from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
-import type { SlotMap } from "./slot-scheduler.js";
+import type { SessionRoleName } from "./session-log.js";
 import type { InstructionsConfig } from "./project-instructions.js";
 
 export interface ScheduleConfig {
@@ -14,7 +23,8 @@ export interface LoopdConfig {
   state_dir: string;
   inferproxy_socket: string;
   brokerd_socket: string;
-  slots: SlotMap;
+  /** Which llama-server slot each role's sessions run on. */
+  slots: Record<SessionRoleName, number>;
   system_prompt: string;
   /** max_tokens of each model request. */
   max_tokens: number;
@@ -36,10 +46,10 @@ const budgetSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
-    max_iterations: { type: "integer", minimum: 0, default: 25 },
-    max_total_tokens: { type: "integer", minimum: 0, default: 200_000 },
-    max_wall_ms: { type: "integer", minimum: 0, default: 600_000 },
-    max_thinking_tokens: { type: "integer", minimum: 0, default: 8_192 },
+    max_iterations: { type: "integer", minimum: 0, default: DEFAULT_BUDGETS.max_iterations },
+    max_total_tokens: { type: "integer", minimum: 0, default: DEFAULT_BUDGETS.max_total_tokens },
+    max_wall_ms: { type: "integer", minimum: 0, default: DEFAULT_BUDGETS.max_wall_ms },
+    max_thinking_tokens: { type: "integer", minimum: 0, default: DEFAULT_BUDGETS.max_thinking_tokens },
   },
   required: [],
   default: {},
@@ -50,17 +60,17 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
   type: "object",
   additionalProperties: false,
   properties: {
-    socket: { type: "string", minLength: 1, default: "/run/boxmaker/loopd.sock" },
-    state_dir: { type: "string", minLength: 1, default: "/var/lib/boxmaker/loopd" },
-    inferproxy_socket: { type: "string", minLength: 1, default: "/run/boxmaker/inferproxy.sock" },
-    brokerd_socket: { type: "string", minLength: 1, default: "/run/boxmaker/brokerd.sock" },
+    socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.loopd },
+    state_dir: { type: "string", minLength: 1, default: DEFAULT_DIRS.loopdState },
+    inferproxy_socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.inferproxy },
+    brokerd_socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.brokerd },
     slots: {
       type: "object",
       additionalProperties: false,
       properties: {
-        main: { type: "integer", minimum: 0, default: 0 },
-        subagent: { type: "integer", minimum: 0, default: 1 },
-        scheduled: { type: "integer", minimum: 0, default: 2 },
+        main: { type: "integer", minimum: 0, default: SLOT_IDS.main },
+        subagent: { type: "integer", minimum: 0, default: SLOT_IDS.subagent },
+        scheduled: { type: "integer", minimum: 0, default: SLOT_IDS.scheduled },
       },
       required: [],
       default: {},
@@ -71,7 +81,7 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
         "You are Boxmaker, an agent on the operator's workstation. Use tools when they help. " +
         "Tools beyond your core set are found with find_tool and called with call_tool.",
     },
-    max_tokens: { type: "integer", minimum: 1, default: 8_192 },
+    max_tokens: { type: "integer", minimum: 1, default: MAX_TOKENS_PER_REQUEST },
     budgets: budgetSchema,
     parking: {
       type: "object",

@@ -8,7 +8,6 @@ export * from "./replay.js";
 export * from "./agent-loop.js";
 export * from "./tool-dispatch.js";
 export * from "./turn-end.js";
-export * from "./slot-scheduler.js";
 export * from "./parking.js";
 export * from "./schedules.js";
 export * from "./session-runner.js";

@@ -157,7 +157,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           slot,
           role,
           runningSession: runner.slots.holder(slot) ?? "",
-          queuedSessions: runner.slots.queued(slot),
+          queuedSessions: runner.slots.waiting(slot),
           cachedSession: runner.parking.occupantOf(slot) ?? "",
         })),
         sessions: store.count(),

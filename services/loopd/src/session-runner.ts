@@ -1,4 +1,5 @@
 import {
+  SlotQueue,
   failedPrecondition,
   messageOf,
   notFound,
@@ -18,7 +19,6 @@ import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { SessionStore } from "./session-store.js";
 import type { Session } from "./session.js";
-import { SlotScheduler } from "./slot-scheduler.js";
 import { ApprovalWaits } from "./approvals.js";
 import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
@@ -40,7 +40,8 @@ export interface RunnerDeps {
  * parking, approvals and subagents.
  */
 export class SessionRunner {
-  readonly slots = new SlotScheduler();
+  /** One running turn per llama-server slot (held across tool calls, so no other session evicts its cache mid-turn). */
+  readonly slots = new SlotQueue();
   readonly parking: Parking;
   readonly approvals: ApprovalWaits;
   readonly compactor: Compactor;

@@ -86,11 +86,11 @@ describe("the end of a turn is announced once, by the runner", () => {
     const b = await r.create("main", "b");
     const first = r.start(a.id, "take the slot");
     const queued = r.start(b.id, "wait");
-    expect(r.slots.queued(0)).toEqual([b.id]);
+    expect(r.slots.waiting(0)).toEqual([b.id]);
     expect(r.cancel(b.id)).toBe(true);
     await expect(queued).rejects.toMatchObject({ code: "TURN_CANCELLED" });
     expect(await turnEnds(b.events)).toEqual(["done:cancelled"]);
-    expect(r.slots.queued(0)).toEqual([]);
+    expect(r.slots.waiting(0)).toEqual([]);
     r.cancel(a.id);
     expect((await first).finishReason).toBe("cancelled");
     expect(await turnEnds(a.events)).toEqual(["done:cancelled"]);
