@@ -6,7 +6,7 @@ import type { Props, SelfTestResult } from "./self-test.js";
 export type StatusInit = MessageInitShape<typeof InferStatusResponseSchema>;
 
 /** Who holds a slot's lock ("" for nobody) and how many requests wait for it. */
-export interface SlotHolding {
+interface SlotHolding {
   slot: number;
   heldBy: string;
   waiting: number;
