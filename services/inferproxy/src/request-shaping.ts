@@ -9,6 +9,8 @@ import { JsonArrayCheck } from "./json-array-check.js";
  */
 export interface CompletionInput
   extends Pick<CompleteRequest, "slot" | "messagesJson" | "toolsJson" | "maxTokens" | "thinkingCapTokens"> {
+  /** Set when the messages were checked already (spliced onto a remembered, checked prefix). */
+  messagesChecked?: boolean;
   /** Overrides of the configured sampling (the proto's Sampling, read as plain numbers). */
   sampling?: Partial<Record<keyof SamplingConfig, number | undefined>>;
 }
@@ -35,7 +37,7 @@ export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, 
       field: "slot",
     });
   }
-  check.require(input.messagesJson, "messages_json", false);
+  if (!input.messagesChecked) check.require(input.messagesJson, "messages_json", false);
   const hasTools = input.toolsJson.trim() !== "";
   if (hasTools) check.require(input.toolsJson, "tools_json", true);
 

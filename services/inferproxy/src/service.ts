@@ -18,6 +18,7 @@ import { mapRequestFailure } from "./failure-mapping.js";
 import { HealthMonitor } from "./health-monitor.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 import { LlamaClient } from "./llama-client.js";
+import { MessagesMemory, openOf } from "./messages-memory.js";
 import { buildCompletionBody } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
@@ -50,6 +51,7 @@ export class InferProxy {
   private anon = 0;
   /** Conversations already checked as JSON arrays: a grown one is checked only in its new messages. */
   private readonly arrayCheck = new JsonArrayCheck();
+  private readonly memory = new MessagesMemory();
 
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
@@ -116,11 +118,15 @@ export class InferProxy {
   }
 
   async *complete(req: CompleteRequest, ctx: CallContext): AsyncGenerator<CompletionEventInit> {
+    const spliced = req.afterMessagesToken ? this.memory.splice(req.afterMessagesToken, req.messagesJson) : undefined;
+    const messagesJson = spliced?.messagesJson ?? req.messagesJson;
     const body = buildCompletionBody(
-      req,
+      { ...req, messagesJson, messagesChecked: spliced !== undefined },
       { sampling: this.cfg.sampling, maxTokens: this.cfg.max_tokens, totalSlots: this.totalSlots },
       this.arrayCheck,
     );
+    // Checked now (buildCompletionBody throws otherwise): the next request may send only what it adds.
+    const open = spliced?.open ?? openOf(messagesJson);
     this.requireSelfTest();
     const holder = req.requestId || `anonymous-${++this.anon}`;
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
@@ -151,7 +157,11 @@ export class InferProxy {
       },
     );
     try {
-      yield* run.events();
+      for await (const ev of run.events()) {
+        if (ev.event?.case === "final")
+          ev.event.value.messagesToken = this.memory.remember(open, req.afterMessagesToken);
+        yield ev;
+      }
     } finally {
       release();
     }

@@ -1,8 +1,8 @@
 import { RpcError, Status, type ClientOf, type FinalMessage, type InferService } from "@boxmaker/common";
 import type { TurnBudget } from "./budgets.js";
-import { buildMessagesJson } from "./epoch-view.js";
 import { IncompleteStreamError } from "./errors.js";
 import type { Session } from "./session.js";
+import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
 
 /**
  * One model request of a turn: the epoch's messages as stored, streamed back
@@ -17,11 +17,32 @@ export async function requestCompletion(
   maxTokens: number,
   signal: AbortSignal,
 ): Promise<FinalMessage> {
+  const prefixed = requestMessages(s.state);
+  try {
+    return await streamCompletion(s, infer, budget, requestId, maxTokens, signal, prefixed);
+  } catch (err) {
+    // inferproxy restarted or forgot the prefix: nothing was sent upstream or published; send it all.
+    if (!prefixed.afterMessagesToken || !isPrefixUnknown(err)) throw err;
+    forgetSent(s.state);
+    return streamCompletion(s, infer, budget, requestId, maxTokens, signal, requestMessages(s.state, true));
+  }
+}
+
+async function streamCompletion(
+  s: Session,
+  infer: Pick<ClientOf<typeof InferService>, "complete">,
+  budget: TurnBudget,
+  requestId: string,
+  maxTokens: number,
+  signal: AbortSignal,
+  messages: RequestMessages,
+): Promise<FinalMessage> {
   const publish = s.events.publish.bind(s.events);
   const stream = infer.complete(
     {
       slot: s.state.slot,
-      messagesJson: buildMessagesJson(s.state),
+      messagesJson: messages.messagesJson,
+      afterMessagesToken: messages.afterMessagesToken,
       toolsJson: s.state.epoch.toolsJson,
       maxTokens,
       thinkingCapTokens: budget.thinkingCapForNextRequest(),
@@ -53,6 +74,7 @@ export async function requestCompletion(
         });
         break;
       case "final":
+        noteSent(s.state, messages.count, e.value.messagesToken);
         return e.value;
       default:
         break;
@@ -60,6 +82,11 @@ export async function requestCompletion(
   }
   signal.throwIfAborted();
   throw new IncompleteStreamError();
+}
+
+/** inferproxy no longer holds the prefix a request named (it restarted, or forgot it). */
+function isPrefixUnknown(err: unknown): boolean {
+  return err instanceof RpcError && err.code === Status.FAILED_PRECONDITION && err.details.reason === "prefix_unknown";
 }
 
 /** The server refused the prompt as longer than the slot's context (and said how long it was). */

@@ -76,6 +76,16 @@ export function buildMessagesJson(s: SessionState): string {
   return v.joined;
 }
 
+/** How many messages `buildMessagesJson(s)` holds, the system message included. */
+export function messageCount(s: SessionState): number {
+  return viewOf(s).parts.length;
+}
+
+/** The messages after the first `n` of `buildMessagesJson(s)`, as a JSON array: what follows a prefix inferproxy keeps. */
+export function messagesJsonAfter(s: SessionState, n: number): string {
+  return `[${viewOf(s).parts.slice(n).join(",")}]`;
+}
+
 /** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */
 export function messagesBytes(s: SessionState): number {
   return viewOf(s).bytes;

@@ -80,6 +80,38 @@ describe("agent loop", () => {
     ]);
   });
 
+  it("sends inferproxy only the messages it lacks, and the whole array again when it forgot them", async () => {
+    const infer = fakeInfer(
+      [
+        { toolCalls: [{ id: "c1", name: "list_dir", arguments: "{}" }] },
+        { content: "first done" },
+        { toolCalls: [{ id: "c2", name: "list_dir", arguments: "{}" }] },
+        { content: "second done" },
+      ],
+      { rememberMessages: true },
+    );
+    const d = { infer, broker: fakeBroker(), log: silentLog, maxTokens: 100 } as LoopDeps;
+    await runTurn(s, "one", unlimited, d, new AbortController().signal);
+    const [r1, r2] = infer.requests;
+    expect(r1!.afterMessagesToken).toBe("");
+    expect(r2!.afterMessagesToken).toBe("t1");
+    // Only the assistant's tool call and its result: the system and user messages stay with inferproxy.
+    expect((JSON.parse(r2!.messagesJson) as { role: string }[]).map((m) => m.role)).toEqual(["assistant", "tool"]);
+
+    infer.forget(); // inferproxy restarted between turns
+    const out = await runTurn(s, "two", unlimited, d, new AbortController().signal);
+    expect(out.finalText).toBe("second done");
+    const [, , refused, resent, r5] = infer.requests;
+    expect(refused!.afterMessagesToken).toBe("t2");
+    expect(resent!.afterMessagesToken).toBe("");
+    expect(r5!.afterMessagesToken).toBe("t3");
+    // Whatever was sent, each request amounted to the session's whole array, byte for byte.
+    expect(infer.wholeArrays.at(-1)).toBe(
+      buildMessagesJson(s.state).replace(/,\{"role":"assistant","content":"second done"\}\]$/, "]"),
+    );
+    expect(infer.wholeArrays.every((w, i, all) => i === 0 || w.startsWith(all[i - 1]!.slice(0, -1)))).toBe(true);
+  });
+
   it("sends invalid tool arguments back to the model as a tool error", async () => {
     const { broker, d } = deps([
       {

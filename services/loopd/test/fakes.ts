@@ -2,6 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import {
   CallToolResponseSchema,
   CompletionEventSchema,
+  RpcError,
+  Status,
   ToolDecision,
   createLogger,
   type CompleteRequest,
@@ -27,25 +29,50 @@ export interface ScriptedReply {
   delayMs?: number;
 }
 
-/** A fake inferproxy: replies from a script, records each request. */
-export function fakeInfer(replies: ScriptedReply[]) {
+/**
+ * A fake inferproxy: replies from a script, records each request. With
+ * `rememberMessages` it also keeps each request's whole messages array under
+ * a token, as inferproxy does, and splices requests that name one (`wholeArrays`
+ * holds what each request amounted to); `forget()` plays an inferproxy restart.
+ */
+export function fakeInfer(replies: ScriptedReply[], opts: { rememberMessages?: boolean } = {}) {
   const requests: CompleteRequest[] = [];
+  const wholeArrays: string[] = [];
+  const remembered = new Map<string, string>();
+  let tokens = 0;
   return {
     requests,
+    wholeArrays,
+    forget: () => remembered.clear(),
     complete(
       req: MessageInitShape<typeof import("@boxmaker/common").CompleteRequestSchema>,
-      opts?: { signal?: AbortSignal },
+      callOpts?: { signal?: AbortSignal },
     ) {
-      const r = replies.shift() ?? { content: "ok" };
       requests.push(req as CompleteRequest);
+      let whole = req.messagesJson ?? "";
+      if (req.afterMessagesToken) {
+        const prefix = remembered.get(req.afterMessagesToken);
+        if (prefix === undefined) {
+          return (async function* (): AsyncGenerator<CompletionEvent> {
+            throw new RpcError(Status.FAILED_PRECONDITION, "prefix unknown", { reason: "prefix_unknown" });
+          })();
+        }
+        const added = JSON.parse(whole) as unknown[];
+        whole = added.length ? `${prefix.slice(0, -1)},${whole.slice(1)}` : prefix;
+      }
+      wholeArrays.push(whole);
+      const token = opts.rememberMessages ? `t${++tokens}` : "";
+      if (token) remembered.set(token, whole);
+      const r = replies.shift() ?? { content: "ok" };
+      const opts2 = callOpts;
       return (async function* (): AsyncGenerator<CompletionEvent> {
         const ev = (e: MessageInitShape<typeof CompletionEventSchema>) => create(CompletionEventSchema, e);
         if (r.delayMs) {
           await new Promise<void>((res, rej) => {
             const t = setTimeout(res, r.delayMs);
-            opts?.signal?.addEventListener("abort", () => {
+            opts2?.signal?.addEventListener("abort", () => {
               clearTimeout(t);
-              rej(opts.signal!.reason);
+              rej(opts2.signal!.reason);
             });
           });
         }
@@ -77,6 +104,7 @@ export function fakeInfer(replies: ScriptedReply[]) {
               toolCalls,
               finishReason: r.finishReason ?? (toolCalls.length ? "tool_calls" : "stop"),
               reasoningTokens: r.reasoning?.length ?? 0,
+              messagesToken: token,
               // Like the server: generation stops at the request's max_tokens.
               timings: {
                 promptN: r.promptN ?? 10,

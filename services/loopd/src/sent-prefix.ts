@@ -1,0 +1,50 @@
+import type { SessionState } from "./session-state.js";
+import { buildMessagesJson, messageCount, messagesJsonAfter } from "./epoch-view.js";
+
+/**
+ * What inferproxy remembers of a session's last request: the token it gave
+ * that request's messages array and how many messages the array held. The
+ * next request of the same epoch sends only the messages after those
+ * (CompleteRequest.after_messages_token), so a long conversation crosses the
+ * gRPC hop once, not on every request. Kept in memory only: after a restart
+ * of either daemon the next request sends the whole array again.
+ */
+interface SentPrefix {
+  epoch: number;
+  systemJson: string;
+  count: number;
+  token: string;
+}
+
+const sent = new WeakMap<SessionState, SentPrefix>();
+
+export interface RequestMessages {
+  messagesJson: string;
+  afterMessagesToken: string;
+  /** How many messages the whole array holds: remembered with the token the final event brings. */
+  count: number;
+}
+
+/** The messages of the next request: only the new ones when inferproxy holds the rest, else all. */
+export function requestMessages(s: SessionState, whole = false): RequestMessages {
+  const count = messageCount(s);
+  const p = sent.get(s);
+  // An epoch never changes its earlier messages; a new epoch (compaction) starts over.
+  if (!whole && p && p.epoch === s.epoch.epoch && p.systemJson === s.epoch.systemJson && p.count <= count) {
+    return { messagesJson: messagesJsonAfter(s, p.count), afterMessagesToken: p.token, count };
+  }
+  return { messagesJson: buildMessagesJson(s), afterMessagesToken: "", count };
+}
+
+/** Notes the token inferproxy gave the array `requestMessages` built (empty: it kept nothing). */
+export function noteSent(s: SessionState, count: number, token: string): void {
+  if (!token) {
+    sent.delete(s);
+    return;
+  }
+  sent.set(s, { epoch: s.epoch.epoch, systemJson: s.epoch.systemJson, count, token });
+}
+
+export function forgetSent(s: SessionState): void {
+  sent.delete(s);
+}
