@@ -53,9 +53,16 @@ export function fakeInfer(replies: ScriptedReply[], opts: { rememberMessages?: b
       if (req.afterMessagesToken) {
         const prefix = remembered.get(req.afterMessagesToken);
         if (prefix === undefined) {
-          return (async function* (): AsyncGenerator<CompletionEvent> {
-            throw new RpcError(Status.FAILED_PRECONDITION, "prefix unknown", { reason: "prefix_unknown" });
-          })();
+          // As over gRPC: the error surfaces when the stream is read, not when the call is made.
+          const refused: AsyncIterable<CompletionEvent> = {
+            [Symbol.asyncIterator]: () => ({
+              next: () =>
+                Promise.reject(
+                  new RpcError(Status.FAILED_PRECONDITION, "prefix unknown", { reason: "prefix_unknown" }),
+                ),
+            }),
+          };
+          return refused;
         }
         const added = JSON.parse(whole) as unknown[];
         whole = added.length ? `${prefix.slice(0, -1)},${whole.slice(1)}` : prefix;
