@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ConfigError, failedPrecondition, notFound, type Logger } from "@boxmaker/common";
+import { ConfigError, messageOf, type Logger } from "@boxmaker/common";
 import { AuditLog, type AuditRecord } from "./audit.js";
 import { BLOB_PREFIX, BlobStore } from "./blobs.js";
 import { normalizeCallToolArgs, resolveCallTool } from "./call-tool.js";
@@ -13,11 +13,11 @@ import { excerpt } from "./excerpt.js";
 import { ToolIndex, formatFound, type Ranked } from "./find-tool.js";
 import { McpManager } from "./mcp/manager.js";
 import { PathGuard } from "./policy/paths.js";
-import { Refused } from "./policy/refused.js";
 import { decide, type Decision } from "./policy/rules.js";
 import { Sandbox } from "./sandbox.js";
 import { ProposalStore, staleReason, type ProposalRecord } from "./staging.js";
-import { ToolError, type Plan, type ToolContext, type ToolDef, type ToolTable, type ToolText } from "./tool-table.js";
+import { ProposalNotFound, ProposalNotPending, Refused, ToolError } from "./errors.js";
+import { type Plan, type ToolContext, type ToolDef, type ToolTable, type ToolText } from "./tool-table.js";
 import { builtinTable } from "./tools/index.js";
 import { buildToolsArray, type ToolsArray } from "./tools-array.js";
 import { checkArguments } from "./validate.js";
@@ -97,7 +97,7 @@ export class Broker {
     try {
       mkdirSync(config.state_dir, { recursive: true, mode: 0o750 });
     } catch (err) {
-      throw new ConfigError(`key "state_dir": cannot create ${config.state_dir}: ${(err as Error).message}`);
+      throw new ConfigError(`key "state_dir": cannot create ${config.state_dir}: ${messageOf(err)}`, { cause: err });
     }
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
@@ -163,7 +163,7 @@ export class Broker {
       this.log.error({ err, tool: req.name }, "tool call failed unexpectedly");
       out = {
         decision: "allowed",
-        content: `${req.name} failed: ${(err as Error).message}`,
+        content: `${req.name} failed: ${messageOf(err)}`,
         isError: true,
         rule: "tool:crashed",
       };
@@ -218,7 +218,7 @@ export class Broker {
     } catch (err) {
       return denied(
         "arguments:not-json",
-        `The arguments of ${req.name} are not valid JSON (${(err as Error).message}). Send one JSON object matching the tool's parameters.`,
+        `The arguments of ${req.name} are not valid JSON (${messageOf(err)}). Send one JSON object matching the tool's parameters.`,
       );
     }
     const tool = this.table.get(req.name);
@@ -378,7 +378,7 @@ export class Broker {
       if (err instanceof Refused) return { text: `Refused: ${err.message}.`, isError: true };
       if (err instanceof ToolError) return { text: err.message, isError: true };
       this.log.error({ err, tool: tool.name }, "tool failed");
-      return { text: `${tool.name} failed: ${(err as Error).message}`, isError: true };
+      return { text: `${tool.name} failed: ${messageOf(err)}`, isError: true };
     }
   }
 
@@ -422,9 +422,8 @@ export class Broker {
    */
   async decideProposal(id: string, approve: boolean, reason: string): Promise<ProposalRecord> {
     const p = this.proposals.get(id);
-    if (!p) throw notFound(`no proposal ${id}`);
-    if (p.state !== "pending" || this.deciding.has(id))
-      throw failedPrecondition(`proposal ${id} is already ${p.state === "pending" ? "being decided" : p.state}`);
+    if (!p) throw new ProposalNotFound(id);
+    if (p.state !== "pending" || this.deciding.has(id)) throw new ProposalNotPending(id, p.state);
     this.deciding.add(id);
     const t0 = performance.now();
     try {
@@ -465,7 +464,7 @@ export class Broker {
     } catch (err) {
       if (err instanceof Refused || err instanceof ToolError) return fail(`${err.message}.`);
       this.log.error({ err, tool: tool.name }, "approved action failed");
-      return fail(`${tool.name} failed: ${(err as Error).message}`);
+      return fail(`${tool.name} failed: ${messageOf(err)}`);
     }
     // An MCP call that errored did not do what was approved (the server was down, refused or timed out,
     // or the tool itself failed): that is a failure to apply, reported with the server's words.

@@ -14,6 +14,7 @@ import { BlobStore, sha256 } from "./blobs.js";
 import type { PathGuard } from "./policy/paths.js";
 import { components, existsAt, fdPath, openDirAt, readFileAt, writeFileAt } from "./tools/fs-io.js";
 import { boundedPatch } from "./tools/write-plan.js";
+import { messageOf } from "@boxmaker/common";
 
 /** One applied write or edit: the file's content before and after, kept in an uncapped blob store. */
 export interface ChangeRecord {
@@ -129,7 +130,7 @@ export class Checkpoints {
     try {
       p = guard.resolve(c.abs, { write: true });
     } catch (err) {
-      return refuse(`${c.rel}: ${(err as Error).message}`);
+      return refuse(`${c.rel}: ${messageOf(err)}`);
     }
     if (p.abs !== c.abs) return refuse(`${c.rel} now resolves to ${p.abs} (a symlink changed); not touched`);
     const exists = existsAt(p.root, p.rel);

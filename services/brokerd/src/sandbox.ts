@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import type { BrokerConfig, SandboxLimits } from "./config.js";
-import { Refused } from "./policy/refused.js";
+import { Refused } from "./errors.js";
 
 export interface SandboxRequest {
   command: string;

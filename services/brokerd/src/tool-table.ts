@@ -1,4 +1,5 @@
 import type { BrokerConfig, Risk } from "./config.js";
+import { ToolTableError } from "./errors.js";
 import type { BlobStore } from "./blobs.js";
 import type { PathGuard, ResolvedPath } from "./policy/paths.js";
 import type { Sandbox } from "./sandbox.js";
@@ -9,11 +10,6 @@ export type JsonSchema = Record<string, unknown>;
 export interface ToolText {
   text: string;
   isError: boolean;
-}
-
-/** A mistake the model can fix (bad arguments, no match for edit_file): its message is the tool result. */
-export class ToolError extends Error {
-  override readonly name = "ToolError";
 }
 
 export interface ToolContext {
@@ -71,7 +67,7 @@ export class ToolTable {
   version = 0;
 
   add(def: ToolDef): void {
-    if (this.byName.has(def.name)) throw new Error(`tool ${def.name} is registered twice`);
+    if (this.byName.has(def.name)) throw new ToolTableError(`tool ${def.name} is registered twice`);
     this.byName.set(def.name, def);
     if (def.core) this.coreOrder.push(def.name);
     this.version++;
@@ -81,7 +77,7 @@ export class ToolTable {
   replaceOrigin(origin: string, defs: readonly ToolDef[]): void {
     for (const [name, d] of this.byName) if (d.origin === origin && !d.core) this.byName.delete(name);
     for (const d of defs) {
-      if (d.core) throw new Error(`${origin} cannot add core tool ${d.name}: the tools array is fixed`);
+      if (d.core) throw new ToolTableError(`${origin} cannot add core tool ${d.name}: the tools array is fixed`);
       if (!this.byName.has(d.name)) this.byName.set(d.name, d);
     }
     this.version++;

@@ -5,7 +5,8 @@ import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotoc
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Logger } from "@boxmaker/common";
+import { messageOf, type Logger } from "@boxmaker/common";
+import { McpNoSandbox, McpTimeout } from "../errors.js";
 import type { McpServerConfig } from "../config.js";
 import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
 import type { ToolText } from "../tool-table.js";
@@ -33,7 +34,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([
     p,
     new Promise<never>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+      t = setTimeout(() => reject(new McpTimeout(what, ms)), ms);
     }),
   ]).finally(() => clearTimeout(t));
 }
@@ -160,9 +161,7 @@ export class McpConnection {
       };
     }
     if (sb?.state !== "bwrap") {
-      throw new Error(
-        `no sandbox is available (${sb?.detail ?? "none configured"}); set "sandbox": false on this server to run it unsandboxed`,
-      );
+      throw new McpNoSandbox(sb?.detail ?? "none configured");
     }
     const cwd = c.cwd ?? this.runtime.roots[0] ?? "/";
     const argv = [c.command!, ...c.args];
@@ -236,7 +235,7 @@ export class McpConnection {
       this.onTools(usable, client);
     } catch (err) {
       if (live) await this.stop(live);
-      if (!this.closed) this.markDown((err as Error).message);
+      if (!this.closed) this.markDown(messageOf(err));
     }
   }
 
@@ -325,11 +324,10 @@ export class McpConnection {
         return { ...rpcErrorToText(this.name, tool, err), ran: false };
       }
       if (signal?.aborted) throw err;
-      const hung =
-        err instanceof McpError ? err.code === ErrorCode.RequestTimeout : /longer than/.test((err as Error).message);
+      const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout;
       if (hung) {
         // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
-        const total = /Maximum total timeout/.test((err as Error).message);
+        const total = /Maximum total timeout/.test(messageOf(err));
         const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
           () => true,
           () => false,
@@ -343,7 +341,7 @@ export class McpConnection {
           ran: false,
         };
       }
-      const why = (err as Error).message;
+      const why = messageOf(err);
       const undelivered = sessionLost(err);
       if (this.client === client) this.markDown(why, undelivered);
       if (undelivered) return "retry";
@@ -376,7 +374,7 @@ export class McpConnection {
  */
 function sessionLost(err: unknown): boolean {
   if (err instanceof StreamableHTTPError) return err.code === 404 || (err.code === 400 && /session/i.test(err.message));
-  const msg = `${(err as Error).message} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
+  const msg = `${messageOf(err)} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
   return /ECONNREFUSED/.test(msg);
 }
 

@@ -3,9 +3,11 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "@boxmaker/common";
 import type { BrokerConfig, McpServerConfig, Risk } from "../config.js";
 import type { ResolvedPath } from "../policy/paths.js";
-import { ToolError, type ToolDef, type ToolTable } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { type ToolDef, type ToolTable } from "../tool-table.js";
 import { McpConnection, type McpRuntime } from "./connection.js";
 import { binaryToText } from "./convert.js";
+import { messageOf } from "@boxmaker/common";
 
 /** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
 export const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
@@ -246,7 +248,7 @@ export class McpManager {
             {
               server: conn.name,
               name: "",
-              description: `prompts/list failed: ${(err as Error).message}`,
+              description: `prompts/list failed: ${messageOf(err)}`,
               arguments: [],
             },
           ];

@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PathMatcher } from "./glob.js";
-import { Refused } from "./refused.js";
+import { Refused } from "../errors.js";
 
 export interface ResolvedPath {
   /** What the model asked for, for messages. */

@@ -3,7 +3,9 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { decide } from "../policy/rules.js";
-import { ToolError, type ToolContext, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { type ToolContext, type ToolDef } from "../tool-table.js";
+import { messageOf } from "@boxmaker/common";
 
 export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
 
@@ -266,7 +268,7 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
     if (err instanceof ToolError) throw err;
     if (ctx.signal.aborted) throw err;
     if (signal.aborted) throw new ToolError(`fetching ${u.href} took longer than ${cfg.timeout_ms} ms; gave up`);
-    throw new ToolError(`fetching ${u.href} failed: ${(err as Error).message}`);
+    throw new ToolError(`fetching ${u.href} failed: ${messageOf(err)}`, { cause: err });
   }
 }
 

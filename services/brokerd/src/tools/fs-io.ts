@@ -17,8 +17,9 @@ import {
 } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import { Refused } from "../policy/refused.js";
-import { ToolError } from "../tool-table.js";
+import { Refused } from "../errors.js";
+import { ToolError } from "../errors.js";
+import { messageOf } from "@boxmaker/common";
 
 /**
  * Race-free file access. Node has no openat(), but `/proc/self/fd/<dirfd>/<name>`
@@ -68,7 +69,7 @@ export function openRoot(root: string): number {
   try {
     return openSync(root, DIR_FLAGS);
   } catch (err) {
-    throw new ToolError(`the workspace root ${root} cannot be opened: ${(err as Error).message}`);
+    throw new ToolError(`the workspace root ${root} cannot be opened: ${messageOf(err)}`, { cause: err });
   }
 }
 

@@ -1,5 +1,6 @@
 import type { ExtraCoreTool } from "../config.js";
-import { ToolError, ToolTable, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { ToolTable, type ToolDef } from "../tool-table.js";
 import { grepBlob, readBlob } from "./blob-tools.js";
 import { editFile } from "./edit-file.js";
 import { fetchUrl } from "./fetch-url.js";

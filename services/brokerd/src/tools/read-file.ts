@@ -1,5 +1,6 @@
 import { closeSync } from "node:fs";
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { type ToolDef } from "../tool-table.js";
 import { openFileAt, readFileAt, readLinesAt } from "./fs-io.js";
 
 /** How much of one line a ranged read of a huge file keeps. */

@@ -1,7 +1,7 @@
 import { closeSync, constants, lstatSync, openSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { compileGlob } from "../policy/glob.js";
-import { Refused } from "../policy/refused.js";
+import { Refused } from "../errors.js";
 import type { ToolDef } from "../tool-table.js";
 import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-io.js";
 import { checkPattern, runRegex } from "./regex-worker.js";

@@ -1,4 +1,5 @@
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { type ToolDef } from "../tool-table.js";
 
 /**
  * A core tool that loopd runs (it starts a child session on the subagent

@@ -1,7 +1,8 @@
 import { createTwoFilesPatch } from "diff";
 import { sha256 } from "../blobs.js";
 import type { ResolvedPath } from "../policy/paths.js";
-import { ToolError, type Plan, type ToolContext } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import { type Plan, type ToolContext } from "../tool-table.js";
 import { existsAt, readFileAt, writeFileAt } from "./fs-io.js";
 
 export const ABSENT = "absent";
