@@ -1,5 +1,5 @@
 import { STOPWORDS, SYNONYM_GROUPS } from "./find-tool-synonyms.js";
-import type { ToolDef } from "./tool-table.js";
+import type { ToolDef, ToolTable } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
 
 /** Splits names like `github.create_issue`, `readFile`, `list-dirs` into lowercase words. */
@@ -170,4 +170,20 @@ export function formatFound(query: string, found: readonly Ranked[]): string {
     lines.push(`   parameters: ${stableStringify(tool.parameters)}`);
   });
   return lines.join("\n");
+}
+
+/** The index over a table's extended tools, rebuilt only when the table changed (an MCP server came or went). */
+export class ToolSearch {
+  private index: ToolIndex | undefined;
+  private version = -1;
+
+  constructor(private readonly table: ToolTable) {}
+
+  search(query: string, limit: number): Ranked[] {
+    if (!this.index || this.version !== this.table.version) {
+      this.index = new ToolIndex(this.table.extended());
+      this.version = this.table.version;
+    }
+    return this.index.search(query, limit);
+  }
 }

@@ -1,4 +1,5 @@
-export { Broker, type CallRequest, type CallOutcome, type CallDecision } from "./broker.js";
+export { Broker } from "./broker.js";
+export type { CallRequest, CallOutcome } from "./call-outcome.js";
 export {
   brokerConfigSchema,
   loadBrokerConfig,

@@ -1,7 +1,8 @@
 import { pino } from "pino";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Broker, type CallOutcome } from "../src/broker.js";
+import { Broker } from "../src/broker.js";
+import type { CallOutcome } from "../src/call-outcome.js";
 import { parseBrokerConfig, type BrokerConfig } from "../src/config.js";
 import { tempDir } from "../../../test/support/tmp.js";
 import { toolPath } from "../../../test/support/requirements.js";

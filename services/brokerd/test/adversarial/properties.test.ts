@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import type { PolicyRule } from "../../src/config.js";
@@ -173,7 +174,11 @@ describe("tool calls against a planted workspace", () => {
         }
         if (leaked(out)) counts.escapes++;
         if (out.rule === "tool:crashed") counts.crashes++;
-        return !leaked(out) && out.rule !== "tool:crashed" && ["allowed", "denied", "staged"].includes(out.decision);
+        return (
+          !leaked(out) &&
+          out.rule !== "tool:crashed" &&
+          [ToolDecision.ALLOWED, ToolDecision.DENIED, ToolDecision.STAGED].includes(out.decision)
+        );
       }),
       { numRuns: runs(800) },
     );

@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -92,7 +93,7 @@ describe("a directory flipping to a symlink during calls", () => {
           // Staged now, approved a moment later while the directory keeps flipping.
           calls.push(
             r.call("write_file", { path: `d/s${j}.txt`, content: "approved" }).then(async (staged) => {
-              if (staged.decision !== "staged") return staged;
+              if (staged.decision !== ToolDecision.STAGED) return staged;
               approvals++;
               const done = await r.broker.decideProposal(staged.proposalId, true, "");
               return { ...staged, content: done.result, isError: done.state !== "applied" };
