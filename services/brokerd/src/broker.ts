@@ -9,7 +9,7 @@ import { checkBoundary } from "./boundary.js";
 import type { CallOutcome, CallRequest } from "./call-outcome.js";
 import { CallPipeline } from "./call-pipeline.js";
 import { Checkpoints } from "./checkpoints.js";
-import type { BrokerConfig } from "./config.js";
+import type { BrokerConfig } from "./config-types.js";
 import { Disclosure } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
 import { McpManager } from "./mcp/manager.js";

@@ -1,7 +1,7 @@
 import { messageOf, type Logger } from "@boxmaker/common";
 import type { BlobStore } from "./blobs.js";
 import { denied, type StepOutcome } from "./call-outcome.js";
-import type { BrokerConfig } from "./config.js";
+import type { BrokerConfig } from "./config-types.js";
 import { Refused, ToolError } from "./errors.js";
 import { pathRuledFor, subjectOf } from "./policy/gate.js";
 import type { PathGuard } from "./policy/paths.js";

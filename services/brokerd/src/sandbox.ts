@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import type { BrokerConfig, SandboxLimits } from "./config.js";
+import type { BrokerConfig, SandboxLimits } from "./config-types.js";
 import { Refused } from "./errors.js";
 
 export interface SandboxRequest {

@@ -1,4 +1,4 @@
-import type { BrokerConfig, Risk } from "./config.js";
+import type { BrokerConfig, Risk } from "./config-types.js";
 import { ToolTableError } from "./errors.js";
 import type { BlobStore } from "./blobs.js";
 import type { PathGuard, ResolvedPath } from "./policy/paths.js";

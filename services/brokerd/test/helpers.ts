@@ -3,7 +3,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Broker } from "../src/broker.js";
 import type { CallOutcome } from "../src/call-outcome.js";
-import { parseBrokerConfig, type BrokerConfig } from "../src/config.js";
+import { parseBrokerConfig } from "../src/config.js";
+import type { BrokerConfig } from "../src/config-types.js";
 import { tempDir } from "../../../test/support/tmp.js";
 import { toolPath } from "../../../test/support/requirements.js";
 

@@ -7,7 +7,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
 import { McpNoSandbox, McpTimeout } from "../errors.js";
-import type { McpServerConfig } from "../config.js";
+import type { McpServerConfig } from "../config-types.js";
 import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
 import type { ToolText } from "../tool-table.js";
 import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";

@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "@boxmaker/common";
-import type { BrokerConfig, McpServerConfig, Risk } from "../config.js";
+import type { BrokerConfig, McpServerConfig, Risk } from "../config-types.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import { type ToolDef, type ToolTable } from "../tool-table.js";

@@ -1,4 +1,4 @@
-import type { Effect, PolicyRule } from "../config.js";
+import type { Effect, PolicyRule } from "../config-types.js";
 import type { Plan, ToolDef } from "../tool-table.js";
 import { decide, type Decision, type Subject } from "./rules.js";
 

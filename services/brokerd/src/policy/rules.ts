@@ -1,4 +1,4 @@
-import type { Effect, PolicyRule, Risk } from "../config.js";
+import type { Effect, PolicyRule, Risk } from "../config-types.js";
 import { matchesRuleGlob, toolGlobMatches } from "./glob.js";
 import { analyzeCommand, DYNAMIC, type CommandAnalysis } from "./shell.js";
 

@@ -160,9 +160,9 @@ async function readLimited(res: IncomingMessage, max: number): Promise<{ body: B
 }
 
 function get(u: URL, addr: { address: string; family: number }, signal: AbortSignal): Promise<IncomingMessage> {
+  // Pinned to the address the checks approved: a second resolution could answer differently (DNS rebinding).
   const lookup: LookupFunction = (_host, opts, cb) => {
-    if ((opts as { all?: boolean }).all)
-      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [addr]);
+    if (opts.all) cb(null, [addr]);
     else cb(null, addr.address, addr.family);
   };
   const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, {

@@ -1,4 +1,4 @@
-import type { ExtraCoreTool } from "../config.js";
+import type { ExtraCoreTool } from "../config-types.js";
 import { ToolError } from "../errors.js";
 import { ToolTable, type ToolDef } from "../tool-table.js";
 import { grepBlob, readBlob } from "./blob-tools.js";

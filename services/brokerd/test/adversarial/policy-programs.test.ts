@@ -2,7 +2,7 @@ import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { PolicyRule } from "../../src/config.js";
+import type { PolicyRule } from "../../src/config-types.js";
 import { decide } from "../../src/policy/rules.js";
 import { analyzeCommand } from "../../src/policy/shell.js";
 import { rig, type Rig } from "../helpers.js";

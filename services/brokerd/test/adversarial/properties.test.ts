@@ -1,7 +1,7 @@
 import { ToolDecision } from "@boxmaker/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import type { PolicyRule } from "../../src/config.js";
+import type { PolicyRule } from "../../src/config-types.js";
 import { DEFAULT_SECRET_PATTERNS } from "../../src/config.js";
 import { compileGlob, PathMatcher } from "../../src/policy/glob.js";
 import { decide } from "../../src/policy/rules.js";
