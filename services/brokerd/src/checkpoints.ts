@@ -12,7 +12,9 @@ import {
 import { join } from "node:path";
 import { BlobStore, sha256 } from "./blobs.js";
 import type { PathGuard } from "./policy/paths.js";
-import { components, existsAt, fdPath, openDirAt, readFileAt, writeFileAt } from "./tools/fs-io.js";
+import { existsAt, readFileAt } from "./tools/fs-read.js";
+import { components, fdPath, openDirAt } from "./tools/fs-walk.js";
+import { writeFileAt } from "./tools/fs-write.js";
 import { boundedPatch } from "./tools/write-plan.js";
 import { messageOf } from "@boxmaker/common";
 

@@ -51,7 +51,7 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
  * The path checks every tool runs before touching the disk. Roots and protected
  * paths are canonicalized once, so a workspace under a symlinked /tmp still works.
  */
-/** Longest path and deepest nesting accepted (also fs-io's walk bounds). */
+/** Longest path and deepest nesting accepted (also the bounds of fs-walk.ts). */
 const MAX_INPUT_BYTES = 4096;
 const MAX_INPUT_DEPTH = 128;
 /** How many entries the walk for secrets to hide may visit before the command is refused. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { compileGlob } from "../policy/glob.js";
 import { Refused } from "../errors.js";
 import type { ToolDef } from "../tool-table.js";
-import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-io.js";
+import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-walk.js";
 import { checkPattern, runRegex } from "./regex-worker.js";
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;

@@ -3,7 +3,8 @@ import { sha256 } from "../blobs.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import { type Plan, type ToolContext } from "../tool-table.js";
-import { existsAt, readFileAt, writeFileAt } from "./fs-io.js";
+import { existsAt, readFileAt } from "./fs-read.js";
+import { writeFileAt } from "./fs-write.js";
 
 export const ABSENT = "absent";
 
