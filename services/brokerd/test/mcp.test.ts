@@ -207,7 +207,8 @@ describe("MCP over Streamable HTTP", () => {
 
 describe("MCP tool mapping", async () => {
   const { toolRisk, pathArgs } = await import("../src/mcp/manager.js");
-  const { missingFeature, programPaths } = await import("../src/mcp/connection.js");
+  const { missingFeature } = await import("../src/mcp/connection.js");
+  const { programPaths } = await import("../src/mcp/transport.js");
   const { parseBrokerConfig } = await import("../src/config.js");
   const cfg = (extra: Record<string, unknown> = {}) =>
     parseBrokerConfig({ mcp_servers: { s: { transport: "stdio", command: "x", ...extra } } }).mcp_servers.s!;

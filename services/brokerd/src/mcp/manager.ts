@@ -5,7 +5,8 @@ import type { BrokerConfig, McpServerConfig, Risk } from "../config-types.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import { type ToolDef, type ToolTable } from "../tool-table.js";
-import { McpConnection, type McpRuntime } from "./connection.js";
+import { McpConnection } from "./connection.js";
+import type { McpRuntime } from "./transport.js";
 import { binaryToText } from "./convert.js";
 import { messageOf } from "@boxmaker/common";
 
