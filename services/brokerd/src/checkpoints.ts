@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { BlobStore, sha256 } from "./blobs.js";
-import type { PathGuard } from "./policy/paths.js";
+import type { PathGuard, ResolvedPath } from "./policy/paths.js";
 import { existsAt, readFileAt } from "./tools/fs-read.js";
 import { components, fdPath, openDirAt } from "./tools/fs-walk.js";
 import { writeFileAt } from "./tools/fs-write.js";
@@ -128,7 +128,7 @@ export class Checkpoints {
 
   private undoOne(c: ChangeRecord, force: boolean, guard: PathGuard, maxBytes: number): UndoOutcome {
     const refuse = (message: string): UndoOutcome => ({ change: c, result: "refused", message });
-    let p;
+    let p: ResolvedPath;
     try {
       p = guard.resolve(c.abs, { write: true });
     } catch (err) {

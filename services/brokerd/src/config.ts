@@ -47,7 +47,7 @@ export const DEFAULT_SECRET_PATTERNS = [
   "*.tfstate.*",
 ];
 
-export const DEFAULT_RO_PATHS = [
+const DEFAULT_RO_PATHS = [
   "/usr",
   "/bin",
   "/sbin",

@@ -16,7 +16,7 @@ export function words(text: string): string[] {
  * "directories"/"directory" meet: suffixes off, a final e off, a doubled final
  * consonant ("runn") single.
  */
-export function stem(w: string): string {
+function stem(w: string): string {
   if (w.length > 4 && w.endsWith("ies")) return `${w.slice(0, -3)}y`;
   let s = w;
   if (s.length > 5 && s.endsWith("ing")) s = s.slice(0, -3);
@@ -93,7 +93,10 @@ export class ToolIndex {
     this.tools.forEach((t, i) => {
       const put = (term: string, weight: number) => {
         let m = this.postings.get(term);
-        if (!m) this.postings.set(term, (m = new Map()));
+        if (!m) {
+          m = new Map();
+          this.postings.set(term, m);
+        }
         if ((m.get(i) ?? 0) < weight) m.set(i, weight);
       };
       const add = (text: string, weight: number) => {

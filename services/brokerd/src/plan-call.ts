@@ -24,7 +24,7 @@ export interface Checked {
   decision: Decision;
 }
 
-export function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef): ToolContext {
+function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef): ToolContext {
   const pathRuled = pathRuledFor(d.config.policy.rules, tool);
   return {
     config: d.config,

@@ -4,7 +4,7 @@ import type { BlobStore } from "./blobs.js";
 import type { PathGuard, ResolvedPath } from "./policy/paths.js";
 import type { Sandbox } from "./sandbox.js";
 
-export type JsonSchema = Record<string, unknown>;
+type JsonSchema = Record<string, unknown>;
 
 /** What goes back to the model: always text. */
 export interface ToolText {
@@ -42,7 +42,7 @@ export interface Plan {
   execute(): Promise<ToolText>;
 }
 
-export type ToolKind = "builtin" | "meta" | "mcp" | "external";
+type ToolKind = "builtin" | "meta" | "mcp" | "external";
 
 export interface ToolDef {
   name: string;
@@ -56,7 +56,11 @@ export interface ToolDef {
   origin: string;
   /** Results it bounds itself (read_blob) must not be turned into another blob. */
   selfCapped?: boolean;
-  plan(args: any, ctx: ToolContext): Promise<Plan> | Plan;
+  /**
+   * Called with arguments the tool's schema already accepted; each tool types
+   * them as its schema says (a method, so that narrower parameter type is allowed).
+   */
+  plan(args: unknown, ctx: ToolContext): Promise<Plan> | Plan;
 }
 
 /** THE table: every tool brokerd knows, core and extended, keyed by name. */

@@ -4,14 +4,14 @@ import type { Logger } from "@boxmaker/common";
 import type { BrokerConfig, McpServerConfig, Risk } from "../config-types.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
-import { type ToolDef, type ToolTable } from "../tool-table.js";
+import type { ToolDef, ToolTable } from "../tool-table.js";
 import { McpConnection } from "./connection.js";
 import type { McpRuntime } from "./transport.js";
 import { binaryToText } from "./convert.js";
 import { messageOf } from "@boxmaker/common";
 
 /** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
-export const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
+const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
 
 /**
  * Policy's view of one tool: the operator's per-tool override, else the
@@ -38,7 +38,7 @@ export function pathArgs(cfg: McpServerConfig, tool: Tool): string[] {
 }
 
 /** An MCP tool as a table entry `server.tool`: extended only, so the tools array never moves. */
-export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
+function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
   const name = `${server}.${tool.name}`;
   const hosts = [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts];
   const risk = toolRisk(cfg, tool);

@@ -55,7 +55,7 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
 const MAX_INPUT_BYTES = 4096;
 const MAX_INPUT_DEPTH = 128;
 /** How many entries the walk for secrets to hide may visit before the command is refused. */
-export const SECRET_WALK_LIMIT = 200_000;
+const SECRET_WALK_LIMIT = 200_000;
 
 export class PathGuard {
   readonly roots: string[];

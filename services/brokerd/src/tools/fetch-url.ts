@@ -4,10 +4,10 @@ import { request as httpsRequest } from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { decide } from "../policy/rules.js";
 import { ToolError } from "../errors.js";
-import { type ToolContext, type ToolDef } from "../tool-table.js";
+import type { ToolContext, ToolDef } from "../tool-table.js";
 import { messageOf } from "@boxmaker/common";
 
-export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
 
 const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 

@@ -67,7 +67,7 @@ export interface LineRange {
 }
 
 /** How far one ranged read scans a file before it stops and says so. */
-export const MAX_SCAN_BYTES = 64 * 1024 * 1024;
+const MAX_SCAN_BYTES = 64 * 1024 * 1024;
 
 /**
  * A line range of a file too large to load whole: read in chunks (async, so

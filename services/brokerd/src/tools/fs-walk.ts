@@ -12,7 +12,7 @@ import { Refused, ToolError } from "../errors.js";
  */
 
 /** Longest path and deepest nesting any tool accepts: bounds every walk and matcher. */
-export const MAX_PATH_BYTES = 4096;
+const MAX_PATH_BYTES = 4096;
 export const MAX_DEPTH = 128;
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;

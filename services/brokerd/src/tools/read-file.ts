@@ -1,6 +1,6 @@
 import { closeSync } from "node:fs";
 import { ToolError } from "../errors.js";
-import { type ToolDef } from "../tool-table.js";
+import type { ToolDef } from "../tool-table.js";
 import { readFileAt, readLinesAt } from "./fs-read.js";
 import { openFileAt } from "./fs-walk.js";
 

@@ -1,5 +1,5 @@
 import { ToolError } from "../errors.js";
-import { type ToolDef } from "../tool-table.js";
+import type { ToolDef } from "../tool-table.js";
 
 /**
  * A core tool that loopd runs (it starts a child session on the subagent
@@ -7,7 +7,7 @@ import { type ToolDef } from "../tool-table.js";
  * brokerd only lists it and refuses to run it.
  */
 /** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
-export const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
+const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
 
 export const spawnAgent: ToolDef = {
   name: "spawn_agent",

@@ -13,7 +13,7 @@ const run = (rules: PolicyRule[], command: string, d: Record<string, "allow" | "
 
 const noRm: PolicyRule[] = [{ name: "no-rm", tool: "run_command", effect: "deny", command_prefixes: ["rm"] }];
 
-export const RM_BYPASSES = [
+const RM_BYPASSES = [
   "rm -rf x",
   "command rm -rf x",
   "\\rm -rf x",

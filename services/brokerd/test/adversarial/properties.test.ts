@@ -5,13 +5,14 @@ import type { PolicyRule } from "../../src/config-types.js";
 import { DEFAULT_SECRET_PATTERNS } from "../../src/config.js";
 import { compileGlob, PathMatcher } from "../../src/policy/glob.js";
 import { decide } from "../../src/policy/rules.js";
+import type { CallOutcome } from "../../src/call-outcome.js";
 import { rig, type Rig } from "../helpers.js";
 import { leaked, newCounts, outsideIntact, pathArb, plantWorkspace, rmLineArb, toolCallArb } from "./harness.js";
 
 /** Generated inputs across this file (≥ 5,000 in total); BX_FC_SCALE scales every property. */
 const SCALE = Number(process.env.BX_FC_SCALE ?? 1);
 const runs = (n: number) => Math.max(10, Math.round(n * SCALE));
-export const counts = newCounts();
+const counts = newCounts();
 
 afterAll(() => {
   console.log(`[adversarial properties] inputs=${counts.inputs} escapes=${counts.escapes} crashes=${counts.crashes}`);
@@ -145,7 +146,7 @@ describe("tool calls against a planted workspace", () => {
         fc.constantFrom("read_file", "list_dir", "write_file"),
         async (path, tool) => {
           counts.inputs++;
-          let out;
+          let out: CallOutcome;
           try {
             out = await r.call(tool, tool === "write_file" ? { path, content: "w" } : { path });
           } catch {
@@ -165,7 +166,7 @@ describe("tool calls against a planted workspace", () => {
     await fc.assert(
       fc.asyncProperty(toolCallArb(r.ws, r.outside), async ({ name, args }) => {
         counts.inputs++;
-        let out;
+        let out: CallOutcome;
         try {
           out = await r.call(name, args);
         } catch {

@@ -12,12 +12,12 @@ import { rig, type Rig } from "../helpers.js";
  * Every call must either act inside the workspace or be refused: no outside
  * content in any result, no file created outside.
  */
-export const RACE_ITERATIONS = Number(process.env.BX_RACE_ITERATIONS ?? 2400);
+const RACE_ITERATIONS = Number(process.env.BX_RACE_ITERATIONS ?? 2400);
 const OUTSIDE_MARK = "OUTSIDE-CONTENT-7f3a";
 
 let r: Rig;
 let flipper: ChildProcess;
-export const raceCounts = { calls: 0, escapes: 0, refused: 0, flips: 0 };
+const raceCounts = { calls: 0, escapes: 0, refused: 0, flips: 0 };
 let approvals = 0;
 
 const FLIP = `
