@@ -311,13 +311,17 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
     await r.broker.mcp.settled();
     expect((await viaCallTool("probe.slow", { ms: 10 })).content).toBe("slept 10");
     expect((await viaCallTool("probe.slow", { ms: 200 })).content).toBe("slept 200");
-    await new Promise((res) => setTimeout(res, 300));
+    // One pipe, one order: a cancellation sent after the calls would reach the server before this ping does,
+    // and the server logs each message before answering it.
+    const client = await r.broker.mcp.get("probe")!.ready();
+    await client!.ping();
     const log = join(r.ws, "msgs.jsonl");
     expect(existsSync(log)).toBe(true);
     const methods = readFileSync(log, "utf8")
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l).method as string);
+    expect(methods.at(-1)).toBe("ping");
     expect(methods.filter((m) => m === "tools/call")).toHaveLength(2);
     expect(methods).not.toContain("notifications/cancelled");
     // Every call asks for progress, so long tools can extend their deadline.

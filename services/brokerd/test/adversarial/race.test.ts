@@ -1,7 +1,7 @@
 import { ToolDecision } from "@boxmaker/common";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rig, type Rig } from "../helpers.js";
 
@@ -51,8 +51,10 @@ beforeAll(async () => {
       writeFileSync(join(outside, "sub", "g.txt"), `${OUTSIDE_MARK}\n`);
     },
   );
-  flipper = spawn(process.execPath, ["-e", FLIP, r.ws, r.outside, join(r.dir, "flips")], { stdio: "ignore" });
-  await new Promise((res) => setTimeout(res, 100));
+  const flips = join(r.dir, "flips");
+  flipper = spawn(process.execPath, ["-e", FLIP, r.ws, r.outside, flips], { stdio: "ignore" });
+  // The calls start once the directory is really flipping (the flipper writes its count every 256 flips).
+  await vi.waitFor(() => expect(existsSync(flips)).toBe(true), { timeout: 10_000, interval: 10 });
 });
 
 afterAll(async () => {
