@@ -12,7 +12,7 @@ import { Checkpoints } from "./checkpoints.js";
 import type { BrokerConfig } from "./config-types.js";
 import { Disclosure } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
-import { McpManager } from "./mcp/manager.js";
+import { openMcpServers, type McpServers } from "./mcp/servers.js";
 import { PathGuard } from "./policy/paths.js";
 import { BLOB_READERS } from "./result-cap.js";
 import { Sandbox } from "./sandbox.js";
@@ -44,7 +44,7 @@ export class Broker {
     readonly blobs: BlobStore,
     readonly proposals: ProposalStore,
     readonly sandbox: Sandbox,
-    readonly mcp: McpManager,
+    readonly mcp: McpServers,
     private readonly audit: AuditLog,
     private readonly disclosure: Disclosure,
     log: Logger,
@@ -86,10 +86,7 @@ export class Broker {
       () => guard.secretsInside(),
     );
     const table = builtinTable(config.extra_core_tools);
-    const mcp = new McpManager(config.mcp_servers, config.mcp_reconnect, table, opts.log, {
-      sandbox,
-      roots: guard.roots,
-    });
+    const mcp = await openMcpServers(config, table, opts.log, { sandbox, roots: guard.roots });
     const broker = new Broker(
       config,
       table,

@@ -6,6 +6,7 @@ import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import type { ToolDef, ToolTable } from "../tool-table.js";
 import { McpConnection } from "./connection.js";
+import type { McpPromptInfo, McpServers } from "./servers.js";
 import type { McpRuntime } from "./transport.js";
 import { binaryToText } from "./convert.js";
 import { messageOf } from "@boxmaker/common";
@@ -77,14 +78,7 @@ function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpC
   };
 }
 
-export interface McpPromptInfo {
-  server: string;
-  name: string;
-  description: string;
-  arguments: Array<{ name: string; description: string; required: boolean }>;
-}
-
-export class McpManager {
+export class McpManager implements McpServers {
   readonly connections: McpConnection[] = [];
   /** Each server's connected client, for resources and prompts. */
   readonly clients = new Map<string, Client>();
