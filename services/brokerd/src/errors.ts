@@ -13,6 +13,9 @@ export class ToolError extends BoxmakerError {
   }
 }
 
+/** The walk met a file where the path needs a directory (ENOTDIR): a ToolError a lister can tell apart. */
+export class NotADirectory extends ToolError {}
+
 /**
  * A hard refusal that no policy rule can turn into allow (outside the
  * workspace, a secret, a protected path, no sandbox). `rule` names the check

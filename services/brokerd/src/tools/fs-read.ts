@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, read, readdirSync, readlinkSync, readSync } from "node:fs";
 import { promisify } from "node:util";
-import { ToolError } from "../errors.js";
+import { NotADirectory, ToolError } from "../errors.js";
 import { components, fdPath, openDirAt, openFileAt } from "./fs-walk.js";
 
 // Reads through the descriptor the no-symlink walk reached (fs-walk.ts): never by path.
@@ -164,8 +164,7 @@ export function listDirAt(root: string, rel: string, cap = Infinity): { entries:
   try {
     fd = openDirAt(root, parts, rel);
   } catch (err) {
-    if (err instanceof ToolError && /is not a directory/.test(err.message))
-      throw new ToolError(`${rel} is a file; use read_file`);
+    if (err instanceof NotADirectory) throw new ToolError(`${rel} is a file; use read_file`);
     throw err;
   }
   try {

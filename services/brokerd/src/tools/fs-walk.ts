@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { messageOf } from "@boxmaker/common";
-import { Refused, ToolError } from "../errors.js";
+import { NotADirectory, Refused, ToolError } from "../errors.js";
 
 /**
  * Race-free file access. Node has no openat(), but `/proc/self/fd/<dirfd>/<name>`
@@ -40,7 +40,7 @@ function walkError(err: unknown, rel: string): Error {
       "path:symlink-swap",
       `a component of ${rel} is a symlink now (it changed after the check); nothing was done`,
     );
-  if (code === "ENOTDIR") return new ToolError(`a component of ${rel} is not a directory`);
+  if (code === "ENOTDIR") return new NotADirectory(`a component of ${rel} is not a directory`, { cause: err });
   if (code === "ENOENT") return new ToolError(`${rel} does not exist`);
   if (code === "EACCES" || code === "EPERM") return new ToolError(`${rel} is not accessible (${code})`);
   return err as Error;
