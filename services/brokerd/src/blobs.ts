@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWrite } from "@boxmaker/common";
-import { ToolError } from "./tool-table.js";
+import { ToolError } from "./errors.js";
 
 export const BLOB_PREFIX = "blob:sha256:";
 const HEX = /^[0-9a-f]{64}$/;

@@ -11,9 +11,12 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { BlobStore, sha256 } from "./blobs.js";
-import type { PathGuard } from "./policy/paths.js";
-import { components, existsAt, fdPath, openDirAt, readFileAt, writeFileAt } from "./tools/fs-io.js";
+import type { PathGuard, ResolvedPath } from "./policy/paths.js";
+import { existsAt, readFileAt } from "./tools/fs-read.js";
+import { components, fdPath, openDirAt } from "./tools/fs-walk.js";
+import { writeFileAt } from "./tools/fs-write.js";
 import { boundedPatch } from "./tools/write-plan.js";
+import { messageOf } from "@boxmaker/common";
 
 /** One applied write or edit: the file's content before and after, kept in an uncapped blob store. */
 export interface ChangeRecord {
@@ -125,11 +128,11 @@ export class Checkpoints {
 
   private undoOne(c: ChangeRecord, force: boolean, guard: PathGuard, maxBytes: number): UndoOutcome {
     const refuse = (message: string): UndoOutcome => ({ change: c, result: "refused", message });
-    let p;
+    let p: ResolvedPath;
     try {
       p = guard.resolve(c.abs, { write: true });
     } catch (err) {
-      return refuse(`${c.rel}: ${(err as Error).message}`);
+      return refuse(`${c.rel}: ${messageOf(err)}`);
     }
     if (p.abs !== c.abs) return refuse(`${c.rel} now resolves to ${p.abs} (a symlink changed); not touched`);
     const exists = existsAt(p.root, p.rel);

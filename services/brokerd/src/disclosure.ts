@@ -43,7 +43,10 @@ export class Disclosure {
 
   private remember(session: string, names: Iterable<string>): void {
     let s = this.bySession.get(session);
-    if (!s) this.bySession.set(session, (s = new Set()));
+    if (!s) {
+      s = new Set();
+      this.bySession.set(session, s);
+    }
     for (const n of names) s.add(n);
   }
 }

@@ -1,5 +1,5 @@
 import { STOPWORDS, SYNONYM_GROUPS } from "./find-tool-synonyms.js";
-import type { ToolDef } from "./tool-table.js";
+import type { ToolDef, ToolTable } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
 
 /** Splits names like `github.create_issue`, `readFile`, `list-dirs` into lowercase words. */
@@ -16,7 +16,7 @@ export function words(text: string): string[] {
  * "directories"/"directory" meet: suffixes off, a final e off, a doubled final
  * consonant ("runn") single.
  */
-export function stem(w: string): string {
+function stem(w: string): string {
   if (w.length > 4 && w.endsWith("ies")) return `${w.slice(0, -3)}y`;
   let s = w;
   if (s.length > 5 && s.endsWith("ing")) s = s.slice(0, -3);
@@ -93,7 +93,10 @@ export class ToolIndex {
     this.tools.forEach((t, i) => {
       const put = (term: string, weight: number) => {
         let m = this.postings.get(term);
-        if (!m) this.postings.set(term, (m = new Map()));
+        if (!m) {
+          m = new Map();
+          this.postings.set(term, m);
+        }
         if ((m.get(i) ?? 0) < weight) m.set(i, weight);
       };
       const add = (text: string, weight: number) => {
@@ -170,4 +173,20 @@ export function formatFound(query: string, found: readonly Ranked[]): string {
     lines.push(`   parameters: ${stableStringify(tool.parameters)}`);
   });
   return lines.join("\n");
+}
+
+/** The index over a table's extended tools, rebuilt only when the table changed (an MCP server came or went). */
+export class ToolSearch {
+  private index: ToolIndex | undefined;
+  private version = -1;
+
+  constructor(private readonly table: ToolTable) {}
+
+  search(query: string, limit: number): Ranked[] {
+    if (!this.index || this.version !== this.table.version) {
+      this.index = new ToolIndex(this.table.extended());
+      this.version = this.table.version;
+    }
+    return this.index.search(query, limit);
+  }
 }

@@ -1,11 +1,7 @@
-export { Broker, type CallRequest, type CallOutcome, type CallDecision } from "./broker.js";
-export {
-  brokerConfigSchema,
-  loadBrokerConfig,
-  parseBrokerConfig,
-  type BrokerConfig,
-  type PolicyRule,
-} from "./config.js";
+export { Broker } from "./broker.js";
+export type { CallRequest, CallOutcome } from "./call-outcome.js";
+export { brokerConfigSchema, loadBrokerConfig, parseBrokerConfig } from "./config.js";
+export type { BrokerConfig, PolicyRule } from "./config-types.js";
 export { brokerService } from "./service.js";
 export { ToolTable, type ToolDef, type ToolText } from "./tool-table.js";
 export { buildToolsArray, stableStringify } from "./tools-array.js";

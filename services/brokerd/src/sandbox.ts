@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import type { BrokerConfig, SandboxLimits } from "./config.js";
-import { Refused } from "./policy/refused.js";
+import type { BrokerConfig, SandboxLimits } from "./config-types.js";
+import { Refused } from "./errors.js";
 
 export interface SandboxRequest {
   command: string;
@@ -67,7 +67,7 @@ export function bwrapArgs(l: BwrapLayout): string[] {
  * execs the command's shell: processes (`-p` in dash, `-u` in bash), data
  * segment, file size, open files. A limit the shell cannot set fails the run.
  */
-export function shellArgv(command: string, limits?: SandboxLimits): string[] {
+function shellArgv(command: string, limits?: SandboxLimits): string[] {
   if (!limits) return ["/bin/sh", "-c", command];
   const kb = (b: number) => Math.max(1, Math.floor(b / 1024));
   const blocks = (b: number) => Math.max(1, Math.floor(b / 512));

@@ -1,15 +1,9 @@
-import { type BrokerService, ToolDecision, type ImplOf } from "@boxmaker/common";
-import type { Broker, CallDecision } from "./broker.js";
+import type { BrokerService, ImplOf } from "@boxmaker/common";
+import type { Broker } from "./broker.js";
 import type { ProposalRecord } from "./staging.js";
 import type { ChangeRecord } from "./checkpoints.js";
 import type { ToolDef } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
-
-const DECISION: Record<CallDecision, ToolDecision> = {
-  allowed: ToolDecision.ALLOWED,
-  denied: ToolDecision.DENIED,
-  staged: ToolDecision.STAGED,
-};
 
 const summary = (t: ToolDef, score = 0) => ({
   name: t.name,
@@ -55,13 +49,11 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       toolsSha256: broker.toolsArray.sha256,
       coreToolNames: broker.toolsArray.names,
     }),
-    callTool: async (req, ctx) => {
-      const r = await broker.call(
+    callTool: (req, ctx) =>
+      broker.call(
         { sessionId: req.sessionId, callId: req.callId, name: req.name, argumentsJson: req.argumentsJson },
         ctx.signal,
-      );
-      return { ...r, decision: DECISION[r.decision] };
-    },
+      ),
     searchTools: async (req, ctx) => ({
       core: broker.table.core().map((t) => summary(t)),
       matches: broker.search(req.query, req.limit || 10).map((r) => summary(r.tool, r.score)),

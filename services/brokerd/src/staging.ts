@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite, fsyncDir } from "@boxmaker/common";
+import { atomicWrite, fsyncDir, messageOf } from "@boxmaker/common";
+import { BadProposalFile } from "./errors.js";
 
 export type ProposalState = "pending" | "applied" | "rejected" | "failed";
 
@@ -70,11 +71,11 @@ export class ProposalStore {
           typeof p.tool !== "string" ||
           `${p.id}.json` !== f
         ) {
-          throw new Error("not a proposal record");
+          throw new BadProposalFile();
         }
         this.byId.set(p.id, p);
       } catch (err) {
-        this.quarantine(f, (err as Error).message || "unreadable");
+        this.quarantine(f, messageOf(err) || "unreadable");
       }
     }
   }

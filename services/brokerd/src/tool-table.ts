@@ -1,19 +1,15 @@
-import type { BrokerConfig, Risk } from "./config.js";
+import type { BrokerConfig, Risk } from "./config-types.js";
+import { ToolTableError } from "./errors.js";
 import type { BlobStore } from "./blobs.js";
 import type { PathGuard, ResolvedPath } from "./policy/paths.js";
 import type { Sandbox } from "./sandbox.js";
 
-export type JsonSchema = Record<string, unknown>;
+type JsonSchema = Record<string, unknown>;
 
 /** What goes back to the model: always text. */
 export interface ToolText {
   text: string;
   isError: boolean;
-}
-
-/** A mistake the model can fix (bad arguments, no match for edit_file): its message is the tool result. */
-export class ToolError extends Error {
-  override readonly name = "ToolError";
 }
 
 export interface ToolContext {
@@ -46,7 +42,7 @@ export interface Plan {
   execute(): Promise<ToolText>;
 }
 
-export type ToolKind = "builtin" | "meta" | "mcp" | "external";
+type ToolKind = "builtin" | "meta" | "mcp" | "external";
 
 export interface ToolDef {
   name: string;
@@ -60,7 +56,11 @@ export interface ToolDef {
   origin: string;
   /** Results it bounds itself (read_blob) must not be turned into another blob. */
   selfCapped?: boolean;
-  plan(args: any, ctx: ToolContext): Promise<Plan> | Plan;
+  /**
+   * Called with arguments the tool's schema already accepted; each tool types
+   * them as its schema says (a method, so that narrower parameter type is allowed).
+   */
+  plan(args: unknown, ctx: ToolContext): Promise<Plan> | Plan;
 }
 
 /** THE table: every tool brokerd knows, core and extended, keyed by name. */
@@ -71,7 +71,7 @@ export class ToolTable {
   version = 0;
 
   add(def: ToolDef): void {
-    if (this.byName.has(def.name)) throw new Error(`tool ${def.name} is registered twice`);
+    if (this.byName.has(def.name)) throw new ToolTableError(`tool ${def.name} is registered twice`);
     this.byName.set(def.name, def);
     if (def.core) this.coreOrder.push(def.name);
     this.version++;
@@ -81,7 +81,7 @@ export class ToolTable {
   replaceOrigin(origin: string, defs: readonly ToolDef[]): void {
     for (const [name, d] of this.byName) if (d.origin === origin && !d.core) this.byName.delete(name);
     for (const d of defs) {
-      if (d.core) throw new Error(`${origin} cannot add core tool ${d.name}: the tools array is fixed`);
+      if (d.core) throw new ToolTableError(`${origin} cannot add core tool ${d.name}: the tools array is fixed`);
       if (!this.byName.has(d.name)) this.byName.set(d.name, d);
     }
     this.version++;

@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,14 +16,14 @@ describe("built-in tools under the default policy", () => {
     writeFileSync(join(r.ws, "a.txt"), "one\ntwo\nthree\n");
     expect((await r.call("read_file", { path: "a.txt" })).content).toBe("one\ntwo\nthree");
     const part = await r.call("read_file", { path: "a.txt", start_line: 2, end_line: 3 });
-    expect(part).toMatchObject({ decision: "allowed", rule: "default:read", isError: false });
+    expect(part).toMatchObject({ decision: ToolDecision.ALLOWED, rule: "default:read", isError: false });
     expect(part.content).toBe("[a.txt: lines 2-3 of 3]\ntwo\nthree");
     expect((await r.call("list_dir", {})).content).toBe("a.txt  14");
     expect((await r.call("search_files", { pattern: "t[wh]", glob: "*.txt" })).content).toBe(
       "a.txt:2: two\na.txt:3: three",
     );
     const bad = await r.call("search_files", { pattern: "(" });
-    expect(bad).toMatchObject({ decision: "denied", isError: true });
+    expect(bad).toMatchObject({ decision: ToolDecision.DENIED, isError: true });
     expect(bad.content).toMatch(/invalid regular expression/);
   });
 
@@ -30,7 +31,7 @@ describe("built-in tools under the default policy", () => {
     r = await rig();
     writeFileSync(join(r.ws, "a.txt"), "one\ntwo\n");
     const res = await r.call("edit_file", { path: "a.txt", old_text: "two", new_text: "TWO" });
-    expect(res).toMatchObject({ decision: "staged", rule: "default:write", isError: false });
+    expect(res).toMatchObject({ decision: ToolDecision.STAGED, rule: "default:write", isError: false });
     expect(res.content).toMatch(/NOT been applied/);
     expect(readFileSync(join(r.ws, "a.txt"), "utf8")).toBe("one\ntwo\n");
     const [p] = r.broker.listProposals("s1", false);
@@ -84,10 +85,10 @@ describe("built-in tools under the default policy", () => {
       },
     });
     const w = await r.call("write_file", { path: "scratch/n.txt", content: "hi\n" });
-    expect(w).toMatchObject({ decision: "allowed", rule: "scratch", isError: false });
+    expect(w).toMatchObject({ decision: ToolDecision.ALLOWED, rule: "scratch", isError: false });
     expect(readFileSync(join(r.ws, "scratch/n.txt"), "utf8")).toBe("hi\n");
     const c = await r.call("run_command", { command: "true && curl http://x" });
-    expect(c).toMatchObject({ decision: "denied", rule: "no-curl" });
+    expect(c).toMatchObject({ decision: ToolDecision.DENIED, rule: "no-curl" });
     expect(c.content).toMatch(/Denied by policy \(no-curl\)/);
   });
 
@@ -107,7 +108,7 @@ describe("built-in tools under the default policy", () => {
       { name: "read_blob", arguments: { blob: `blob:sha256:${res.blobSha256}`, start_line: 2999, end_line: 3000 } },
       "s9",
     );
-    expect(more).toMatchObject({ decision: "allowed", resolvedName: "read_blob" });
+    expect(more).toMatchObject({ decision: ToolDecision.ALLOWED, resolvedName: "read_blob" });
     expect(more.content).toBe("[lines 2999-3000 of 3000]\nrow 2999\nrow 3000");
     const g = await r.call(
       "call_tool",
@@ -120,12 +121,16 @@ describe("built-in tools under the default policy", () => {
   it("find_tool discloses what it returns and call_tool then runs it", async () => {
     r = await rig();
     const before = await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } });
-    expect(before).toMatchObject({ decision: "denied", rule: "call_tool:undisclosed" });
+    expect(before).toMatchObject({ decision: ToolDecision.DENIED, rule: "call_tool:undisclosed" });
     expect(before.content).toMatch(/Call find_tool first/);
     const found = await r.call("find_tool", { query: "read a stored blob" });
     expect(found.content).toContain("read_blob");
     const after = await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } });
-    expect(after).toMatchObject({ decision: "denied", rule: "tool:invalid-call", resolvedName: "read_blob" });
+    expect(after).toMatchObject({
+      decision: ToolDecision.DENIED,
+      rule: "tool:invalid-call",
+      resolvedName: "read_blob",
+    });
     expect(after.content).toMatch(/not a blob reference/);
     // Disclosure is per session.
     expect((await r.call("call_tool", { name: "read_blob", arguments: { blob: "x" } }, "other")).rule).toBe(
@@ -155,7 +160,7 @@ describe("built-in tools under the default policy", () => {
     r = await rig();
     writeFileSync(join(r.ws, "a.txt"), "hi");
     const res = await r.call("call_tool", { name: "read_file", arguments: JSON.stringify({ path: "a.txt" }) });
-    expect(res).toMatchObject({ decision: "allowed", content: "hi", resolvedName: "read_file" });
+    expect(res).toMatchObject({ decision: ToolDecision.ALLOWED, content: "hi", resolvedName: "read_file" });
   });
 
   it("writes an audit line per call", async () => {
@@ -176,7 +181,11 @@ describe("built-in tools under the default policy", () => {
       rule: "default:read",
       is_error: false,
     });
-    expect(lines[1]).toMatchObject({ tool: "read_file", decision: "denied", rule: "path:outside-workspace" });
+    expect(lines[1]).toMatchObject({
+      tool: "read_file",
+      decision: "denied",
+      rule: "path:outside-workspace",
+    });
     expect(typeof lines[0].duration_ms).toBe("number");
     expect(lines[0].result_bytes).toBeGreaterThan(0);
   });

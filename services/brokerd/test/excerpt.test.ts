@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BlobStore, sha256 } from "../src/blobs.js";
 import { excerpt } from "../src/excerpt.js";
-import { ToolError } from "../src/tool-table.js";
+import { ToolError } from "../src/errors.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const t = tempDir("bxe-");

@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createServer, type Server } from "node:http";
 import { once } from "node:events";
@@ -74,7 +75,7 @@ describe("fetch_url", () => {
   it("fetches an allowed host and turns HTML into readable text", async () => {
     r = await fetchRig();
     const res = await fetch(r, `http://allowed.test:${port}/page`);
-    expect(res).toMatchObject({ decision: "allowed", isError: false });
+    expect(res).toMatchObject({ decision: ToolDecision.ALLOWED, isError: false });
     expect(res.content).toContain(`http://allowed.test:${port}/page — HTTP 200, text/html`);
     expect(res.content).toContain("# Hello & welcome");
     expect(res.content).toContain("First para with a link (https://example.org/x).");
@@ -92,10 +93,10 @@ describe("fetch_url", () => {
   it("denies a host the policy denies, and keeps the default for others", async () => {
     r = await fetchRig();
     const denied = await fetch(r, `http://denied.test:${port}/page`);
-    expect(denied.decision).toBe("denied");
+    expect(denied.decision).toBe(ToolDecision.DENIED);
     // A host no rule names gets the network default: a person is asked.
     const unknown = await fetch(r, `http://other.test:${port}/page`);
-    expect(unknown.decision).toBe("staged");
+    expect(unknown.decision).toBe(ToolDecision.STAGED);
   });
 
   it("refuses a redirect to 127.0.0.1 and a name that resolves to a private address", async () => {

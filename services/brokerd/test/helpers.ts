@@ -1,8 +1,10 @@
 import { pino } from "pino";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Broker, type CallOutcome } from "../src/broker.js";
-import { parseBrokerConfig, type BrokerConfig } from "../src/config.js";
+import { Broker } from "../src/broker.js";
+import type { CallOutcome } from "../src/call-outcome.js";
+import { parseBrokerConfig } from "../src/config.js";
+import type { BrokerConfig } from "../src/config-types.js";
 import { tempDir } from "../../../test/support/tmp.js";
 import { toolPath } from "../../../test/support/requirements.js";
 

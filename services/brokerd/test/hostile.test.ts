@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   mkdirSync,
@@ -37,7 +38,7 @@ let before: Record<string, string>;
 /** Every hostile call must be refused before anything runs, with a message that says why. */
 async function refused(name: string, args: unknown, why: RegExp, session = "s1") {
   const res = await r.call(name, args, session);
-  expect(res.decision, `${name} ${JSON.stringify(args)} → ${res.content}`).toBe("denied");
+  expect(res.decision, `${name} ${JSON.stringify(args)} → ${res.content}`).toBe(ToolDecision.DENIED);
   expect(res.isError).toBe(true);
   expect(res.content).toMatch(why);
   return res;
@@ -106,7 +107,7 @@ describe("hostile input", () => {
     r.config.policy.rules = []; // back to the defaults: writes ask
     mkdirSync(join(r.ws, "dir"));
     const res = await r.call("write_file", { path: "dir/victim.txt", content: "pwned" });
-    expect(res.decision).toBe("staged");
+    expect(res.decision).toBe(ToolDecision.STAGED);
     rmSync(join(r.ws, "dir"), { recursive: true });
     symlinkSync(r.outside, join(r.ws, "dir"));
     const done = await r.broker.decideProposal(res.proposalId, true, "");

@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 // Acceptance tests against the real MCP servers from npm (server-everything over
 // stdio and Streamable HTTP, server-filesystem over stdio), plus a small probe
 // server for what they cannot show (a hung start-up, SIGTERM ignored, the
@@ -78,21 +79,21 @@ describe.skipIf(!hasBwrap)("server-filesystem (stdio, sandboxed): the path polic
     expect(r.broker.table.get("fs.create_directory")?.risk).toBe("write");
 
     const ok = await viaCallTool("fs.read_text_file", { path: "a.txt" });
-    expect(ok).toMatchObject({ decision: "allowed", isError: false, content: "hello from the workspace" });
+    expect(ok).toMatchObject({ decision: ToolDecision.ALLOWED, isError: false, content: "hello from the workspace" });
     const out = await viaCallTool("fs.read_text_file", { path: join(r.outside, "secret.txt") });
-    expect(out).toMatchObject({ decision: "denied", rule: "path:outside-workspace" });
+    expect(out).toMatchObject({ decision: ToolDecision.DENIED, rule: "path:outside-workspace" });
     const dotdot = await viaCallTool("fs.read_text_file", { path: "../outside/secret.txt" });
-    expect(dotdot).toMatchObject({ decision: "denied", rule: "path:outside-workspace" });
+    expect(dotdot).toMatchObject({ decision: ToolDecision.DENIED, rule: "path:outside-workspace" });
     const env = await viaCallTool("fs.read_text_file", { path: ".env" });
-    expect(env).toMatchObject({ decision: "denied", rule: "path:secret" });
+    expect(env).toMatchObject({ decision: ToolDecision.DENIED, rule: "path:secret" });
     const priv = await viaCallTool("fs.read_text_file", { path: "private/p.txt" });
-    expect(priv).toMatchObject({ decision: "denied", rule: "no-private" });
+    expect(priv).toMatchObject({ decision: ToolDecision.DENIED, rule: "no-private" });
     const many = await viaCallTool("fs.read_multiple_files", { paths: ["a.txt", ".env"] });
-    expect(many).toMatchObject({ decision: "denied", rule: "path:secret" });
+    expect(many).toMatchObject({ decision: ToolDecision.DENIED, rule: "path:secret" });
     const move = await viaCallTool("fs.move_file", { source: "a.txt", destination: "b.txt" });
-    expect(move).toMatchObject({ decision: "staged", rule: "default:write" });
+    expect(move).toMatchObject({ decision: ToolDecision.STAGED, rule: "default:write" });
     const moveOut = await viaCallTool("fs.move_file", { source: "a.txt", destination: join(r.outside, "x.txt") });
-    expect(moveOut).toMatchObject({ decision: "denied", rule: "path:outside-workspace" });
+    expect(moveOut).toMatchObject({ decision: ToolDecision.DENIED, rule: "path:outside-workspace" });
     for (const c of [ok, out, env, priv, many]) expect(c.content).not.toMatch(/OUTSIDE-CONTENT|PRIVATE-CONTENT|TOKEN=/);
   });
 
@@ -168,11 +169,11 @@ describe("server-everything over stdio", () => {
     expect(found.content).toMatch(/read_resource/);
     await r.call("find_tool", { query: "list resources" });
     const list = await r.call("call_tool", { name: "list_resources", arguments: { server: "ev" } });
-    expect(list).toMatchObject({ decision: "allowed", isError: false });
+    expect(list).toMatchObject({ decision: ToolDecision.ALLOWED, isError: false });
     const uri = /^(demo:\/\/resource\/static\/document\/\S+)/m.exec(list.content)?.[1];
     expect(uri).toBeDefined();
     const text = await r.call("call_tool", { name: "read_resource", arguments: { server: "ev", uri } });
-    expect(text).toMatchObject({ decision: "allowed", isError: false });
+    expect(text).toMatchObject({ decision: ToolDecision.ALLOWED, isError: false });
     expect(text.content.length).toBeGreaterThan(20);
     const bin = await r.call("call_tool", {
       name: "read_resource",
@@ -257,7 +258,7 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
     });
     await r.broker.mcp.settled();
     const staged = await viaCallTool("fx.echo", { text: "later" });
-    expect(staged.decision).toBe("staged");
+    expect(staged.decision).toBe(ToolDecision.STAGED);
     for (const p of r.broker.mcp.get("fx")!.pids()) process.kill(p, "SIGKILL");
     await vi.waitFor(() => expect(r!.broker.mcp.get("fx")!.state).toBe("down"));
     const done = await r.broker.decideProposal(staged.proposalId, true, "");
@@ -310,13 +311,17 @@ describe("honest outcomes, start-up and shutdown (probe servers)", () => {
     await r.broker.mcp.settled();
     expect((await viaCallTool("probe.slow", { ms: 10 })).content).toBe("slept 10");
     expect((await viaCallTool("probe.slow", { ms: 200 })).content).toBe("slept 200");
-    await new Promise((res) => setTimeout(res, 300));
+    // One pipe, one order: a cancellation sent after the calls would reach the server before this ping does,
+    // and the server logs each message before answering it.
+    const client = await r.broker.mcp.get("probe")!.ready();
+    await client!.ping();
     const log = join(r.ws, "msgs.jsonl");
     expect(existsSync(log)).toBe(true);
     const methods = readFileSync(log, "utf8")
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l).method as string);
+    expect(methods.at(-1)).toBe("ping");
     expect(methods.filter((m) => m === "tools/call")).toHaveLength(2);
     expect(methods).not.toContain("notifications/cancelled");
     // Every call asks for progress, so long tools can extend their deadline.

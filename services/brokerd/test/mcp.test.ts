@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -52,13 +53,18 @@ describe("MCP over stdio (the SDK's own server)", () => {
     expect(found.content).toMatch(/^1 tool|fx\.echo/m);
     expect(found.content).toContain("1. fx.echo: Echo the given text back");
     const res = await r.call("call_tool", { name: "fx.echo", arguments: { text: "hi" } });
-    expect(res).toMatchObject({ decision: "allowed", content: "echo: hi", isError: false, resolvedName: "fx.echo" });
+    expect(res).toMatchObject({
+      decision: ToolDecision.ALLOWED,
+      content: "echo: hi",
+      isError: false,
+      resolvedName: "fx.echo",
+    });
   });
 
   it("validates MCP arguments against the server's schema before calling", async () => {
     r = await rig({ mcp_servers: { fx: stdio() }, mcp_reconnect: fast });
     const res = await viaCallTool("fx.echo", { text: 5 });
-    expect(res).toMatchObject({ decision: "denied", rule: "arguments:schema" });
+    expect(res).toMatchObject({ decision: ToolDecision.DENIED, rule: "arguments:schema" });
     expect(res.content).toMatch(/text: must be string/);
   });
 
@@ -66,12 +72,12 @@ describe("MCP over stdio (the SDK's own server)", () => {
     r = await rig({ mcp_servers: { fx: stdio() }, mcp_reconnect: fast });
     const soft = await viaCallTool("fx.read_remote", { path: "/doc" });
     expect(soft).toMatchObject({
-      decision: "allowed",
+      decision: ToolDecision.ALLOWED,
       isError: false,
       content: "Error: could not read /doc: no such document",
     });
     const hard = await viaCallTool("fx.explode");
-    expect(hard).toMatchObject({ decision: "allowed", isError: true, content: "it blew up" });
+    expect(hard).toMatchObject({ decision: ToolDecision.ALLOWED, isError: true, content: "it blew up" });
   });
 
   it("turns JSON-RPC -32601 into a clear tool error and keeps the server", async () => {
@@ -89,9 +95,9 @@ describe("MCP over stdio (the SDK's own server)", () => {
     const firstPid = (await viaCallTool("fx.pid")).content;
     const hung = viaCallTool("fx.hang");
     const meanwhile = await r.call("list_dir", {});
-    expect(meanwhile.decision).toBe("allowed");
+    expect(meanwhile.decision).toBe(ToolDecision.ALLOWED);
     const res = await hung;
-    expect(res).toMatchObject({ decision: "allowed", isError: true });
+    expect(res).toMatchObject({ decision: ToolDecision.ALLOWED, isError: true });
     expect(res.content).toMatch(
       /did not answer hang within 1500 ms; the call was cancelled \(the server is alive; other calls are unaffected\)/,
     );
@@ -115,7 +121,7 @@ describe("MCP over stdio (the SDK's own server)", () => {
     r = await rig({ mcp_servers: { fx: stdio({ risk: undefined }) }, mcp_reconnect: fast });
     await r.broker.mcp.settled();
     const res = await viaCallTool("fx.echo", { text: "later" });
-    expect(res).toMatchObject({ decision: "staged", rule: "default:write" });
+    expect(res).toMatchObject({ decision: ToolDecision.STAGED, rule: "default:write" });
     const done = await r.broker.decideProposal(res.proposalId, true, "");
     expect(done).toMatchObject({ state: "applied", result: "echo: later" });
   });
@@ -201,7 +207,8 @@ describe("MCP over Streamable HTTP", () => {
 
 describe("MCP tool mapping", async () => {
   const { toolRisk, pathArgs } = await import("../src/mcp/manager.js");
-  const { missingFeature, programPaths } = await import("../src/mcp/connection.js");
+  const { missingFeature } = await import("../src/mcp/connection.js");
+  const { programPaths } = await import("../src/mcp/transport.js");
   const { parseBrokerConfig } = await import("../src/config.js");
   const cfg = (extra: Record<string, unknown> = {}) =>
     parseBrokerConfig({ mcp_servers: { s: { transport: "stdio", command: "x", ...extra } } }).mcp_servers.s!;

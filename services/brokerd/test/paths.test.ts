@@ -3,7 +3,7 @@ import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_SECRET_PATTERNS } from "../src/config.js";
 import { PathGuard, canonicalize } from "../src/policy/paths.js";
-import { Refused } from "../src/policy/refused.js";
+import { Refused } from "../src/errors.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let t: ReturnType<typeof tempDir>;

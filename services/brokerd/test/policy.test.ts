@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SECRET_PATTERNS, type Effect, type PolicyRule, type Risk } from "../src/config.js";
+import { DEFAULT_SECRET_PATTERNS } from "../src/config.js";
+import type { Effect, PolicyRule, Risk } from "../src/config-types.js";
 import { PathMatcher, globToRegExp, toolGlobMatches } from "../src/policy/glob.js";
 import { decide, type Subject } from "../src/policy/rules.js";
 

@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it } from "vitest";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -48,7 +49,7 @@ describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"])
     const res = await r.call("run_command", {
       command: `echo made > made.txt; echo x > ${join(r.outside, "escape.txt")}; cat /proc/net/dev | tail -n +3 | cut -d: -f1; env`,
     });
-    expect(res.decision).toBe("allowed");
+    expect(res.decision).toBe(ToolDecision.ALLOWED);
     expect(readFileSync(join(r.ws, "made.txt"), "utf8")).toBe("made\n");
     expect(readdirSync(r.outside)).toEqual([]);
     expect(res.content).toMatch(/escape\.txt: (No such file or directory|Read-only file system|Directory nonexistent)/);
@@ -67,7 +68,7 @@ describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"])
   it("reports a failing command's exit code as an error result", async () => {
     r = await rig(allowCommands);
     const res = await r.call("run_command", { command: "echo oops >&2; exit 3" });
-    expect(res).toMatchObject({ decision: "allowed", isError: true });
+    expect(res).toMatchObject({ decision: ToolDecision.ALLOWED, isError: true });
     expect(res.content).toBe("oops\n[exit code 3]");
   });
 
@@ -116,7 +117,7 @@ describe.skipIf(!requires("brokerd run_command in the bwrap sandbox", ["bwrap"])
   it("stages commands by default, with the command line as the preview, and runs them on approval", async () => {
     r = await rig();
     const res = await r.call("run_command", { command: "echo approved > a.txt" });
-    expect(res.decision).toBe("staged");
+    expect(res.decision).toBe(ToolDecision.STAGED);
     const p = r.broker.listProposals("s1", false)[0]!;
     expect(p.preview).toMatch(/^\$ echo approved > a\.txt\n/);
     expect(existsSync(join(r.ws, "a.txt"))).toBe(false);

@@ -1,100 +1,22 @@
-import { existsSync, realpathSync, statSync } from "node:fs";
-import { dirname, isAbsolute, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Logger } from "@boxmaker/common";
-import type { McpServerConfig } from "../config.js";
-import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
+import { messageOf, type Logger } from "@boxmaker/common";
+import { McpTimeout } from "../errors.js";
+import type { McpServerConfig } from "../config-types.js";
 import type { ToolText } from "../tool-table.js";
 import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
+import { stopProcess } from "./stop-process.js";
+import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
+import { openTransport, type McpRuntime } from "./transport.js";
 
 export type ConnectionState = "connecting" | "ready" | "down" | "closed";
-
-export interface Backoff {
-  initial_ms: number;
-  max_ms: number;
-}
 
 /** What a call produced; `ran` is false when the server never ran it (down, refused, timed out). */
 export interface McpResult extends ToolText {
   ran: boolean;
-}
-
-/** The delay before reconnect attempt `n` (0-based): doubling, capped. */
-export function backoffDelay(b: Backoff, attempt: number): number {
-  return Math.min(b.max_ms, b.initial_ms * 2 ** Math.min(attempt, 30));
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(t));
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** SIGTERM, then SIGKILL after `graceMs`: a server that ignores SIGTERM does not outlive brokerd. */
-export async function stopProcess(pid: number, graceMs = 1000): Promise<void> {
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return;
-  }
-  const until = Date.now() + graceMs;
-  while (Date.now() < until && alive(pid)) await new Promise((r) => setTimeout(r, 25));
-  if (alive(pid)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      /* gone */
-    }
-  }
-}
-
-/**
- * What a stdio server's own program needs to read in the sandbox: the
- * directory of each absolute path on its command line (node's bin dir, the
- * script's dir) and every node_modules up the tree (its dependencies).
- */
-export function programPaths(argv: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const a of argv) {
-    if (!isAbsolute(a) || !existsSync(a)) continue;
-    let real: string;
-    try {
-      real = realpathSync(a);
-    } catch {
-      continue;
-    }
-    const dir = statSync(real).isDirectory() ? real : dirname(real);
-    out.add(dir);
-    // Node resolves packages through every node_modules up the tree.
-    for (let d = dir; dirname(d) !== d; d = dirname(d)) {
-      if (existsSync(join(d, "node_modules"))) out.add(join(d, "node_modules"));
-    }
-  }
-  return [...out];
-}
-
-/** Where and how a server runs, shared by every server of one broker. */
-export interface McpRuntime {
-  sandbox?: Sandbox;
-  /** The workspace roots: a sandboxed server's cwd is the first. */
-  roots: string[];
 }
 
 interface Live {
@@ -147,54 +69,6 @@ export class McpConnection {
     return this.connecting;
   }
 
-  /** The stdio command line, wrapped in bwrap unless the server opts out. */
-  private stdioSpawn(): { command: string; args: string[]; env: Record<string, string>; cwd?: string } {
-    const c = this.config;
-    const sb = this.runtime.sandbox;
-    if (!c.sandbox || sb?.state === "unsandboxed") {
-      return {
-        command: c.command!,
-        args: c.args,
-        env: { ...getDefaultEnvironment(), ...c.env },
-        ...(c.cwd ? { cwd: c.cwd } : {}),
-      };
-    }
-    if (sb?.state !== "bwrap") {
-      throw new Error(
-        `no sandbox is available (${sb?.detail ?? "none configured"}); set "sandbox": false on this server to run it unsandboxed`,
-      );
-    }
-    const cwd = c.cwd ?? this.runtime.roots[0] ?? "/";
-    const argv = [c.command!, ...c.args];
-    const wrapped = sb.wrap({
-      argv,
-      cwd,
-      ro: [...programPaths(argv), ...c.ro_paths],
-      rw: c.rw_paths,
-      network: c.hosts.length > 0,
-    });
-    const binDir = isAbsolute(c.command!) ? `${dirname(c.command!)}:` : "";
-    return {
-      command: wrapped.command,
-      args: wrapped.args,
-      env: { ...CLEAN_ENV, PATH: `${binDir}${CLEAN_ENV.PATH}`, ...c.env },
-      cwd,
-    };
-  }
-
-  private transport(): Transport {
-    const c = this.config;
-    if (c.transport === "stdio") {
-      const t = new StdioClientTransport({ ...this.stdioSpawn(), stderr: "pipe" });
-      // Drained so a chatty server cannot block on a full pipe; kept for diagnosis.
-      t.stderr?.on("data", (d: Buffer) =>
-        this.log.debug({ mcp: this.name, stderr: d.toString().trimEnd() }, "mcp stderr"),
-      );
-      return t;
-    }
-    return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers } });
-  }
-
   private async doConnect(): Promise<void> {
     clearTimeout(this.timer);
     this.state = "connecting";
@@ -202,7 +76,7 @@ export class McpConnection {
     let live: Live | undefined;
     try {
       const timeout = this.config.connect_timeout_ms;
-      const transport = this.transport();
+      const transport = openTransport(this.name, this.config, this.runtime, this.log);
       live = { client, transport };
       this.live.add(live);
       await withTimeout(client.connect(transport, { timeout }), timeout, "connecting");
@@ -236,7 +110,7 @@ export class McpConnection {
       this.onTools(usable, client);
     } catch (err) {
       if (live) await this.stop(live);
-      if (!this.closed) this.markDown((err as Error).message);
+      if (!this.closed) this.markDown(messageOf(err));
     }
   }
 
@@ -325,11 +199,10 @@ export class McpConnection {
         return { ...rpcErrorToText(this.name, tool, err), ran: false };
       }
       if (signal?.aborted) throw err;
-      const hung =
-        err instanceof McpError ? err.code === ErrorCode.RequestTimeout : /longer than/.test((err as Error).message);
+      const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout;
       if (hung) {
         // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
-        const total = /Maximum total timeout/.test((err as Error).message);
+        const total = /Maximum total timeout/.test(messageOf(err));
         const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
           () => true,
           () => false,
@@ -343,7 +216,7 @@ export class McpConnection {
           ran: false,
         };
       }
-      const why = (err as Error).message;
+      const why = messageOf(err);
       const undelivered = sessionLost(err);
       if (this.client === client) this.markDown(why, undelivered);
       if (undelivered) return "retry";
@@ -376,7 +249,7 @@ export class McpConnection {
  */
 function sessionLost(err: unknown): boolean {
   if (err instanceof StreamableHTTPError) return err.code === 404 || (err.code === 400 && /session/i.test(err.message));
-  const msg = `${(err as Error).message} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
+  const msg = `${messageOf(err)} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
   return /ECONNREFUSED/.test(msg);
 }
 

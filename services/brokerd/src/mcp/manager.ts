@@ -1,14 +1,18 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "@boxmaker/common";
-import type { BrokerConfig, McpServerConfig, Risk } from "../config.js";
+import type { BrokerConfig, McpServerConfig, Risk } from "../config-types.js";
 import type { ResolvedPath } from "../policy/paths.js";
-import { ToolError, type ToolDef, type ToolTable } from "../tool-table.js";
-import { McpConnection, type McpRuntime } from "./connection.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef, ToolTable } from "../tool-table.js";
+import { McpConnection } from "./connection.js";
+import type { McpPromptInfo, McpServers } from "./servers.js";
+import type { McpRuntime } from "./transport.js";
 import { binaryToText } from "./convert.js";
+import { messageOf } from "@boxmaker/common";
 
 /** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
-export const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
+const DEFAULT_PATH_ARGS = ["path", "paths", "source", "destination", "file", "directory"];
 
 /**
  * Policy's view of one tool: the operator's per-tool override, else the
@@ -35,7 +39,7 @@ export function pathArgs(cfg: McpServerConfig, tool: Tool): string[] {
 }
 
 /** An MCP tool as a table entry `server.tool`: extended only, so the tools array never moves. */
-export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
+function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
   const name = `${server}.${tool.name}`;
   const hosts = [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts];
   const risk = toolRisk(cfg, tool);
@@ -74,14 +78,7 @@ export function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, con
   };
 }
 
-export interface McpPromptInfo {
-  server: string;
-  name: string;
-  description: string;
-  arguments: Array<{ name: string; description: string; required: boolean }>;
-}
-
-export class McpManager {
+export class McpManager implements McpServers {
   readonly connections: McpConnection[] = [];
   /** Each server's connected client, for resources and prompts. */
   readonly clients = new Map<string, Client>();
@@ -246,7 +243,7 @@ export class McpManager {
             {
               server: conn.name,
               name: "",
-              description: `prompts/list failed: ${(err as Error).message}`,
+              description: `prompts/list failed: ${messageOf(err)}`,
               arguments: [],
             },
           ];

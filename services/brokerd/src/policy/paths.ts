@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PathMatcher } from "./glob.js";
-import { Refused } from "./refused.js";
+import { Refused } from "../errors.js";
 
 export interface ResolvedPath {
   /** What the model asked for, for messages. */
@@ -51,11 +51,11 @@ const within = (root: string, p: string) => p === root || p.startsWith(root.ends
  * The path checks every tool runs before touching the disk. Roots and protected
  * paths are canonicalized once, so a workspace under a symlinked /tmp still works.
  */
-/** Longest path and deepest nesting accepted (also fs-io's walk bounds). */
+/** Longest path and deepest nesting accepted (also the bounds of fs-walk.ts). */
 const MAX_INPUT_BYTES = 4096;
 const MAX_INPUT_DEPTH = 128;
 /** How many entries the walk for secrets to hide may visit before the command is refused. */
-export const SECRET_WALK_LIMIT = 200_000;
+const SECRET_WALK_LIMIT = 200_000;
 
 export class PathGuard {
   readonly roots: string[];

@@ -1,4 +1,4 @@
-import type { Effect, PolicyRule, Risk } from "../config.js";
+import type { Effect, PolicyRule, Risk } from "../config-types.js";
 import { matchesRuleGlob, toolGlobMatches } from "./glob.js";
 import { analyzeCommand, DYNAMIC, type CommandAnalysis } from "./shell.js";
 
@@ -47,7 +47,7 @@ function hostMatches(glob: string, host: string): boolean {
  * paths, the whole command with no way to chain another); deny and ask rules
  * match when any target does, so the check errs towards the stricter effect.
  */
-export function ruleMatches(rule: PolicyRule, s: Subject, analysis?: CommandAnalysis): boolean {
+function ruleMatches(rule: PolicyRule, s: Subject, analysis?: CommandAnalysis): boolean {
   if (!toolGlobMatches(rule.tool, s.tool)) return false;
   const every = rule.effect === "allow";
   const pick = <T>(xs: T[], f: (x: T) => boolean) => xs.length > 0 && (every ? xs.every(f) : xs.some(f));

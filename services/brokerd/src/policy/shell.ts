@@ -22,14 +22,37 @@ export interface CommandAnalysis {
 /** Stands for a word whose value is only known at run time. */
 export const DYNAMIC = "\u0000dynamic";
 
+/**
+ * The part of mvdan-sh (a GopherJS build with no types) this file uses, and
+ * the fields it reads of the syntax nodes it looks at. `NodeType` tells nodes
+ * apart; `is` turns that tag into a TypeScript type.
+ */
 interface MvdanSyntax {
-  NewParser(...opts: unknown[]): { Parse(src: string, name: string): unknown };
+  NewParser(...opts: unknown[]): { Parse(src: string, name: string): ShNode };
   Variant(lang: unknown): unknown;
   LangBash: unknown;
   LangPOSIX: unknown;
-  Walk(node: unknown, fn: (node: any) => boolean): void;
-  NodeType(node: unknown): string;
+  Walk(node: ShNode, fn: (node: ShNode | null) => boolean): void;
+  NodeType(node: ShNode): string;
 }
+
+type ShNode = object;
+interface Pos {
+  Offset(): number;
+}
+interface Word {
+  Parts: ShNode[];
+  Pos(): Pos;
+}
+interface ShNodes {
+  Lit: { Value: string };
+  SglQuoted: { Value: string; Dollar: boolean };
+  DblQuoted: { Parts: ShNode[] };
+  Stmt: { Redirs: Array<{ OpPos: Pos; Word: Word | null }> };
+  CallExpr: { Args: Word[] };
+}
+
+const is = <K extends keyof ShNodes>(node: ShNode, type: K): node is ShNodes[K] => sh().NodeType(node) === type;
 
 let syntax: MvdanSyntax | undefined;
 function sh(): MvdanSyntax {
@@ -41,7 +64,7 @@ const MAX_COMMAND_BYTES = 64 * 1024;
 const MAX_NESTING = 8;
 
 /** Removes shell backslash quoting from a literal: `\rm` is `rm`; inside double quotes only \$ \` \" \\ and newline. */
-function unescape(raw: string, inDouble: boolean): string {
+function unquote(raw: string, inDouble: boolean): string {
   let out = "";
   for (let i = 0; i < raw.length; i++) {
     const c = raw[i]!;
@@ -63,27 +86,18 @@ function unescape(raw: string, inDouble: boolean): string {
 }
 
 /** A word's value when it is fully literal (quotes and escapes removed), else DYNAMIC. */
-function wordValue(word: any, inDouble = false): string {
-  const t = sh().NodeType;
+function wordValue(word: { Parts: ShNode[] }, inDouble = false): string {
   let out = "";
-  for (const part of word.Parts as any[]) {
-    switch (t(part)) {
-      case "Lit":
-        out += unescape(part.Value as string, inDouble);
-        break;
-      case "SglQuoted":
-        if (part.Dollar) return DYNAMIC; // $'…' escapes: not worth decoding, treat as unknown
-        out += part.Value as string;
-        break;
-      case "DblQuoted": {
-        const v = wordValue(part, true);
-        if (v === DYNAMIC) return DYNAMIC;
-        out += v;
-        break;
-      }
-      default:
-        return DYNAMIC; // parameter/arith expansion, command/process substitution, globs with braces…
-    }
+  for (const part of word.Parts) {
+    if (is(part, "Lit")) out += unquote(part.Value, inDouble);
+    else if (is(part, "SglQuoted")) {
+      if (part.Dollar) return DYNAMIC; // $'…' escapes: not worth decoding, treat as unknown
+      out += part.Value;
+    } else if (is(part, "DblQuoted")) {
+      const v = wordValue(part, true);
+      if (v === DYNAMIC) return DYNAMIC;
+      out += v;
+    } else return DYNAMIC; // parameter/arith expansion, command/process substitution, globs with braces…
   }
   return out;
 }
@@ -102,7 +116,10 @@ function unwrap(argv: string[]): number | undefined {
     while (i < argv.length) {
       const a = argv[i]!;
       if (a === DYNAMIC) return false;
-      if (a === "--") return (void i++, true);
+      if (a === "--") {
+        i++;
+        return true;
+      }
       if (!a.startsWith("-") || a === "-") break;
       i++;
       if (withArg.has(a)) i++;
@@ -168,28 +185,34 @@ export function analyzeCommand(line: string): CommandAnalysis {
  * each (`((rm x))` is arithmetic in bash, two subshells running rm in dash).
  */
 function analyze(line: string, out: CommandAnalysis, depth: number): void {
-  if (depth > MAX_NESTING) return void out.opaque.push("shells nested too deeply");
+  if (depth > MAX_NESTING) {
+    out.opaque.push("shells nested too deeply");
+    return;
+  }
   const s = sh();
-  const files: unknown[] = [];
+  const files: ShNode[] = [];
   let error = "";
   for (const lang of [s.LangBash, s.LangPOSIX]) {
     try {
       files.push(s.NewParser(s.Variant(lang)).Parse(line, "cmd"));
     } catch (err) {
-      error ||= (err as { Error?: () => string }).Error?.() ?? String((err as Error).message ?? err);
+      // GopherJS throws Go errors as objects with an Error() method.
+      const e = err as { Error?: () => string; message?: unknown };
+      error ||= e.Error?.() ?? String(e.message ?? err);
     }
   }
-  if (files.length === 0) return void out.opaque.push(`the line does not parse as shell (${error})`);
+  if (files.length === 0) {
+    out.opaque.push(`the line does not parse as shell (${error})`);
+    return;
+  }
   for (const file of files) walkFile(file, line, out, depth);
 }
 
-function walkFile(file: unknown, line: string, out: CommandAnalysis, depth: number): void {
-  const s = sh();
-  s.Walk(file, (node) => {
+function walkFile(file: ShNode, line: string, out: CommandAnalysis, depth: number): void {
+  sh().Walk(file, (node) => {
     if (!node) return true;
-    const type = s.NodeType(node);
-    if (type === "Stmt") {
-      for (const r of node.Redirs as any[]) {
+    if (is(node, "Stmt")) {
+      for (const r of node.Redirs) {
         const op = line.slice(r.OpPos.Offset(), r.Word ? r.Word.Pos().Offset() : r.OpPos.Offset() + 2).trim();
         if (op.startsWith("<") && !op.startsWith("<>")) continue;
         if (op.endsWith("&") || op === ">&" || op === "<&") continue;
@@ -200,35 +223,46 @@ function walkFile(file: unknown, line: string, out: CommandAnalysis, depth: numb
       }
       return true;
     }
-    if (type === "CallExpr") {
-      const argv = (node.Args as any[]).map((w) => wordValue(w));
+    if (is(node, "CallExpr")) {
+      const argv = node.Args.map((w) => wordValue(w));
       if (argv.length) addCommand(argv, out, depth);
-      return true;
     }
-    if (type === "DeclClause" || type === "LetClause" || type === "TestClause" || type === "ArithmCmd") return true;
+    // Every other node (declarations, let, tests, arithmetic included) is walked into.
     return true;
   });
 }
 
 function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
   for (let guard = 0; guard < 16 && argv.length; guard++) {
-    if (argv[0] === DYNAMIC) return void out.opaque.push("the command name is computed at run time");
+    if (argv[0] === DYNAMIC) {
+      out.opaque.push("the command name is computed at run time");
+      return;
+    }
     argv = [base(argv[0]!), ...argv.slice(1)];
     out.commands.push(argv);
     const name = argv[0]!;
-    if (OPAQUE.has(name)) return void out.opaque.push(`${name} runs code the policy cannot see`);
+    if (OPAQUE.has(name)) {
+      out.opaque.push(`${name} runs code the policy cannot see`);
+      return;
+    }
     if (SHELLS.has(name)) {
       const c = argv.indexOf("-c");
       const rest = argv.slice(1);
       if (c > 0) {
         const script = argv[c + 1];
-        if (script === undefined || script === DYNAMIC)
-          return void out.opaque.push(`${name} -c runs a computed script`);
-        return analyze(script, out, depth + 1);
+        if (script === undefined || script === DYNAMIC) {
+          out.opaque.push(`${name} -c runs a computed script`);
+          return;
+        }
+        analyze(script, out, depth + 1);
+        return;
       }
-      if (rest.some((a) => a === DYNAMIC || !a.startsWith("-")))
-        return void out.opaque.push(`${name} runs a script file the policy cannot see`);
-      return void out.opaque.push(`${name} reads its script from input`);
+      if (rest.some((a) => a === DYNAMIC || !a.startsWith("-"))) {
+        out.opaque.push(`${name} runs a script file the policy cannot see`);
+        return;
+      }
+      out.opaque.push(`${name} reads its script from input`);
+      return;
     }
     if (name === "find") {
       for (let i = 1; i < argv.length; i++) {
@@ -244,7 +278,10 @@ function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
     }
     const next = unwrap(argv);
     if (next === undefined) return;
-    if (next === -1) return void out.opaque.push(`the options of ${name} are computed, so what it runs is unknown`);
+    if (next === -1) {
+      out.opaque.push(`the options of ${name} are computed, so what it runs is unknown`);
+      return;
+    }
     if (next >= argv.length) return;
     argv = argv.slice(next);
   }

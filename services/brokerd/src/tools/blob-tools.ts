@@ -1,5 +1,6 @@
 import { BLOB_PREFIX, BlobStore } from "../blobs.js";
-import { ToolError, type ToolDef, type ToolText } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef, ToolText } from "../tool-table.js";
 import { runRegex } from "./regex-worker.js";
 
 const DEFAULT_LINES = 200;

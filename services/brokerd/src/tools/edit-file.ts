@@ -1,4 +1,5 @@
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef } from "../tool-table.js";
 import { planWrite, requireFile } from "./write-plan.js";
 
 /** Occurrences of `needle`, not overlapping; stops counting at 2 since only "exactly once" matters. */

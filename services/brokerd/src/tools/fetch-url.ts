@@ -3,9 +3,11 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { decide } from "../policy/rules.js";
-import { ToolError, type ToolContext, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import type { ToolContext, ToolDef } from "../tool-table.js";
+import { messageOf } from "@boxmaker/common";
 
-export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
 
 const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 
@@ -158,9 +160,9 @@ async function readLimited(res: IncomingMessage, max: number): Promise<{ body: B
 }
 
 function get(u: URL, addr: { address: string; family: number }, signal: AbortSignal): Promise<IncomingMessage> {
+  // Pinned to the address the checks approved: a second resolution could answer differently (DNS rebinding).
   const lookup: LookupFunction = (_host, opts, cb) => {
-    if ((opts as { all?: boolean }).all)
-      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [addr]);
+    if (opts.all) cb(null, [addr]);
     else cb(null, addr.address, addr.family);
   };
   const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, {
@@ -266,7 +268,7 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
     if (err instanceof ToolError) throw err;
     if (ctx.signal.aborted) throw err;
     if (signal.aborted) throw new ToolError(`fetching ${u.href} took longer than ${cfg.timeout_ms} ms; gave up`);
-    throw new ToolError(`fetching ${u.href} failed: ${(err as Error).message}`);
+    throw new ToolError(`fetching ${u.href} failed: ${messageOf(err)}`, { cause: err });
   }
 }
 

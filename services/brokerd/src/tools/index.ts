@@ -1,5 +1,6 @@
-import type { ExtraCoreTool } from "../config.js";
-import { ToolError, ToolTable, type ToolDef } from "../tool-table.js";
+import type { ExtraCoreTool } from "../config-types.js";
+import { ToolError } from "../errors.js";
+import { ToolTable, type ToolDef } from "../tool-table.js";
 import { grepBlob, readBlob } from "./blob-tools.js";
 import { editFile } from "./edit-file.js";
 import { fetchUrl } from "./fetch-url.js";
@@ -12,7 +13,7 @@ import { spawnAgent } from "./spawn-agent.js";
 import { writeFile } from "./write-file.js";
 
 /** The core set in array order. The order is part of the prompt prefix: changing it costs every cache. */
-export const CORE_TOOLS: readonly ToolDef[] = [
+const CORE_TOOLS: readonly ToolDef[] = [
   readFile,
   listDir,
   searchFiles,
@@ -23,7 +24,7 @@ export const CORE_TOOLS: readonly ToolDef[] = [
   callTool,
   spawnAgent,
 ];
-export const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob, fetchUrl];
+const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob, fetchUrl];
 
 /** A core tool another daemon runs, declared in config; brokerd only lists it. */
 function externalCore(t: ExtraCoreTool): ToolDef {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { ToolDef } from "../tool-table.js";
-import { listDirAt } from "./fs-io.js";
+import { listDirAt } from "./fs-read.js";
 
 export const listDir: ToolDef = {
   name: "list_dir",

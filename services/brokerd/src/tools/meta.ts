@@ -1,4 +1,5 @@
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef } from "../tool-table.js";
 
 // find_tool and call_tool are answered by the broker itself (find-tool.ts,
 // call-tool.ts); their entries here give the array their schemas.

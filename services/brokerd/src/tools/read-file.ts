@@ -1,6 +1,8 @@
 import { closeSync } from "node:fs";
-import { ToolError, type ToolDef } from "../tool-table.js";
-import { openFileAt, readFileAt, readLinesAt } from "./fs-io.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef } from "../tool-table.js";
+import { readFileAt, readLinesAt } from "./fs-read.js";
+import { openFileAt } from "./fs-walk.js";
 
 /** How much of one line a ranged read of a huge file keeps. */
 const MAX_LINE_BYTES = 64 * 1024;

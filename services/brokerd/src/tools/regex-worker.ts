@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
-import { Refused } from "../policy/refused.js";
-import { ToolError } from "../tool-table.js";
+import { Refused } from "../errors.js";
+import { ToolError } from "../errors.js";
+import { messageOf } from "@boxmaker/common";
 
 export const MAX_PATTERN_LENGTH = 500;
 /** Lines longer than this are matched on their first part only; minified bundles would otherwise dominate. */
@@ -88,7 +89,7 @@ export function checkPattern(pattern: string, ignoreCase: boolean): void {
   try {
     new RegExp(pattern, ignoreCase ? "i" : "");
   } catch (err) {
-    throw new ToolError(`invalid regular expression: ${(err as Error).message}`);
+    throw new ToolError(`invalid regular expression: ${messageOf(err)}`, { cause: err });
   }
 }
 

@@ -1,4 +1,4 @@
-import { Refused } from "../policy/refused.js";
+import { Refused } from "../errors.js";
 import type { ToolDef } from "../tool-table.js";
 
 export const runCommand: ToolDef = {

@@ -1,10 +1,10 @@
 import { closeSync, constants, lstatSync, openSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { compileGlob } from "../policy/glob.js";
-import { Refused } from "../policy/refused.js";
+import { Refused } from "../errors.js";
 import type { ToolDef } from "../tool-table.js";
-import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-io.js";
-import { checkPattern, runRegex } from "./regex-worker.js";
+import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-walk.js";
+import { checkPattern, type RegexResult, runRegex } from "./regex-worker.js";
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const MAX_GLOB = 256;
@@ -53,7 +53,10 @@ export const searchFiles: ToolDef = {
         let ruled = 0;
         const admit = (rel: string, abs: string): boolean => {
           if (ctx.guard.isSecret(rel, abs)) return false;
-          if (ctx.pathRuled?.(rel, abs)) return (void ruled++, false);
+          if (ctx.pathRuled?.(rel, abs)) {
+            ruled++;
+            return false;
+          }
           return true;
         };
         const take = (rel: string, abs: string) => {
@@ -68,7 +71,10 @@ export const searchFiles: ToolDef = {
             return;
           }
           for (const n of names) {
-            if (files.length >= maxFiles) return void (walkTruncated = true);
+            if (files.length >= maxFiles) {
+              walkTruncated = true;
+              return;
+            }
             if (SKIP_DIRS.has(n)) continue;
             const childRel = rel === "." ? n : `${rel}/${n}`;
             const childAbs = join(abs, n);
@@ -106,7 +112,7 @@ export const searchFiles: ToolDef = {
         }
         // The worker opens each file by walking its components from this root fd, never by path string.
         const rootFd = openRoot(p.root);
-        let r;
+        let r: RegexResult;
         try {
           r = await runRegex(
             { pattern: args.pattern, ignoreCase, maxMatches, files, rootFd, maxFileBytes: max_file_bytes },

@@ -1,4 +1,5 @@
-import { ToolError, type ToolDef } from "../tool-table.js";
+import { ToolError } from "../errors.js";
+import type { ToolDef } from "../tool-table.js";
 
 /**
  * A core tool that loopd runs (it starts a child session on the subagent
@@ -6,7 +7,7 @@ import { ToolError, type ToolDef } from "../tool-table.js";
  * brokerd only lists it and refuses to run it.
  */
 /** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
-export const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
+const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
 
 export const spawnAgent: ToolDef = {
   name: "spawn_agent",

@@ -1,10 +1,12 @@
 import { createTwoFilesPatch } from "diff";
 import { sha256 } from "../blobs.js";
 import type { ResolvedPath } from "../policy/paths.js";
-import { ToolError, type Plan, type ToolContext } from "../tool-table.js";
-import { existsAt, readFileAt, writeFileAt } from "./fs-io.js";
+import { ToolError } from "../errors.js";
+import type { Plan, ToolContext } from "../tool-table.js";
+import { existsAt, readFileAt } from "./fs-read.js";
+import { writeFileAt } from "./fs-write.js";
 
-export const ABSENT = "absent";
+const ABSENT = "absent";
 
 /** Lines as an editor counts them: a final newline ends the last line, it does not start another. */
 export function lineCount(s: string): number {
@@ -19,8 +21,8 @@ export function lineCount(s: string): number {
  * of that base. Approval re-plans against the disk and must find both unchanged.
  */
 /** Above these sizes a diff is summarised, not computed: Myers' diff of a big rewrite would stall every call. */
-export const DIFF_MAX_LINES = 3000;
-export const DIFF_MAX_BYTES = 512 * 1024;
+const DIFF_MAX_LINES = 3000;
+const DIFF_MAX_BYTES = 512 * 1024;
 const DIFF_TIMEOUT_MS = 250;
 
 function summary(old: string | null, content: string, rel: string, why: string): string {

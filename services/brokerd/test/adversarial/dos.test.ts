@@ -1,3 +1,4 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, openSync, closeSync, ftruncateSync, readdirSync, writeFileSync, writeSync } from "node:fs";
@@ -49,7 +50,7 @@ describe("inputs that used to freeze brokerd", () => {
   it("refuses over-long and over-deep paths before touching the disk", async () => {
     r = await rig();
     const res = await r.call("read_file", { path: `${"a/".repeat(3000)}x` });
-    expect(res).toMatchObject({ decision: "denied", rule: expect.stringMatching(/^limit:path-/) });
+    expect(res).toMatchObject({ decision: ToolDecision.DENIED, rule: expect.stringMatching(/^limit:path-/) });
   });
 
   it("a crafted search_files glob does not stall the event loop", async () => {
@@ -62,7 +63,7 @@ describe("inputs that used to freeze brokerd", () => {
     );
     expect(value.content).toMatch(/no matches/);
     const long = await rr.call("search_files", { pattern: "x", glob: "*".repeat(300) });
-    expect(long).toMatchObject({ decision: "denied", rule: "limit:glob-length" });
+    expect(long).toMatchObject({ decision: ToolDecision.DENIED, rule: "limit:glob-length" });
   });
 
   it("FIFOs, sockets and devices are refused without blocking (read, ranged read, list, write, search)", async () => {
@@ -104,7 +105,7 @@ describe("inputs that used to freeze brokerd", () => {
     const rr = r;
     const content = Array.from({ length: 8000 }, (_, i) => `new line ${i * 7}`).join("\n");
     const { value } = await noStall(400, () => rr.call("write_file", { path: "big.txt", content }));
-    expect(value.decision).toBe("staged");
+    expect(value.decision).toBe(ToolDecision.STAGED);
     const [p] = rr.broker.listProposals("s1", false);
     expect(p!.preview).toMatch(/^\[diff of big\.txt not shown/);
   });

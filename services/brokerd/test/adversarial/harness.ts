@@ -3,10 +3,10 @@
 import fc from "fast-check";
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { CallOutcome } from "../../src/broker.js";
+import type { CallOutcome } from "../../src/call-outcome.js";
 
-export const OUTSIDE_MARK = "OUTSIDE-7c1e";
-export const SECRET_MARK = "SECRET-4b2d";
+const OUTSIDE_MARK = "OUTSIDE-7c1e";
+const SECRET_MARK = "SECRET-4b2d";
 
 export interface Counts {
   inputs: number;

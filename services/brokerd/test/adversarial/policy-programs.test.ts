@@ -1,7 +1,8 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { PolicyRule } from "../../src/config.js";
+import type { PolicyRule } from "../../src/config-types.js";
 import { decide } from "../../src/policy/rules.js";
 import { analyzeCommand } from "../../src/policy/shell.js";
 import { rig, type Rig } from "../helpers.js";
@@ -12,7 +13,7 @@ const run = (rules: PolicyRule[], command: string, d: Record<string, "allow" | "
 
 const noRm: PolicyRule[] = [{ name: "no-rm", tool: "run_command", effect: "deny", command_prefixes: ["rm"] }];
 
-export const RM_BYPASSES = [
+const RM_BYPASSES = [
   "rm -rf x",
   "command rm -rf x",
   "\\rm -rf x",
@@ -103,27 +104,36 @@ describe("rules on every tool name are consulted", () => {
 
   it("find_tool and call_tool can be denied; an ask on call_tool stages what it calls", async () => {
     r = await rig({ policy: { rules: [{ name: "no-find", tool: "find_tool", effect: "deny" }] } });
-    expect(await r.call("find_tool", { query: "blob" })).toMatchObject({ decision: "denied", rule: "no-find" });
+    expect(await r.call("find_tool", { query: "blob" })).toMatchObject({
+      decision: ToolDecision.DENIED,
+      rule: "no-find",
+    });
     await r.cleanup();
     r = await rig({ policy: { rules: [{ name: "no-call", tool: "call_tool", effect: "deny" }] } });
     expect(
       await r.call("call_tool", { name: "read_blob", arguments: { blob: `blob:sha256:${"0".repeat(64)}` } }),
-    ).toMatchObject({ decision: "denied", rule: "no-call" });
+    ).toMatchObject({ decision: ToolDecision.DENIED, rule: "no-call" });
     await r.cleanup();
     r = await rig({ policy: { rules: [{ name: "review-calls", tool: "call_tool", effect: "ask" }] } });
     const found = await r.call("find_tool", { query: "read lines of a stored large result blob" });
-    expect(found.decision).toBe("allowed");
+    expect(found.decision).toBe(ToolDecision.ALLOWED);
     const blob = r.broker.blobs.put("a\nb\n");
     const res = await r.call("call_tool", { name: "read_blob", arguments: { blob: `blob:sha256:${blob}` } });
-    expect(res).toMatchObject({ decision: "staged", rule: "review-calls" });
+    expect(res).toMatchObject({ decision: ToolDecision.STAGED, rule: "review-calls" });
   });
 
   it("spawn_agent goes through policy: allowed by default, deny and ask hold", async () => {
     r = await rig();
-    expect(await r.call("spawn_agent", { task: "count" })).toMatchObject({ decision: "allowed", isError: false });
+    expect(await r.call("spawn_agent", { task: "count" })).toMatchObject({
+      decision: ToolDecision.ALLOWED,
+      isError: false,
+    });
     await r.cleanup();
     r = await rig({ policy: { rules: [{ name: "no-sub", tool: "spawn_agent", effect: "deny" }] } });
-    expect(await r.call("spawn_agent", { task: "count" })).toMatchObject({ decision: "denied", rule: "no-sub" });
+    expect(await r.call("spawn_agent", { task: "count" })).toMatchObject({
+      decision: ToolDecision.DENIED,
+      rule: "no-sub",
+    });
   });
 
   it("search_files does not open files a path rule denies", async () => {

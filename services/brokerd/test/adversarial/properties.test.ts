@@ -1,16 +1,18 @@
+import { ToolDecision } from "@boxmaker/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import type { PolicyRule } from "../../src/config.js";
+import type { PolicyRule } from "../../src/config-types.js";
 import { DEFAULT_SECRET_PATTERNS } from "../../src/config.js";
 import { compileGlob, PathMatcher } from "../../src/policy/glob.js";
 import { decide } from "../../src/policy/rules.js";
+import type { CallOutcome } from "../../src/call-outcome.js";
 import { rig, type Rig } from "../helpers.js";
 import { leaked, newCounts, outsideIntact, pathArb, plantWorkspace, rmLineArb, toolCallArb } from "./harness.js";
 
 /** Generated inputs across this file (≥ 5,000 in total); BX_FC_SCALE scales every property. */
 const SCALE = Number(process.env.BX_FC_SCALE ?? 1);
 const runs = (n: number) => Math.max(10, Math.round(n * SCALE));
-export const counts = newCounts();
+const counts = newCounts();
 
 afterAll(() => {
   console.log(`[adversarial properties] inputs=${counts.inputs} escapes=${counts.escapes} crashes=${counts.crashes}`);
@@ -144,7 +146,7 @@ describe("tool calls against a planted workspace", () => {
         fc.constantFrom("read_file", "list_dir", "write_file"),
         async (path, tool) => {
           counts.inputs++;
-          let out;
+          let out: CallOutcome;
           try {
             out = await r.call(tool, tool === "write_file" ? { path, content: "w" } : { path });
           } catch {
@@ -164,7 +166,7 @@ describe("tool calls against a planted workspace", () => {
     await fc.assert(
       fc.asyncProperty(toolCallArb(r.ws, r.outside), async ({ name, args }) => {
         counts.inputs++;
-        let out;
+        let out: CallOutcome;
         try {
           out = await r.call(name, args);
         } catch {
@@ -173,7 +175,11 @@ describe("tool calls against a planted workspace", () => {
         }
         if (leaked(out)) counts.escapes++;
         if (out.rule === "tool:crashed") counts.crashes++;
-        return !leaked(out) && out.rule !== "tool:crashed" && ["allowed", "denied", "staged"].includes(out.decision);
+        return (
+          !leaked(out) &&
+          out.rule !== "tool:crashed" &&
+          [ToolDecision.ALLOWED, ToolDecision.DENIED, ToolDecision.STAGED].includes(out.decision)
+        );
       }),
       { numRuns: runs(800) },
     );

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolDecision } from "@boxmaker/common";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rig, type Rig } from "../helpers.js";
 
@@ -11,12 +12,12 @@ import { rig, type Rig } from "../helpers.js";
  * Every call must either act inside the workspace or be refused: no outside
  * content in any result, no file created outside.
  */
-export const RACE_ITERATIONS = Number(process.env.BX_RACE_ITERATIONS ?? 2400);
+const RACE_ITERATIONS = Number(process.env.BX_RACE_ITERATIONS ?? 2400);
 const OUTSIDE_MARK = "OUTSIDE-CONTENT-7f3a";
 
 let r: Rig;
 let flipper: ChildProcess;
-export const raceCounts = { calls: 0, escapes: 0, refused: 0, flips: 0 };
+const raceCounts = { calls: 0, escapes: 0, refused: 0, flips: 0 };
 let approvals = 0;
 
 const FLIP = `
@@ -50,8 +51,10 @@ beforeAll(async () => {
       writeFileSync(join(outside, "sub", "g.txt"), `${OUTSIDE_MARK}\n`);
     },
   );
-  flipper = spawn(process.execPath, ["-e", FLIP, r.ws, r.outside, join(r.dir, "flips")], { stdio: "ignore" });
-  await new Promise((res) => setTimeout(res, 100));
+  const flips = join(r.dir, "flips");
+  flipper = spawn(process.execPath, ["-e", FLIP, r.ws, r.outside, flips], { stdio: "ignore" });
+  // The calls start once the directory is really flipping (the flipper writes its count every 256 flips).
+  await vi.waitFor(() => expect(existsSync(flips)).toBe(true), { timeout: 10_000, interval: 10 });
 });
 
 afterAll(async () => {
@@ -92,7 +95,7 @@ describe("a directory flipping to a symlink during calls", () => {
           // Staged now, approved a moment later while the directory keeps flipping.
           calls.push(
             r.call("write_file", { path: `d/s${j}.txt`, content: "approved" }).then(async (staged) => {
-              if (staged.decision !== "staged") return staged;
+              if (staged.decision !== ToolDecision.STAGED) return staged;
               approvals++;
               const done = await r.broker.decideProposal(staged.proposalId, true, "");
               return { ...staged, content: done.result, isError: done.state !== "applied" };

@@ -1,0 +1,86 @@
+import { messageOf } from "@boxmaker/common";
+import { proposalRecord, type AuditRecord } from "./audit.js";
+import type { Checkpoints } from "./checkpoints.js";
+import type { Disclosure } from "./disclosure.js";
+import { ProposalNotFound, ProposalNotPending, Refused, ToolError } from "./errors.js";
+import { keepChange } from "./keep-change.js";
+import { isChecked, planCall, type PlanDeps } from "./plan-call.js";
+import { capForSession } from "./result-cap.js";
+import { staleReason, type ProposalRecord, type ProposalStore } from "./staging.js";
+import type { ToolTable, ToolText } from "./tool-table.js";
+
+/** What deciding a proposal touches, so approval can run against fakes. */
+export interface ApprovalDeps extends PlanDeps {
+  readonly table: ToolTable;
+  readonly proposals: ProposalStore;
+  readonly checkpoints: Checkpoints;
+  readonly disclosure: Disclosure;
+  record(r: AuditRecord): void;
+}
+
+/** A person's decisions on staged calls: reject, or approve and re-plan against the disk as it is now. */
+export class Approvals {
+  /** Proposals being decided right now: a second decision on one waits for nothing and is refused. */
+  private readonly deciding = new Set<string>();
+
+  constructor(private readonly d: ApprovalDeps) {}
+
+  list(sessionId: string, includeDecided: boolean): ProposalRecord[] {
+    return this.d.proposals.list({ sessionId, includeDecided });
+  }
+
+  /**
+   * Approval re-runs every check against the current disk: schema, path
+   * resolution (a symlink swapped since staging resolves elsewhere), policy
+   * (a deny added since wins), and the staged facts (the file's hash). Only
+   * then does the staged action run.
+   */
+  async decide(id: string, approve: boolean, reason: string): Promise<ProposalRecord> {
+    const p = this.d.proposals.get(id);
+    if (!p) throw new ProposalNotFound(id);
+    if (p.state !== "pending" || this.deciding.has(id)) throw new ProposalNotPending(id, p.state);
+    this.deciding.add(id);
+    const t0 = performance.now();
+    try {
+      const done = approve
+        ? await this.approve(p)
+        : this.d.proposals.finish(p, "rejected", `Rejected by a person${reason ? `: ${reason}` : ""}.`, reason);
+      this.d.record(proposalRecord(done, performance.now() - t0));
+      return done;
+    } finally {
+      this.deciding.delete(id);
+    }
+  }
+
+  private async approve(p: ProposalRecord): Promise<ProposalRecord> {
+    const fail = (why: string) => this.d.proposals.finish(p, "failed", `Not applied: ${why}`);
+    const tool = this.d.table.get(p.tool);
+    if (!tool) return fail(`the tool ${p.tool} is no longer available.`);
+    const checked = await planCall(this.d, tool, JSON.parse(p.arguments_json), new AbortController().signal);
+    if (!isChecked(checked)) return fail(checked.content);
+    if (checked.decision.effect === "deny") return fail(`policy now denies it (${checked.decision.rule}).`);
+    const stale = staleReason(p.checks, checked.plan.checks);
+    if (stale) return fail(`${stale}. Nothing was changed; the model can stage it again.`);
+    let r: ToolText;
+    try {
+      r = await checked.plan.execute();
+    } catch (err) {
+      if (err instanceof Refused || err instanceof ToolError) return fail(`${err.message}.`);
+      this.d.log.error({ err, tool: tool.name }, "approved action failed");
+      return fail(`${tool.name} failed: ${messageOf(err)}`);
+    }
+    // An MCP call that errored did not do what was approved (the server was down, refused or timed out,
+    // or the tool itself failed): that is a failure to apply, reported with the server's words.
+    if (tool.kind === "mcp" && r.isError) return fail(`${tool.name} failed: ${r.text}`);
+    if (!r.isError) {
+      keepChange(this.d.checkpoints, this.d.log, checked.plan, {
+        session: p.session_id,
+        callId: p.call_id,
+        tool: tool.name,
+        proposalId: p.id,
+      });
+    }
+    // It ran: a command's non-zero exit is part of its result, not a failure to apply.
+    return this.d.proposals.finish(p, "applied", capForSession(this.d, p.session_id, tool, r.text).text);
+  }
+}

@@ -1,0 +1,58 @@
+import { ToolDecision } from "@boxmaker/common";
+import type { Plan } from "./tool-table.js";
+
+export interface CallRequest {
+  sessionId: string;
+  callId: string;
+  name: string;
+  /** The raw text the model produced; parsed once, by the call pipeline. */
+  argumentsJson: string;
+}
+
+/** What became of one call: the wire's ToolDecision, so nothing translates it on the way out. */
+export interface CallOutcome {
+  decision: ToolDecision;
+  content: string;
+  isError: boolean;
+  rule: string;
+  proposalId: string;
+  blobSha256: string;
+  durationMs: number;
+  resolvedName: string;
+}
+
+/** What one step of the pipeline decides; the pipeline adds timing and the resolved name. */
+export type StepOutcome = Omit<CallOutcome, "durationMs" | "resolvedName" | "proposalId" | "blobSha256"> & {
+  proposalId?: string;
+  blobSha256?: string;
+};
+
+export const denied = (rule: string, content: string): StepOutcome => ({
+  decision: ToolDecision.DENIED,
+  content,
+  isError: true,
+  rule,
+});
+
+/** What a plan reaches, for the model's denial message. */
+export function describeTargets(plan: Plan): string {
+  if (plan.command !== undefined) return `(command: ${plan.command})`;
+  if (plan.paths.length) return `on ${plan.paths.map((p) => p.rel).join(", ")}`;
+  if (plan.hosts?.length) return `(hosts: ${plan.hosts.join(", ")})`;
+  return "";
+}
+
+/** A policy deny, worded so the model stops retrying. `what` names the call ("write_file on a.txt"). */
+export const policyDenial = (rule: string, what: string, why = ""): StepOutcome =>
+  denied(
+    rule,
+    `Denied by policy (${rule}): ${what} is not allowed${why}. Do not retry it; take another approach or ask the user.`,
+  );
+
+export const stagedOutcome = (rule: string, proposalId: string): StepOutcome => ({
+  decision: ToolDecision.STAGED,
+  content: `Staged for review as proposal ${proposalId} (${rule}): a person must approve it, and it has NOT been applied yet. Continue with work that does not depend on it, or end your turn and say what is waiting for approval.`,
+  isError: false,
+  rule,
+  proposalId,
+});

@@ -1,0 +1,48 @@
+import type { Logger } from "@boxmaker/common";
+import type { BrokerConfig } from "../config-types.js";
+import type { ToolTable } from "../tool-table.js";
+import type { McpConnection } from "./connection.js";
+import type { McpRuntime } from "./transport.js";
+
+export interface McpPromptInfo {
+  server: string;
+  name: string;
+  description: string;
+  arguments: Array<{ name: string; description: string; required: boolean }>;
+}
+
+/** The configured MCP servers, as the broker uses them (McpManager when there are any). */
+export interface McpServers {
+  readonly connections: readonly McpConnection[];
+  start(): void;
+  settled(): Promise<void>;
+  get(name: string): McpConnection | undefined;
+  prompts(signal: AbortSignal): Promise<McpPromptInfo[]>;
+  status(): string[];
+  close(): Promise<void>;
+}
+
+const NONE: McpServers = {
+  connections: [],
+  start: () => undefined,
+  settled: () => Promise.resolve(),
+  get: () => undefined,
+  prompts: () => Promise.resolve([]),
+  status: () => [],
+  close: () => Promise.resolve(),
+};
+
+/**
+ * The MCP SDK costs about 28 MB resident once loaded: it is imported only
+ * when the config names at least one server.
+ */
+export async function openMcpServers(
+  config: Pick<BrokerConfig, "mcp_servers" | "mcp_reconnect">,
+  table: ToolTable,
+  log: Logger,
+  runtime: McpRuntime,
+): Promise<McpServers> {
+  if (Object.keys(config.mcp_servers).length === 0) return NONE;
+  const { McpManager } = await import("./manager.js");
+  return new McpManager(config.mcp_servers, config.mcp_reconnect, table, log, runtime);
+}

@@ -1,0 +1,75 @@
+import { messageOf, type Logger } from "@boxmaker/common";
+import type { BlobStore } from "./blobs.js";
+import { denied, type StepOutcome } from "./call-outcome.js";
+import type { BrokerConfig } from "./config-types.js";
+import { Refused, ToolError } from "./errors.js";
+import { pathRuledFor, subjectOf } from "./policy/gate.js";
+import type { PathGuard } from "./policy/paths.js";
+import { decide, type Decision } from "./policy/rules.js";
+import type { Sandbox } from "./sandbox.js";
+import type { Plan, ToolContext, ToolDef, ToolText } from "./tool-table.js";
+import { checkArguments } from "./validate.js";
+
+/** What planning and running a tool needs from the broker. */
+export interface PlanDeps {
+  readonly config: BrokerConfig;
+  readonly guard: PathGuard;
+  readonly blobs: BlobStore;
+  readonly sandbox: Sandbox;
+  readonly log: Logger;
+}
+
+export interface Checked {
+  plan: Plan;
+  decision: Decision;
+}
+
+function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef): ToolContext {
+  const pathRuled = pathRuledFor(d.config.policy.rules, tool);
+  return {
+    config: d.config,
+    guard: d.guard,
+    blobs: d.blobs,
+    sandbox: d.sandbox,
+    signal,
+    ...(pathRuled ? { pathRuled } : {}),
+  };
+}
+
+/**
+ * Schema, then plan (path checks), then policy. The same sequence runs again
+ * when a person approves a staged call, against the disk as it is then.
+ */
+export async function planCall(
+  d: PlanDeps,
+  tool: ToolDef,
+  args: unknown,
+  signal: AbortSignal,
+): Promise<Checked | StepOutcome> {
+  const bad = checkArguments(tool, args);
+  if (bad) return denied("arguments:schema", bad);
+  let plan: Plan;
+  try {
+    plan = await tool.plan(args, toolContext(d, signal, tool));
+  } catch (err) {
+    if (err instanceof Refused) return denied(err.rule, `Refused: ${err.message}.`);
+    if (err instanceof ToolError) return denied("tool:invalid-call", err.message);
+    throw err;
+  }
+  return { plan, decision: decide(d.config.policy.rules, d.config.policy.defaults, subjectOf(tool, plan)) };
+}
+
+export const isChecked = (c: Checked | StepOutcome): c is Checked => "plan" in c;
+
+/** Runs an allowed plan; a refusal or a fixable mistake is the call's error text, not a crash. */
+export async function executePlan(log: Logger, tool: ToolDef, plan: Plan, signal: AbortSignal): Promise<ToolText> {
+  try {
+    return await plan.execute();
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (err instanceof Refused) return { text: `Refused: ${err.message}.`, isError: true };
+    if (err instanceof ToolError) return { text: err.message, isError: true };
+    log.error({ err, tool: tool.name }, "tool failed");
+    return { text: `${tool.name} failed: ${messageOf(err)}`, isError: true };
+  }
+}
