@@ -1,5 +1,5 @@
 import type { SchemaObject } from "ajv";
-import { loadConfig, logLevelSchema, parseConfig } from "@boxmaker/common";
+import { DEFAULT_DIRS, DEFAULT_SOCKETS, loadConfig, logLevelSchema, parseConfig } from "@boxmaker/common";
 import type { BrokerConfig } from "./config-types.js";
 
 const effect = { type: "string", enum: ["allow", "ask", "deny"] } as const;
@@ -75,8 +75,8 @@ export const brokerConfigSchema: SchemaObject = {
   type: "object",
   additionalProperties: false,
   properties: {
-    socket: { type: "string", minLength: 1, default: "/run/boxmaker/brokerd.sock" },
-    state_dir: { type: "string", minLength: 1, default: "/var/lib/boxmaker/broker" },
+    socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.brokerd },
+    state_dir: { type: "string", minLength: 1, default: DEFAULT_DIRS.brokerdState },
     workspace_roots: { ...strings, default: [] },
     // Boxmaker's config, state (session logs, blobs, slot saves) and sockets in the
     // standard layout; brokerd adds its own state_dir, config file and install root.

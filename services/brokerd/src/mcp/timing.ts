@@ -1,3 +1,4 @@
+import { backoffDelay as stackBackoff } from "@boxmaker/common";
 import { McpTimeout } from "../errors.js";
 
 /** How long to wait before reconnecting a server that went down. */
@@ -6,9 +7,9 @@ export interface Backoff {
   max_ms: number;
 }
 
-/** The delay before reconnect attempt `n` (0-based): doubling, capped. */
+/** The delay before reconnect attempt `n` (0-based): the stack's one backoff, doubling and capped. */
 export function backoffDelay(b: Backoff, attempt: number): number {
-  return Math.min(b.max_ms, b.initial_ms * 2 ** Math.min(attempt, 30));
+  return stackBackoff({ initialMs: b.initial_ms, maxMs: b.max_ms }, attempt);
 }
 
 /** Rejects with McpTimeout after `ms`: a step the SDK would wait on longer must not hold a call. */
