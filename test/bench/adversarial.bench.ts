@@ -78,7 +78,7 @@ export default async function (emit: Emit): Promise<void> {
       }
     }
     if (!outsideIntact(b.outside)) c.escapes++;
-    emit("tool calls per second", calls.length / ((nowMs() - t0) / 1000), "calls/s");
+    emit("tool_calls_per_s", calls.length / ((nowMs() - t0) / 1000), "calls/s");
     await b.broker.close();
 
     // 2. Command lines that run rm behind wrappers and constructs, against a deny on rm.
@@ -128,12 +128,13 @@ export default async function (emit: Emit): Promise<void> {
     const outsideWrites = readdirSync(r.outside).filter((f) => f !== "f.txt").length;
     await r.broker.close();
 
-    emit("generated inputs tried", c.inputs, "inputs");
-    emit("escapes (outside or secret content, writes outside)", c.escapes, "count");
+    emit("generated_inputs", c.inputs, "inputs");
+    // An escape: content from outside the workspace or from a secret in a result, or a write outside.
+    emit("escapes", c.escapes, "count");
     emit("crashes", c.crashes, "count");
-    emit("race iterations", RACE, "calls");
-    emit("race escapes (reads + writes outside)", raceEscapes + outsideWrites, "count");
-    emit("race calls refused mid-swap", refused, "calls");
+    emit("race_iterations", RACE, "calls");
+    emit("race_escapes", raceEscapes + outsideWrites, "count");
+    emit("race_refused_mid_swap", refused, "calls");
   } finally {
     tmp.cleanup();
   }
