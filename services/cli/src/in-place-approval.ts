@@ -1,5 +1,5 @@
 import { createInterface } from "node:readline/promises";
-import { ToolDecision, type Proposal, type SessionEvent } from "@boxmaker/common/client";
+import { messageOf, ToolDecision, type Proposal, type SessionEvent } from "@boxmaker/common/client";
 import type { LoopClient } from "./connection.js";
 import { renderProposal } from "./render/proposal.js";
 import type { Style } from "./render/style.js";
@@ -97,7 +97,7 @@ export class InPlaceApprovals {
       const { proposals } = await this.client.listProposals({ includeDecided: true });
       return proposals.find((p) => p.id === id);
     } catch (err) {
-      this.note(`cannot show proposal ${id}: ${(err as Error).message}`);
+      this.note(`cannot show proposal ${id}: ${messageOf(err)}`);
       return undefined;
     }
   }
@@ -110,7 +110,7 @@ export class InPlaceApprovals {
       await this.client.decideProposal({ id, approve, reason });
     } catch (err) {
       // Someone else was quicker: their decision stands.
-      this.note(`not ${approve ? "approved" : "rejected"} here: ${(err as Error).message}`);
+      this.note(`not ${approve ? "approved" : "rejected"} here: ${messageOf(err)}`);
     }
   }
 

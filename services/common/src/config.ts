@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { BoxmakerError, messageOf } from "./errors.js";
 import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type ValidateFunction } from "ajv";
 
 /**
@@ -9,10 +10,11 @@ import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type Val
 export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
 
 /**
- * The TS type of what `parseConfig` returns for a schema of the shapes used
- * in the daemons' configs: a key with a `default` is always present after parsing (ajv fills it),
- * a key without one is optional; `nullable` lets a file say null. Derived, so
- * the type cannot drift from the schema ajv enforces.
+ * The TS type of what `parseConfig` returns for a schema of the shapes the
+ * daemons' configs use: a key with a `default`, or listed in `required`, is
+ * always present after parsing (ajv fills defaults); any other key is
+ * optional; `nullable` lets a file say null. Derived from the schema written
+ * `as const`, so the type cannot drift from what ajv enforces.
  */
 export type ConfigOf<S> = S extends { nullable: true } ? NonNull<S> | null : NonNull<S>;
 type NonNull<S> = S extends { enum: readonly (infer E)[] }
@@ -21,13 +23,18 @@ type NonNull<S> = S extends { enum: readonly (infer E)[] }
     ? string
     : S extends { type: "number" | "integer" }
       ? number
-      : S extends { type: "object"; properties: infer P }
-        ? ParsedObject<P>
-        : never;
-type ParsedObject<P> = {
-  -readonly [K in keyof P as P[K] extends { default: unknown } ? K : never]: ConfigOf<P[K]>;
+      : S extends { type: "boolean" }
+        ? boolean
+        : S extends { type: "array"; items: infer I }
+          ? ConfigOf<I>[]
+          : S extends { type: "object"; properties: infer P }
+            ? ParsedObject<P, S extends { required: readonly (infer R)[] } ? R : never>
+            : never;
+type Present<V, K, R> = V extends { default: unknown } ? true : K extends R ? true : false;
+type ParsedObject<P, R> = {
+  -readonly [K in keyof P as Present<P[K], K, R> extends true ? K : never]: ConfigOf<P[K]>;
 } & {
-  -readonly [K in keyof P as P[K] extends { default: unknown } ? never : K]?: ConfigOf<P[K]>;
+  -readonly [K in keyof P as Present<P[K], K, R> extends true ? never : K]?: ConfigOf<P[K]>;
 } extends infer O
   ? { [K in keyof O]: O[K] }
   : never;
@@ -41,8 +48,10 @@ export const logLevelSchema = {
 } as const;
 
 /** A config file that cannot be used; the message is one line naming the bad key. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
+export class ConfigError extends BoxmakerError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("CONFIG_INVALID", message, options);
+  }
 }
 
 const ajv = new Ajv({ useDefaults: true, allErrors: false, strict: true, allowUnionTypes: true });
@@ -111,13 +120,13 @@ export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined)
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    throw new ConfigError(`${path}: cannot read: ${(err as Error).message}`);
+    throw new ConfigError(`${path}: cannot read: ${messageOf(err)}`, { cause: err });
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${path}: not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(`${path}: not valid JSON: ${messageOf(err)}`, { cause: err });
   }
   return parseConfig(schema, data, path);
 }

@@ -39,7 +39,7 @@ async function probeBind(socketPath: string): Promise<void> {
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
     probe.once("error", (err) =>
-      reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`)),
+      reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`, { cause: err })),
     );
     probe.listen(socketPath, () => resolve());
   });

@@ -1,3 +1,4 @@
+import { BoxmakerError } from "./errors.js";
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname } from "node:path";
@@ -17,8 +18,11 @@ export function socketIsLive(path: string, timeoutMs = 500): Promise<boolean> {
   });
 }
 
-export class SocketInUseError extends Error {
-  override readonly name = "SocketInUseError";
+/** Another live process serves the socket path: starting a second daemon there would steal it. */
+export class SocketInUseError extends BoxmakerError {
+  constructor(message: string) {
+    super("SOCKET_IN_USE", message);
+  }
 }
 
 /**

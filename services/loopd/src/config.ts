@@ -5,42 +5,10 @@ import {
   MAX_TOKENS_PER_REQUEST,
   SLOT_IDS,
   logLevelSchema,
+  type ConfigOf,
   type ConfigSchema,
-  type LogLevel,
 } from "@boxmaker/common";
-import type { BudgetLimits } from "./budgets.js";
-import type { SessionRoleName } from "./session-log.js";
-import type { InstructionsConfig } from "./project-instructions.js";
-
-export interface ScheduleConfig {
-  id: string;
-  cron: string;
-  prompt: string;
-}
-
-export interface LoopdConfig {
-  socket: string;
-  state_dir: string;
-  inferproxy_socket: string;
-  brokerd_socket: string;
-  /** Which llama-server slot each role's sessions run on. */
-  slots: Record<SessionRoleName, number>;
-  system_prompt: string;
-  /** max_tokens of each model request. */
-  max_tokens: number;
-  budgets: BudgetLimits;
-  /** Save and restore a slot's KV cache when sessions take turns on it (needs llama-server --slot-save-path). */
-  parking: { enabled: boolean };
-  /** How long a turn waits for a person to approve a staged write before telling the model it is still pending. */
-  approval_wait_ms: number;
-  compaction: { threshold: number; keep_recent_messages: number };
-  /** The inbound pre-pass: blocks of a person's message above threshold_bytes are reduced, excerpted and spilled to blobs. */
-  prepass: { enabled: boolean; threshold_bytes: number; excerpt_bytes: number };
-  schedules: ScheduleConfig[];
-  /** A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch. */
-  project_instructions: InstructionsConfig;
-  log_level: LogLevel;
-}
+import type { SchemaObject } from "ajv";
 
 const budgetSchema = {
   type: "object",
@@ -55,8 +23,12 @@ const budgetSchema = {
   default: {},
 } as const;
 
-/** The one schema for loopd's config: keys, types and defaults live here and nowhere else. */
-export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
+/**
+ * The one schema for loopd's config: keys, types and defaults live here and
+ * nowhere else (`LoopdConfig` is derived from it; the stack-wide defaults come
+ * from common's stack-defaults).
+ */
+const schema = {
   type: "object",
   additionalProperties: false,
   properties: {
@@ -64,6 +36,7 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
     state_dir: { type: "string", minLength: 1, default: DEFAULT_DIRS.loopdState },
     inferproxy_socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.inferproxy },
     brokerd_socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.brokerd },
+    // Which llama-server slot each role's sessions run on.
     slots: {
       type: "object",
       additionalProperties: false,
@@ -81,8 +54,10 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
         "You are Boxmaker, an agent on the operator's workstation. Use tools when they help. " +
         "Tools beyond your core set are found with find_tool and called with call_tool.",
     },
+    // max_tokens of each model request (lowered to what the turn's budget has left).
     max_tokens: { type: "integer", minimum: 1, default: MAX_TOKENS_PER_REQUEST },
     budgets: budgetSchema,
+    // Save and restore a slot's KV cache when sessions take turns on it (needs llama-server --slot-save-path).
     parking: {
       type: "object",
       additionalProperties: false,
@@ -90,7 +65,9 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
       required: [],
       default: {},
     },
+    // How long a turn waits for a person to approve a staged write before telling the model it is still pending.
     approval_wait_ms: { type: "integer", minimum: 0, default: 600_000 },
+    // A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch.
     project_instructions: {
       type: "object",
       additionalProperties: false,
@@ -112,6 +89,7 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
       required: [],
       default: {},
     },
+    // The inbound pre-pass: blocks of a person's message above threshold_bytes are reduced, excerpted and spilled to blobs.
     prepass: {
       type: "object",
       additionalProperties: false,
@@ -140,4 +118,8 @@ export const loopdConfigSchema: ConfigSchema<LoopdConfig> = {
     log_level: logLevelSchema,
   },
   required: [],
-};
+} as const satisfies SchemaObject;
+
+export type LoopdConfig = ConfigOf<typeof schema>;
+export type ScheduleConfig = LoopdConfig["schedules"][number];
+export const loopdConfigSchema: ConfigSchema<LoopdConfig> = schema;

@@ -1,3 +1,4 @@
+import { messageOf } from "@boxmaker/common/client";
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
@@ -74,7 +75,7 @@ Examples:
                 note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
               }
             } catch (err) {
-              note(`${text.trim()}: ${(err as Error).message}`);
+              note(`${text.trim()}: ${messageOf(err)}`);
             }
             continue;
           }

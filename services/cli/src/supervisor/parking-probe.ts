@@ -1,3 +1,4 @@
+import { messageOf } from "@boxmaker/common/client";
 import { postJson } from "./readiness.js";
 
 export interface ParkingProbe {
@@ -19,7 +20,7 @@ export async function probeSlotSave(where: { socketPath: string } | { url: strin
     const r = await postJson(where, "/slots/0?action=boxmaker-probe", {}, 10_000);
     return slotSaveAnswer(r.status, r.body);
   } catch (err) {
-    return { works: false, why: `the server did not answer a slot probe (${(err as Error).message})` };
+    return { works: false, why: `the server did not answer a slot probe (${messageOf(err)})` };
   }
 }
 
