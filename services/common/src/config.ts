@@ -8,6 +8,8 @@ import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type Val
  * whose keys all have defaults), with T given explicitly.
  */
 export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
+/** A schema object as ajv takes it: what a daemon's `const` config schema `satisfies`. */
+export type { SchemaObject };
 
 /**
  * The TS type of what `parseConfig` returns for a schema of the shapes the

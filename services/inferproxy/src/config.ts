@@ -1,4 +1,3 @@
-import type { SchemaObject } from "ajv";
 import {
   DEFAULT_SAMPLING,
   DEFAULT_SOCKETS,
@@ -6,6 +5,7 @@ import {
   MAX_TOKENS_PER_REQUEST,
   logLevelSchema,
   type ConfigSchema,
+  type SchemaObject,
   type ConfigOf,
 } from "@boxmaker/common";
 

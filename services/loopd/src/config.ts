@@ -7,8 +7,8 @@ import {
   logLevelSchema,
   type ConfigOf,
   type ConfigSchema,
+  type SchemaObject,
 } from "@boxmaker/common";
-import type { SchemaObject } from "ajv";
 
 const budgetSchema = {
   type: "object",
