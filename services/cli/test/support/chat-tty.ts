@@ -1,0 +1,36 @@
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import { useStack } from "../../../../test/support/use-stack.js";
+import { Tmux } from "./tmux.js";
+
+/**
+ * A stack, a tmux server per test (killed after it) and the environment a
+ * `boxmaker` line in a pane runs with: the chat-on-a-terminal tests' fixture.
+ */
+export function useChatTty(prefix: string) {
+  const t = useStack(prefix);
+  let tmux: Tmux | undefined;
+  afterEach(async () => {
+    await tmux?.kill();
+    tmux = undefined;
+  });
+  return {
+    t,
+    newTmux(): Tmux {
+      tmux = new Tmux();
+      return tmux;
+    },
+    env: () => ({
+      BOXMAKER_SOCKET: t.stack.sockets.loopd,
+      BOXMAKER_CHAT_HISTORY: join(t.dir, "chat_history"),
+      NO_COLOR: undefined,
+      FORCE_COLOR: undefined,
+      TERM: "xterm-256color",
+    }),
+    /** The user messages the last model request carried. */
+    userMessages: () =>
+      (t.stack.sim.completions.at(-1)!.body as { messages: { role: string; content: string }[] }).messages
+        .filter((m) => m.role === "user")
+        .map((m) => m.content),
+  };
+}
