@@ -9,6 +9,7 @@ export default defineConfig({
     // built daemons from dist/ (npm test builds first).
     alias: {
       "@boxmaker/common/client": src("./services/common/src/client.ts"),
+      "@boxmaker/common/lite": src("./services/common/src/lite.ts"),
       "@boxmaker/common": src("./services/common/src/index.ts"),
       "@boxmaker/llama-sim": src("./test/llama-sim/src/index.ts"),
     },

@@ -4,10 +4,13 @@
 // person feels. Lazy imports stay lazy (code splitting), so `--help` still
 // loads no gRPC.
 import { build } from "esbuild";
+import { rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
+// Chunk names carry content hashes: without a clean directory every build leaves the last one's behind.
+rmSync(join(here, "dist", "bundle"), { recursive: true, force: true });
 await build({
   entryPoints: { boxmaker: join(here, "dist", "main.js") },
   outdir: join(here, "dist", "bundle"),

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
+import { ToolDecision } from "../../services/common/dist/index.js";
 import { Broker, parseBrokerConfig } from "../../services/brokerd/dist/index.js";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
@@ -94,14 +95,15 @@ export default async function (emit) {
 
   const find = await measure(3000, async (i) => {
     const r = await call("find_tool", { query: queries[i % queries.length] });
-    if (r.decision !== "allowed" || !r.content.includes("call_tool")) throw new Error(`find_tool failed: ${r.content}`);
+    if (r.decision !== ToolDecision.ALLOWED || !r.content.includes("call_tool"))
+      throw new Error(`find_tool failed: ${r.content}`);
   });
   const read = await measure(5000, async () => {
     const r = await call("call_tool", {
       name: "read_file",
       arguments: { path: "notes.txt", start_line: 10, end_line: 20 },
     });
-    if (r.decision !== "allowed" || r.isError) throw new Error(`read failed: ${r.content}`);
+    if (r.decision !== ToolDecision.ALLOWED || r.isError) throw new Error(`read failed: ${r.content}`);
   });
 
   emit("find_tool_us_p50", p50(find), "us");

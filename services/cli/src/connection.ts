@@ -1,4 +1,4 @@
-import { DEFAULT_SOCKETS } from "@boxmaker/common/client";
+import { DEFAULT_SOCKETS } from "@boxmaker/common/lite";
 import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
 import { DaemonUnreachable } from "./errors.js";

@@ -1,4 +1,4 @@
-import { BoxmakerError } from "@boxmaker/common/client";
+import { BoxmakerError } from "@boxmaker/common/lite";
 
 /**
  * The CLI's own failures. main.ts turns each into an exit code by class;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { messageOf, RpcError, Status } from "@boxmaker/common/client";
+import { messageOf } from "@boxmaker/common/lite";
 import { Command, CommanderError } from "commander";
 import { resolveSocket } from "./connection.js";
 import { DaemonUnreachable, UsageError } from "./errors.js";
@@ -74,11 +74,11 @@ async function main(): Promise<void> {
   try {
     await program.parseAsync(process.argv);
   } catch (err) {
-    process.exitCode = exitCodeFor(err);
+    process.exitCode = await exitCodeFor(err);
   }
 }
 
-function exitCodeFor(err: unknown): number {
+async function exitCodeFor(err: unknown): Promise<number> {
   if (err instanceof CommanderError) {
     return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
   }
@@ -90,6 +90,8 @@ function exitCodeFor(err: unknown): number {
     process.stderr.write(`boxmaker: ${err.message}\n`);
     return ExitCode.unavailable;
   }
+  // Loaded here, not at the top: gRPC costs every start ~40 ms, and a failed call has loaded it already.
+  const { RpcError, Status } = await import("@boxmaker/common/client");
   if (err instanceof RpcError) {
     process.stderr.write(`boxmaker: ${err.message} (${err.codeName})\n`);
     if (err.code === Status.UNAVAILABLE) return ExitCode.unavailable;

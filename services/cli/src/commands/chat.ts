@@ -1,4 +1,4 @@
-import { messageOf } from "@boxmaker/common/client";
+import { messageOf } from "@boxmaker/common/lite";
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";

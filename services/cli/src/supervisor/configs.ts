@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { LLAMA_CONTRACT, llamaServerArgs as contractLlamaServerArgs } from "@boxmaker/common/client";
+import { LLAMA_CONTRACT, llamaServerArgs as contractLlamaServerArgs } from "@boxmaker/common/lite";
 import { UsageError } from "../errors.js";
 import type { Layout } from "./layout.js";
 

@@ -1,4 +1,4 @@
-import { SOCKET_FILES } from "@boxmaker/common/client";
+import { SOCKET_FILES } from "@boxmaker/common/lite";
 import { join } from "node:path";
 
 /** Where `boxmaker up` puts everything: sockets under the runtime dir, the rest under the state dir. */

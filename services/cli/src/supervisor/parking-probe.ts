@@ -1,4 +1,4 @@
-import { messageOf } from "@boxmaker/common/client";
+import { messageOf } from "@boxmaker/common/lite";
 import { postJson } from "./readiness.js";
 
 export interface ParkingProbe {

@@ -1,4 +1,4 @@
-import { backoffDelay } from "@boxmaker/common/client";
+import { backoffDelay } from "@boxmaker/common/lite";
 /**
  * When to restart a daemon that died, and after how long. The same shape as
  * systemd's Restart=/RestartSec=/StartLimitBurst=/StartLimitIntervalSec= in

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DAEMON_NODE_FLAGS } from "@boxmaker/common/client";
+import { DAEMON_NODE_FLAGS } from "@boxmaker/common/lite";
 import {
   brokerdConfig,
   contractFromProps,

@@ -1,0 +1,7 @@
+// What costs next to nothing to load: the error base, the stack's shared
+// facts, backoff and the package version. The CLI imports these on its start-up
+// path; everything that needs gRPC or protobuf comes from "./client" lazily.
+export * from "./boxmaker-error.js";
+export * from "./stack-defaults.js";
+export * from "./backoff.js";
+export { packageVersion } from "./version.js";
