@@ -137,10 +137,22 @@ export class SessionLog {
 
   /** Appends and fsyncs. Returns once the record is on disk. */
   append(rec: LogRecord): number {
+    return this.appendAll([rec]);
+  }
+
+  /**
+   * Appends records that belong together with one write and one fsync (a
+   * turn's start and its user message): all of them are durable when it
+   * returns, or none is kept. Returns the first record's sequence number.
+   */
+  appendAll(recs: readonly LogRecord[]): number {
     const seq = this.nextSeq;
-    const body = JSON.stringify(rec);
-    const line = `{"seq":${seq},"crc":"${checksum(seq, body)}","rec":${body}}\n`;
-    const bytes = Buffer.from(line, "utf8");
+    let lines = "";
+    for (const [i, rec] of recs.entries()) {
+      const body = JSON.stringify(rec);
+      lines += `{"seq":${seq + i},"crc":"${checksum(seq + i, body)}","rec":${body}}\n`;
+    }
+    const bytes = Buffer.from(lines, "utf8");
     try {
       let off = 0;
       while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off, this.size + off);
@@ -155,7 +167,7 @@ export class SessionLog {
       throw new LogWriteError(`${this.path}: could not persist record: ${messageOf(err)}`, { cause: err });
     }
     this.size += bytes.length;
-    this.nextSeq++;
+    this.nextSeq += recs.length;
     return seq;
   }
 

@@ -183,6 +183,10 @@ class ReadOnlyLog implements RecordSink {
     private readonly why: string,
   ) {}
 
+  appendAll(): never {
+    return this.append();
+  }
+
   append(): never {
     throw new SessionReadOnlyError(
       `session ${this.sessionId} is read-only: its log ${this.path} is damaged (${this.why}); repair or delete it`,

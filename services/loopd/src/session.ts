@@ -14,6 +14,8 @@ export interface RecordSink {
   readonly length: number;
   /** Returns once the record is durable; throws (and keeps nothing) when it cannot be. */
   append(rec: LogRecord): number;
+  /** The same for records that belong together: one write, one fsync, all or none. */
+  appendAll(recs: readonly LogRecord[]): number;
   close(): void;
 }
 
@@ -87,10 +89,15 @@ export class Session {
     applyRecord(this.folded, rec);
   }
 
-  /** A turn opens with the user's message (its text as the model will read it). */
+  /** A turn opens with the user's message (its text as the model will read it): one durable write for both. */
   recordTurnStart(turn: number, userJson: string): void {
-    this.append({ t: "turn_start", turn, at: Date.now() });
-    this.recordMessage(userJson);
+    const at = Date.now();
+    const recs: LogRecord[] = [
+      { t: "turn_start", turn, at },
+      { t: "message", epoch: this.folded.epoch.epoch, json: userJson, at },
+    ];
+    this.log.appendAll(recs);
+    for (const rec of recs) applyRecord(this.folded, rec);
   }
 
   /** The model's message, exactly as the server produced it, and what the slot holds after it. */
@@ -178,9 +185,5 @@ export class Session {
 
   recordRenamed(title: string): void {
     if (title !== this.folded.title) this.append({ t: "renamed", title, at: Date.now() });
-  }
-
-  private recordMessage(json: string): void {
-    this.append({ t: "message", epoch: this.folded.epoch.epoch, json, at: Date.now() });
   }
 }

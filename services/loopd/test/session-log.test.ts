@@ -106,4 +106,19 @@ describe("session log", () => {
     log.close();
     expect(SessionLog.read(path).records.map((r) => (r as { json: string }).json)).toEqual(["1", "3"]);
   });
+
+  it("appends records that belong together with one fsync, and keeps none of them when the write fails", () => {
+    const { log } = SessionLog.open(path);
+    expect(log.appendAll([{ t: "turn_start", turn: 1, at: 1 }, msg("u1")])).toBe(0);
+    const before = statSync(path).size;
+    const firstLine = readFileSync(path, "utf8").indexOf("\n") + 1;
+    disk.failAfterBytes = firstLine + 10; // the first record of the pair fits, the second is cut
+    expect(() => log.appendAll([{ t: "turn_start", turn: 2, at: 2 }, msg("u2")])).toThrow(LogWriteError);
+    expect(statSync(path).size).toBe(before);
+    expect(log.length).toBe(2);
+    disk.failAfterBytes = undefined;
+    expect(log.appendAll([{ t: "turn_start", turn: 2, at: 3 }, msg("u2")])).toBe(2);
+    log.close();
+    expect(SessionLog.read(path).records.map((r) => r.t)).toEqual(["turn_start", "message", "turn_start", "message"]);
+  });
 });

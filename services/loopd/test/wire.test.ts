@@ -15,7 +15,7 @@ const head = {
   slot: 1,
   at: 5,
 };
-const nowhere: RecordSink = { path: "", length: 0, append: () => 0, close: () => undefined };
+const nowhere: RecordSink = { path: "", length: 0, append: () => 0, appendAll: () => 0, close: () => undefined };
 
 describe("sessions on the wire", () => {
   it("shows a session's state: archived, else running, else interrupted, else idle", () => {
