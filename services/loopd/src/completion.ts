@@ -50,6 +50,7 @@ async function streamCompletion(
     },
     { signal },
   );
+  let final: FinalMessage | undefined;
   for await (const ev of stream) {
     const e = ev.event;
     switch (e.case) {
@@ -75,11 +76,15 @@ async function streamCompletion(
         break;
       case "final":
         noteSent(s.state, messages.count, e.value.messagesToken);
-        return e.value;
+        // Read on to the stream's end (inferproxy ends it right after the final event):
+        // leaving early would cancel a finished call, which costs both daemons an error path.
+        final = e.value;
+        break;
       default:
         break;
     }
   }
+  if (final) return final;
   signal.throwIfAborted();
   throw new IncompleteStreamError();
 }
