@@ -53,6 +53,15 @@ export default async function (emit: Emit): Promise<void> {
       ls.push(performance.now() - l0);
     }
     emit("ls_ms_5000_sessions", p50(ls), "ms");
+    // Every session, as `ls -n 0` (and scripts' `ls --json`) ask for.
+    const lsAll: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const l0 = performance.now();
+      const r = await stack.cli(["ls", "-n", "0"]);
+      if (r.code !== 0) throw new Error(`ls -n 0 failed: ${r.stderr}`);
+      lsAll.push(performance.now() - l0);
+    }
+    emit("ls_all_ms_5000_sessions", p50(lsAll), "ms");
     const help: number[] = [];
     for (let i = 0; i < 5; i++) {
       const h0 = performance.now();

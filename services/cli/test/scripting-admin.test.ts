@@ -55,6 +55,31 @@ describe("boxmaker through pipes: administration", () => {
     expect((await t.stack.cli(["schedule", "rm", added.id])).code).toBe(1);
   });
 
+  it("ls shows the most recently active sessions up to -n, says how many more there are, and --json lists all", async () => {
+    const ids: string[] = [];
+    for (const word of ["alpha", "beta", "gamma"]) {
+      t.stack.sim.enqueue({ content: `ok ${word}` });
+      const run = await t.stack.cli(["run", "--json", word]);
+      ids.push(events(run.stdout)[0]!.session_id as string);
+    }
+    const two = await t.stack.cli(["ls", "-n", "2"]);
+    expect(two.code).toBe(0);
+    const rows = two.stdout.trim().split("\n").slice(1);
+    expect(rows.map((r) => r.split(/\s+/)[0])).toEqual([ids[2], ids[1]]);
+    const total = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.length as number;
+    expect(total).toBeGreaterThanOrEqual(3);
+    expect(two.stderr).toBe(`2 of ${total} sessions shown; boxmaker ls -n 0 lists them all\n`);
+    const limited = JSON.parse((await t.stack.cli(["ls", "--json", "-n", "1"])).stdout);
+    expect(limited.sessions.map((x: { id: string }) => x.id)).toEqual([ids[2]]);
+    expect(limited.total).toBe(total);
+    const all = await t.stack.cli(["ls", "-n", "0"]);
+    expect(all.stdout.trim().split("\n")).toHaveLength(total + 1);
+    expect(all.stderr).toBe("");
+    const bad = await t.stack.cli(["ls", "-n", "some"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--limit needs a whole number >= 0, not "some"');
+  });
+
   it("rename, export (md and jsonl), archive and rm a session; schedule run starts one now", async () => {
     writeFileSync(join(t.stack.workspace, "life.txt"), "alive\n");
     t.stack.sim.enqueue({

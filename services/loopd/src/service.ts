@@ -58,12 +58,11 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     async listSessions(req) {
-      return {
-        sessions: store
-          .summaries()
-          .filter((e) => req.includeArchived || !e.summary.archived)
-          .map((e) => summaryInfo(e.summary, e.live)),
-      };
+      const matching = store.summaries().filter((e) => req.includeArchived || !e.summary.archived);
+      const shown = req.limit
+        ? matching.sort((a, b) => b.summary.updatedAt - a.summary.updatedAt).slice(0, req.limit)
+        : matching;
+      return { sessions: shown.map((e) => summaryInfo(e.summary, e.live)), total: matching.length };
     },
 
     async getSession(req) {

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
+import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -7,19 +8,25 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .command("ls")
     .description("list sessions, most recently active first")
     .option("-a, --all", "include archived sessions")
-    .option("--json", "print the ListSessions response as one JSON object")
+    .option("-n, --limit <n>", "show at most N sessions, most recently active first (0: all)", "50")
+    .option("--json", "print the ListSessions response as one JSON object (every session unless -n is given)")
     .addHelpText(
       "after",
       `
 Examples:
   boxmaker ls
+  boxmaker ls -n 0 --all
   boxmaker ls --json | jq -r '.sessions[] | select(.state == "running") | .id'`,
     )
-    .action(async (opts: { all?: boolean; json?: boolean }) => {
+    .action(async (opts: { all?: boolean; json?: boolean; limit: string }, cmd: Command) => {
+      const n = Number(opts.limit);
+      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--limit needs a whole number >= 0, not "${opts.limit}"`);
+      // Scripts reading --json get every session unless they asked for fewer.
+      const limit = opts.json && cmd.getOptionValueSource("limit") === "default" ? 0 : n;
       const { ListSessionsResponseSchema, SessionRole } = await import("@boxmaker/common/client");
       const client = await connect(globals().socket);
       try {
-        const res = await client.listSessions({ includeArchived: !!opts.all });
+        const res = await client.listSessions({ includeArchived: !!opts.all, limit });
         res.sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));
         if (opts.json) {
           const { printJson } = await import("../json.js");
@@ -47,6 +54,12 @@ Examples:
           ]),
         ];
         process.stdout.write(`${table(rows, visibleLength)}\n`);
+        if (res.total > res.sessions.length) {
+          // On stderr: `boxmaker ls | grep …` reads only the table.
+          process.stderr.write(
+            s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`),
+          );
+        }
       } finally {
         client.close();
       }
