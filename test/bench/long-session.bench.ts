@@ -59,33 +59,74 @@ export default async function (emit: Emit): Promise<void> {
     await stack.startDaemon("loopd");
     client = loopClient(stack.sockets.loopd);
 
-    const measure = async (id: string) => {
+    // Where the time goes, on one clock: wall-clock ms of the client's send, the request's arrival
+    // at the simulator, its first content token written, and the client's first content event.
+    const simRequests = async () =>
+      JSON.parse(await (await request("http://localhost/__sim/requests", { dispatcher: agent })).body.text()) as {
+        timeOrigin: number;
+        requests: { path: string; receivedHrMs: number; firstContentHrMs?: number }[];
+      };
+    const lastCompletion = async () => {
+      const r = await simRequests();
+      const c = r.requests.filter((x) => x.path === "/v1/chat/completions").at(-1)!;
+      return { arrived: r.timeOrigin + c.receivedHrMs, firstWritten: r.timeOrigin + (c.firstContentHrMs ?? 0) };
+    };
+    const wall = () => performance.timeOrigin + now();
+    const measure = async (id: string, label: string) => {
       const added: number[] = [];
+      const stages = { request: [] as number[], server: [] as number[], back: [] as number[] };
+      const direct = { request: [] as number[], server: [] as number[], back: [] as number[] };
       for (let i = 0; i < 25; i++) {
         const t0 = now();
+        const w0 = wall();
         let first = 0;
+        let wFirst = 0;
         for await (const ev of client.send({ sessionId: id, text: `question ${i}` })) {
-          if (!first && ev.event.case === "content") first = now() - t0;
+          if (!first && ev.event.case === "content") {
+            first = now() - t0;
+            wFirst = wall();
+          }
           if (ev.event.case === "turnFailed") throw new Error(ev.event.value.message);
+        }
+        const s = await lastCompletion();
+        if (i >= 5) {
+          stages.request.push(s.arrived - w0);
+          stages.server.push(s.firstWritten - s.arrived);
+          stages.back.push(wFirst - s.firstWritten);
         }
         // The same request straight to the server: the log's messages up to this turn's user message.
         const body = directBody(join(sessionsDir, `${id}.jsonl`));
         const d0 = now();
+        const dw0 = wall();
         const res = await request("http://localhost/v1/chat/completions", {
           method: "POST",
           dispatcher: agent,
           headers: { "content-type": "application/json" },
           body,
         });
-        let direct = 0;
+        let directFirst = 0;
+        let dwFirst = 0;
         for await (const chunk of res.body)
-          if (!direct && /"content":"[^"]/.test(chunk.toString())) direct = now() - d0;
-        if (i >= 5) added.push(first - direct);
+          if (!directFirst && /"content":"[^"]/.test(chunk.toString())) {
+            directFirst = now() - d0;
+            dwFirst = wall();
+          }
+        const ds = await lastCompletion();
+        if (i >= 5) {
+          added.push(first - directFirst);
+          direct.request.push(ds.arrived - dw0);
+          direct.server.push(ds.firstWritten - ds.arrived);
+          direct.back.push(dwFirst - ds.firstWritten);
+        }
+      }
+      for (const k of ["request", "server", "back"] as const) {
+        emit(`stage_${k}_ms_p50_${label}`, p50(stages[k]), "ms");
+        emit(`stage_${k}_direct_ms_p50_${label}`, p50(direct[k]), "ms");
       }
       return p50(added);
     };
-    const addedSmall = await measure(small);
-    const addedLarge = await measure(large);
+    const addedSmall = await measure(small, "1k");
+    const addedLarge = await measure(large, "200k");
     emit("session_tokens_large", tokens, "tokens");
     emit("ttft_added_ms_p50_1k", addedSmall, "ms");
     emit("ttft_added_ms_p50_200k", addedLarge, "ms");

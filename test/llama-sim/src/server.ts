@@ -176,7 +176,8 @@ function adminReply(state: SimState, method: string, p: string, raw: string): [n
     }
   }
   if (method === "GET" && p === "/__sim/requests") {
-    return [200, { requests: state.requests, controlCalls: state.controlCalls }];
+    // timeOrigin turns the entries' performance.now() stamps into wall-clock ms another process can compare.
+    return [200, { requests: state.requests, controlCalls: state.controlCalls, timeOrigin: performance.timeOrigin }];
   }
   if (method === "POST" && p === "/__sim/reset") {
     state.reset();
