@@ -65,6 +65,9 @@ const schema = {
       required: [],
       default: {},
     },
+    // A session nobody has used for this long is dropped from memory (listed from its summary, read again when
+    // used): a daemon that runs for months holds what is in use, not every session it touched. 0 keeps them all.
+    session_idle_ms: { type: "integer", minimum: 0, default: 600_000 },
     // How long a turn waits for a person to approve a staged write before telling the model it is still pending.
     approval_wait_ms: { type: "integer", minimum: 0, default: 600_000 },
     // A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch.

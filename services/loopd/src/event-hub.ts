@@ -21,10 +21,19 @@ export class EventHub {
   constructor(
     readonly sessionId: string,
     private readonly backlogSize = 10_000,
-  ) {}
+    /** Where numbering resumes for a session read back into memory (clients keep the seq they saw). */
+    firstSeq = 0,
+  ) {
+    this.seq = firstSeq;
+  }
 
   get lastSeq(): number {
     return this.seq;
+  }
+
+  /** Whether a client is following the session now. */
+  get listening(): boolean {
+    return this.listeners.size > 0;
   }
 
   publish(body: EventBody): SessionEventInit {

@@ -41,6 +41,13 @@ runMain(async () => {
     log,
   );
 
+  const evictIdle = () => {
+    const dropped = store.evictIdle(Date.now(), config.session_idle_ms);
+    if (dropped.length) log.debug({ dropped: dropped.length, inMemory: store.inMemory }, "idle sessions left memory");
+  };
+  const idleSweep =
+    config.session_idle_ms > 0 ? setInterval(evictIdle, Math.min(60_000, config.session_idle_ms)).unref() : undefined;
+
   const daemon = await startDaemon({
     name: "loopd",
     socketPath: config.socket,
@@ -60,6 +67,7 @@ runMain(async () => {
         calls,
       ),
     onStopping: async () => {
+      clearInterval(idleSweep);
       schedules.stop();
       await runner.drain("loopd is shutting down");
     },

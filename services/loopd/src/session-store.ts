@@ -21,7 +21,10 @@ export class SessionStore {
   /** Sessions in memory: created, used or recovered since start. */
   private readonly sessions = new Map<string, Session>();
   /** Sessions known only by their index summary until something needs them (`get`). */
-  private readonly dormant = new Map<string, { file: string; path: string; summary: SessionSummary }>();
+  private readonly dormant = new Map<
+    string,
+    { file: string; path: string; summary: SessionSummary; lastSeq?: number }
+  >();
   /** Damaged logs loaded read-only: never written to the index, so each start checks them again. */
   private readonly readOnly = new Set<string>();
   private readonly dir: string;
@@ -68,6 +71,7 @@ export class SessionStore {
     f: string,
     interrupted: string[] = [],
     damaged: Array<{ id: string; why: string }> = [],
+    lastSeq = 0,
   ): Session | undefined {
     let opened: ReturnType<typeof SessionLog.open> | undefined;
     let state: SessionState;
@@ -89,7 +93,7 @@ export class SessionStore {
     }
     const { log, droppedTailBytes } = opened;
     if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
-    const s = new Session(log, state, new EventHub(state.id));
+    const s = new Session(log, state, new EventHub(state.id, undefined, lastSeq));
     this.sessions.set(state.id, s);
     if (s.interrupted) {
       s.closeInterruptedTurn();
@@ -125,7 +129,38 @@ export class SessionStore {
     const d = this.dormant.get(id);
     if (!d) return undefined;
     this.dormant.delete(id);
-    return this.loadFile(d.path, d.file);
+    return this.loadFile(d.path, d.file, [], [], d.lastSeq);
+  }
+
+  /**
+   * Drops from memory the sessions nobody has used for `idleMs` — no turn
+   * running or open, nobody following them — so a daemon that runs for months
+   * holds only what is in use. Each is closed and listed from its summary
+   * until `get` reads its log again; its event numbering carries on from
+   * where it stopped. Returns the ids dropped.
+   */
+  evictIdle(now: number, idleMs: number): string[] {
+    const dropped: string[] = [];
+    for (const s of this.sessions.values()) {
+      if (this.readOnly.has(s.id) || s.running || s.state.turnOpen || s.events.listening) continue;
+      if (now - s.state.updatedAt < idleMs) continue;
+      s.log.close();
+      this.sessions.delete(s.id);
+      const file = `${s.id}.jsonl`;
+      this.dormant.set(s.id, {
+        file,
+        path: join(this.dir, file),
+        summary: summarize(s.state),
+        lastSeq: s.events.lastSeq,
+      });
+      dropped.push(s.id);
+    }
+    return dropped;
+  }
+
+  /** How many sessions are in memory (the rest are listed from summaries). */
+  get inMemory(): number {
+    return this.sessions.size;
   }
 
   /** The sessions in memory (the only ones that can be running). */

@@ -96,3 +96,44 @@ describe("the session index", () => {
     again.closeAll();
   });
 });
+
+describe("idle sessions", () => {
+  it("leave memory after the idle time, are listed from their summary, and come back whole when used", async () => {
+    const [idleId, busyId, followedId] = seed(3);
+    const store = new SessionStore(tmp.dir, silentLog);
+    store.loadAll();
+    const idle = store.get(idleId!)!;
+    const seqBefore = idle.events.publish({ case: "turnStarted", value: { turn: 2 } }).seq;
+    store.get(busyId!)!.running = new AbortController();
+    const followed = store.get(followedId!)!;
+    const follow = new AbortController();
+    const following = followed.events.subscribe(0, follow.signal)[Symbol.asyncIterator]();
+    void following.next(); // a client is attached
+    await Promise.resolve();
+    expect(store.inMemory).toBe(3);
+
+    // Their last records are at time 1: at time 1 + 10 min they have been idle for 10 min.
+    expect(store.evictIdle(1 + 599_999, 600_000)).toEqual([]);
+    expect(store.evictIdle(1 + 600_000, 600_000)).toEqual([idleId]);
+    expect(store.inMemory).toBe(2);
+    const listed = store.summaries().find((e) => e.summary.id === idleId)!;
+    expect(listed.live).toBeUndefined();
+    expect(listed.summary).toMatchObject({ title: "task 0", messages: 2 });
+
+    const back = store.get(idleId!)!;
+    expect(back).not.toBe(idle);
+    expect(back.state.history.map((m) => m.json)).toEqual(idle.state.history.map((m) => m.json));
+    // A client that saw seq N before the session left memory sees N+1 next, not 1 again.
+    expect(back.events.publish({ case: "turnStarted", value: { turn: 3 } }).seq).toBe(seqBefore! + 1n);
+    back.append({ t: "turn_start", turn: 2, at: 2 }); // the log is open again and writable
+    follow.abort();
+    store.get(busyId!)!.running = undefined;
+    store.closeAll();
+
+    // A clean stop indexes every session, dropped ones included.
+    const again = new SessionStore(tmp.dir, silentLog);
+    expect(again.loadAll().loaded).toBe(3);
+    expect(again.inMemory).toBe(1); // the one whose log changed since the index was written
+    again.closeAll();
+  });
+});
