@@ -51,38 +51,44 @@ async function streamCompletion(
     { signal },
   );
   let final: FinalMessage | undefined;
-  for await (const ev of stream) {
-    const e = ev.event;
-    switch (e.case) {
-      case "progress":
-        publish({ case: "progress", value: e.value });
-        break;
-      case "reasoning":
-        publish({ case: "reasoning", value: e.value });
-        break;
-      case "content":
-        publish({ case: "content", value: e.value });
-        break;
-      case "thinkingCap":
-        publish({ case: "thinkingCap", value: e.value });
-        publish({
-          case: "budgetBreach",
-          value: {
-            budget: "thinking_tokens",
-            limit: BigInt(budget.limits.max_thinking_tokens),
-            used: BigInt(budget.thinkingTokens + e.value.reasoningTokens),
-          },
-        });
-        break;
-      case "final":
-        noteSent(s.state, messages.count, e.value.messagesToken);
-        // Read on to the stream's end (inferproxy ends it right after the final event):
-        // leaving early would cancel a finished call, which costs both daemons an error path.
-        final = e.value;
-        break;
-      default:
-        break;
+  try {
+    for await (const ev of stream) {
+      const e = ev.event;
+      switch (e.case) {
+        case "progress":
+          publish({ case: "progress", value: e.value });
+          break;
+        case "reasoning":
+          publish({ case: "reasoning", value: e.value });
+          break;
+        case "content":
+          publish({ case: "content", value: e.value });
+          break;
+        case "thinkingCap":
+          publish({ case: "thinkingCap", value: e.value });
+          publish({
+            case: "budgetBreach",
+            value: {
+              budget: "thinking_tokens",
+              limit: BigInt(budget.limits.max_thinking_tokens),
+              used: BigInt(budget.thinkingTokens + e.value.reasoningTokens),
+            },
+          });
+          break;
+        case "final":
+          noteSent(s.state, messages.count, e.value.messagesToken);
+          // Read on to the stream's end (inferproxy ends it right after the final event):
+          // leaving early would cancel a finished call, which costs both daemons an error path.
+          final = e.value;
+          break;
+        default:
+          break;
+      }
     }
+  } catch (err) {
+    // The final message is the whole answer: a cancel or a broken stream after it loses nothing.
+    if (final) return final;
+    throw err;
   }
   if (final) return final;
   signal.throwIfAborted();

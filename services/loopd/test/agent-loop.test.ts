@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ToolDecision } from "@boxmaker/common";
+import { RpcError, Status, ToolDecision } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "../src/agent-loop.js";
 import { SessionStore } from "../src/session-store.js";
 import type { Session } from "../src/session.js";
@@ -110,6 +110,21 @@ describe("agent loop", () => {
       buildMessagesJson(s.state).replace(/,\{"role":"assistant","content":"second done"\}\]$/, "]"),
     );
     expect(infer.wholeArrays.every((w, i, all) => i === 0 || w.startsWith(all[i - 1]!.slice(0, -1)))).toBe(true);
+  });
+
+  it("keeps the final message when the stream breaks after it (the answer was whole)", async () => {
+    const scripted = fakeInfer([{ content: "whole answer" }]);
+    const infer = {
+      complete: (req: Parameters<typeof scripted.complete>[0], o?: { signal?: AbortSignal }) =>
+        (async function* () {
+          yield* scripted.complete(req, o);
+          throw new RpcError(Status.CANCELLED, "the stream broke after its final event");
+        })(),
+    };
+    const d = { infer, broker: fakeBroker(), log: silentLog, maxTokens: 100 } as LoopDeps;
+    const out = await runTurn(s, "hi", unlimited, d, new AbortController().signal);
+    expect(out.finishReason).toBe("stop");
+    expect(out.finalText).toBe("whole answer");
   });
 
   it("sends invalid tool arguments back to the model as a tool error", async () => {
