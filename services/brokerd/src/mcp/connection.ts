@@ -202,7 +202,9 @@ export class McpConnection {
       const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout;
       if (hung) {
         // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
-        const total = /Maximum total timeout/.test(messageOf(err));
+        // The SDK's total-timeout error carries its ceiling in data; a plain request timeout does not.
+        const total =
+          err instanceof McpError && (err.data as { maxTotalTimeout?: unknown })?.maxTotalTimeout !== undefined;
         const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
           () => true,
           () => false,
@@ -248,9 +250,11 @@ export class McpConnection {
  * the session (404, or 400 naming the session id) or refused the connection.
  */
 function sessionLost(err: unknown): boolean {
+  // The SDK reports the HTTP status only; a 400 is a lost session when the server's text says so.
   if (err instanceof StreamableHTTPError) return err.code === 404 || (err.code === 400 && /session/i.test(err.message));
-  const msg = `${messageOf(err)} ${String((err as { cause?: { code?: string } }).cause?.code ?? "")}`;
-  return /ECONNREFUSED/.test(msg);
+  // fetch fails with a TypeError whose cause is the socket error; undici's own errors carry the code.
+  const e = err as { code?: unknown; cause?: { code?: unknown } };
+  return e.code === "ECONNREFUSED" || e.cause?.code === "ECONNREFUSED";
 }
 
 /** Why a tool cannot run here: it needs a client feature Boxmaker does not have. */
