@@ -4,7 +4,7 @@
 // person feels. Lazy imports stay lazy (code splitting), so `--help` still
 // loads no gRPC.
 import { build } from "esbuild";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -12,7 +12,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 // Chunk names carry content hashes: without a clean directory every build leaves the last one's behind.
 rmSync(join(here, "dist", "bundle"), { recursive: true, force: true });
 await build({
-  entryPoints: { boxmaker: join(here, "dist", "main.js") },
+  entryPoints: { cli: join(here, "dist", "main.js") },
   outdir: join(here, "dist", "bundle"),
   bundle: true,
   splitting: true,
@@ -25,3 +25,16 @@ await build({
   },
   logLevel: "warning",
 });
+
+// The entry only turns on Node's compile cache (V8's compiled code kept on disk
+// under the temp dir) before the CLI's own modules load, so later starts skip
+// compiling them. An `import` would be hoisted above the call: hence `import()`.
+writeFileSync(
+  join(here, "dist", "bundle", "boxmaker.js"),
+  `#!/usr/bin/env node
+import { enableCompileCache } from "node:module";
+enableCompileCache?.();
+await import("./cli.js");
+`,
+  { mode: 0o755 },
+);
