@@ -26,8 +26,8 @@ const schema = {
       additionalProperties: false,
       default: { socket_path: DEFAULT_SOCKETS.llama },
       properties: {
-        socket_path: { type: "string", minLength: 1, nullable: true },
-        url: { type: "string", pattern: "^https?://", nullable: true },
+        socket_path: { type: "string", minLength: 1 },
+        url: { type: "string", pattern: "^https?://" },
       },
       // Exactly one of the two: a socket and a URL together would leave which one is used to chance.
       minProperties: 1,

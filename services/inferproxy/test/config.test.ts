@@ -28,6 +28,9 @@ describe("config schema", () => {
     [{ max_tokens: "a" }, /"max_tokens" must be integer/],
     [{ contract: { template_sha256: "zz" } }, /"contract\.template_sha256"/],
     [{ upstream: { url: "http://x:1", socket_path: "/a" } }, /"upstream"/],
+    // A null reached the connector and failed at the first request; it is a config error now.
+    [{ upstream: { socket_path: null } }, /"upstream\.socket_path" must be string/],
+    [{ upstream: { url: null } }, /"upstream\.url" must be string/],
     [{ log_level: "loud" }, /"log_level"/],
   ])("rejects %j with one line naming the key", (bad, msg) => {
     const err = (() => {
