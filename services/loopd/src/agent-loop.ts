@@ -143,7 +143,14 @@ async function loop(
     let maxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
     if (maxTokens < 1) return tokensLeft();
     const request = () =>
-      requestCompletion(s, deps.infer, budget, `${s.id}/${turn}/${budget.iterations + 1}`, maxTokens, signal);
+      requestCompletion({
+        s,
+        infer: deps.infer,
+        budget,
+        requestId: `${s.id}/${turn}/${budget.iterations + 1}`,
+        maxTokens,
+        signal,
+      });
     let final: FinalMessage;
     let sentBytes = promptBytes(s.state);
     try {

@@ -4,37 +4,35 @@ import { IncompleteStreamError } from "./errors.js";
 import type { Session } from "./session.js";
 import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
 
+/** What one model request of a turn needs besides its messages. */
+export interface CompletionCall {
+  s: Session;
+  infer: Pick<ClientOf<typeof InferService>, "complete">;
+  budget: TurnBudget;
+  requestId: string;
+  maxTokens: number;
+  signal: AbortSignal;
+}
+
 /**
  * One model request of a turn: the epoch's messages as stored, streamed back
  * as events (progress, reasoning, content, the thinking cap firing) until the
  * final message, which is returned for the loop to log and act on.
  */
-export async function requestCompletion(
-  s: Session,
-  infer: Pick<ClientOf<typeof InferService>, "complete">,
-  budget: TurnBudget,
-  requestId: string,
-  maxTokens: number,
-  signal: AbortSignal,
-): Promise<FinalMessage> {
-  const prefixed = requestMessages(s.state);
+export async function requestCompletion(call: CompletionCall): Promise<FinalMessage> {
+  const prefixed = requestMessages(call.s.state);
   try {
-    return await streamCompletion(s, infer, budget, requestId, maxTokens, signal, prefixed);
+    return await streamCompletion(call, prefixed);
   } catch (err) {
     // inferproxy restarted or forgot the prefix: nothing was sent upstream or published; send it all.
     if (!prefixed.afterMessagesToken || !isPrefixUnknown(err)) throw err;
-    forgetSent(s.state);
-    return streamCompletion(s, infer, budget, requestId, maxTokens, signal, requestMessages(s.state, true));
+    forgetSent(call.s.state);
+    return streamCompletion(call, requestMessages(call.s.state, true));
   }
 }
 
 async function streamCompletion(
-  s: Session,
-  infer: Pick<ClientOf<typeof InferService>, "complete">,
-  budget: TurnBudget,
-  requestId: string,
-  maxTokens: number,
-  signal: AbortSignal,
+  { s, infer, budget, requestId, maxTokens, signal }: CompletionCall,
   messages: RequestMessages,
 ): Promise<FinalMessage> {
   const publish = s.events.publish.bind(s.events);
