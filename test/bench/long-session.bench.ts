@@ -19,6 +19,7 @@ import { buildMessagesJson } from "../../services/loopd/dist/epoch-view.js";
 import { buildCompletionBody } from "../../services/inferproxy/dist/request-shaping.js";
 import { Stack, repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
+import { directFirstContent } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { p50 } from "./stats.mjs";
 import { createHash } from "node:crypto";
@@ -96,21 +97,8 @@ export default async function (emit: Emit): Promise<void> {
         }
         // The same request straight to the server: the log's messages up to this turn's user message.
         const body = directBody(join(sessionsDir, `${id}.jsonl`));
-        const d0 = now();
         const dw0 = wall();
-        const res = await request("http://localhost/v1/chat/completions", {
-          method: "POST",
-          dispatcher: agent,
-          headers: { "content-type": "application/json" },
-          body,
-        });
-        let directFirst = 0;
-        let dwFirst = 0;
-        for await (const chunk of res.body)
-          if (!directFirst && /"content":"[^"]/.test(chunk.toString())) {
-            directFirst = now() - d0;
-            dwFirst = wall();
-          }
+        const { ms: directFirst, wallAt: dwFirst } = await directFirstContent(agent, body);
         const ds = await lastCompletion();
         if (i >= 5) {
           added.push(first - directFirst);

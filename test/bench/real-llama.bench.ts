@@ -6,9 +6,10 @@
 // without it the bench says so and emits nothing.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
+import { directFirstContent } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { RealLlama, contractOf, findRealLlama } from "../real/support/real-llama.js";
 import { buildCompletionBody } from "../../services/inferproxy/src/request-shaping.js";
@@ -45,20 +46,7 @@ export default async function (emit: Emit): Promise<void> {
     // tools array, the user message, through inferproxy's own request shaping.
     await viaStack();
     const body = directBody(join(tmp.dir, "state", "loopd", "sessions"));
-    const direct = async (): Promise<number> => {
-      const t0 = nowMs();
-      const res = await request("http://localhost/v1/chat/completions", {
-        method: "POST",
-        dispatcher: agent,
-        headers: { "content-type": "application/json" },
-        body,
-      });
-      let first = 0;
-      for await (const chunk of res.body) {
-        if (!first && /"content":"[^"]/.test(chunk.toString())) first = nowMs() - t0;
-      }
-      return first;
-    };
+    const direct = async (): Promise<number> => (await directFirstContent(agent, body)).ms;
     const stackMs: number[] = [];
     const directMs: number[] = [];
     const N = 30;

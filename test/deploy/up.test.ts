@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
-import { Up, alive, stopUp } from "../support/up-process.js";
+import { alive } from "../support/processes.js";
+import { Up, stopUp } from "../support/up-process.js";
 import { tempDir } from "../support/tmp.js";
 
 describe("boxmaker up --llama-sim", () => {

@@ -3,7 +3,8 @@ import { mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { runCli, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
-import { Up, alive, stopUp } from "../support/up-process.js";
+import { alive } from "../support/processes.js";
+import { Up, stopUp } from "../support/up-process.js";
 import { haveRealLlama, realBuild } from "./support/real-llama.js";
 
 /**

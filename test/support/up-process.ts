@@ -30,15 +30,6 @@ export class Up {
   }
 }
 
-export const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 /** Stops `up` as a person would (SIGINT): a killed supervisor would leave its daemons running. */
 export async function stopUp(u: Up): Promise<void> {
   if (u.proc.exitCode !== null || u.proc.signalCode !== null) return;

@@ -5,7 +5,8 @@ import { describe, expect, it, vi } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { toolPath } from "../../../test/support/requirements.js";
-import { ECHO, PROBE, alive, node, processesMentioning, useMcpRig } from "./mcp-real-support.js";
+import { alive, processesMentioning } from "../../../test/support/processes.js";
+import { ECHO, PROBE, node, useMcpRig } from "./mcp-real-support.js";
 
 // Sandboxed where bwrap exists; the probes test the client, not the sandbox.
 const hasBwrap = toolPath("bwrap") !== undefined;

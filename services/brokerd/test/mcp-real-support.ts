@@ -1,7 +1,6 @@
 // Real MCP servers from npm (and small probe servers) for the brokerd MCP tests.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,29 +13,6 @@ export const FILESYSTEM = join(NM, "server-filesystem/dist/index.js");
 export const PROBE = fileURLToPath(new URL("./fixtures/mcp-probe-server.mjs", import.meta.url));
 export const ECHO = fileURLToPath(new URL("./fixtures/mcp-stdio-server.mjs", import.meta.url));
 export const node = process.execPath;
-
-export const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** Every live process whose command line mentions `marker` (a unique temp dir). */
-export function processesMentioning(marker: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, "utf8").includes(marker)) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
 
 export async function freePort(): Promise<number> {
   const s = createServer();

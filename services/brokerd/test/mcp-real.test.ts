@@ -4,17 +4,9 @@ import { ToolDecision } from "@boxmaker/common";
 import { describe, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { alive } from "../../../test/support/processes.js";
 import { requires } from "../../../test/support/requirements.js";
-import {
-  EVERYTHING,
-  FILESYSTEM,
-  PROBE,
-  alive,
-  freePort,
-  node,
-  startEverythingHttp,
-  useMcpRig,
-} from "./mcp-real-support.js";
+import { EVERYTHING, FILESYSTEM, PROBE, freePort, node, startEverythingHttp, useMcpRig } from "./mcp-real-support.js";
 
 const hasBwrap = requires("MCP stdio servers in the bwrap sandbox", ["bwrap"]);
 const m = useMcpRig();
