@@ -20,15 +20,7 @@ export class JsonArrayCheck {
       this.remember(text);
       return;
     }
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch (err) {
-      throw invalidArgument(`${field} is not valid JSON: ${messageOf(err)}`, { field });
-    }
-    if (!Array.isArray(v)) {
-      throw invalidArgument(`${field} must be a JSON array, got ${v === null ? "null" : typeof v}`, { field });
-    }
+    const v = parseJsonArray(text, field);
     if (!allowEmpty && v.length === 0) throw invalidArgument(`${field} is an empty array`, { field });
     this.remember(text);
   }
@@ -65,4 +57,18 @@ export class JsonArrayCheck {
     this.recent.push(text);
     if (this.recent.length > this.keep) this.recent.shift();
   }
+}
+
+/** `text` parsed, if it is a JSON array; INVALID_ARGUMENT naming `field` if it is not. */
+export function parseJsonArray(text: string, field: string): unknown[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw invalidArgument(`${field} is not valid JSON: ${messageOf(err)}`, { field });
+  }
+  if (!Array.isArray(v)) {
+    throw invalidArgument(`${field} must be a JSON array, got ${v === null ? "null" : typeof v}`, { field });
+  }
+  return v;
 }

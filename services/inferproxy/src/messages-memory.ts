@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { failedPrecondition, invalidArgument, messageOf } from "@boxmaker/common";
+import { failedPrecondition } from "@boxmaker/common";
+import { parseJsonArray } from "./json-array-check.js";
 
 /**
  * The messages arrays of recent requests, so a caller can send only what it
@@ -63,17 +64,5 @@ export function openOf(messagesJson: string): string {
 
 /** The text between the brackets of a JSON array ("" for an empty one); INVALID_ARGUMENT for anything else. */
 function arrayInner(text: string): string {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    throw invalidArgument(`messages_json is not valid JSON: ${messageOf(err)}`, { field: "messages_json" });
-  }
-  if (!Array.isArray(v)) {
-    throw invalidArgument("messages_json must be a JSON array of the messages after the prefix", {
-      field: "messages_json",
-    });
-  }
-  const t = text.trim();
-  return v.length === 0 ? "" : t.slice(1, -1).trim();
+  return parseJsonArray(text, "messages_json").length === 0 ? "" : text.trim().slice(1, -1).trim();
 }

@@ -146,16 +146,16 @@ export class SessionStore {
       if (now - s.state.updatedAt < idleMs) continue;
       s.log.close();
       this.sessions.delete(s.id);
-      const file = `${s.id}.jsonl`;
-      this.dormant.set(s.id, {
-        file,
-        path: join(this.dir, file),
-        summary: summarize(s.state),
-        lastSeq: s.events.lastSeq,
-      });
+      this.dormant.set(s.id, { ...this.listing(s), lastSeq: s.events.lastSeq });
       dropped.push(s.id);
     }
     return dropped;
+  }
+
+  /** A session's log file and its summary now: how it is listed when not in memory. */
+  private listing(s: Session): { file: string; path: string; summary: SessionSummary } {
+    const file = `${s.id}.jsonl`;
+    return { file, path: join(this.dir, file), summary: summarize(s.state) };
   }
 
   /** How many sessions are in memory (the rest are listed from summaries). */
@@ -196,8 +196,7 @@ export class SessionStore {
     for (const s of this.sessions.values()) s.log.close();
     const logs = [...this.dormant.values()];
     for (const s of this.sessions.values()) {
-      if (!this.readOnly.has(s.id))
-        logs.push({ file: `${s.id}.jsonl`, path: join(this.dir, `${s.id}.jsonl`), summary: summarize(s.state) });
+      if (!this.readOnly.has(s.id)) logs.push(this.listing(s));
     }
     try {
       this.index.save(logs);
