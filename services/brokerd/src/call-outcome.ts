@@ -1,25 +1,14 @@
-import { ToolDecision } from "@boxmaker/common";
+import { ToolDecision, type CallToolRequest, type CallToolResponse } from "@boxmaker/common";
 import type { Plan } from "./tool-table.js";
 
-export interface CallRequest {
-  sessionId: string;
-  callId: string;
-  name: string;
-  /** The raw text the model produced; parsed once, by the call pipeline. */
-  argumentsJson: string;
-}
+/** One call as brokerd's pipeline takes it: the wire's CallToolRequest fields (the arguments are parsed once, by the pipeline). */
+export type CallRequest = Pick<CallToolRequest, "sessionId" | "callId" | "name" | "argumentsJson">;
 
-/** What became of one call: the wire's ToolDecision, so nothing translates it on the way out. */
-export interface CallOutcome {
-  decision: ToolDecision;
-  content: string;
-  isError: boolean;
-  rule: string;
-  proposalId: string;
-  blobSha256: string;
-  durationMs: number;
-  resolvedName: string;
-}
+/** What became of one call: the wire's CallToolResponse fields, so nothing translates it on the way out. */
+export type CallOutcome = Pick<
+  CallToolResponse,
+  "decision" | "content" | "isError" | "rule" | "proposalId" | "blobSha256" | "durationMs" | "resolvedName"
+>;
 
 /** What one step of the pipeline decides; the pipeline adds timing and the resolved name. */
 export type StepOutcome = Omit<CallOutcome, "durationMs" | "resolvedName" | "proposalId" | "blobSha256"> & {
