@@ -23,6 +23,8 @@ interface EpochView {
   open: Map<string, string>;
   /** Blob pointers named by the system prompt and the messages, in order of first appearance. */
   blobs: Set<string>;
+  /** The token inferproxy gave an array of this epoch's first `count` messages (sent-prefix.ts). */
+  sent?: { count: number; token: string };
 }
 
 const views = new WeakMap<SessionState, EpochView>();
@@ -84,6 +86,18 @@ export function messageCount(s: SessionState): number {
 /** The messages after the first `n` of `buildMessagesJson(s)`, as a JSON array: what follows a prefix inferproxy keeps. */
 export function messagesJsonAfter(s: SessionState, n: number): string {
   return `[${viewOf(s).parts.slice(n).join(",")}]`;
+}
+
+/**
+ * What inferproxy holds of this epoch (see sent-prefix.ts). Kept on the view,
+ * so a new epoch, which starts a new view, forgets it with everything else.
+ */
+export function sentPrefix(s: SessionState): { count: number; token: string } | undefined {
+  return viewOf(s).sent;
+}
+
+export function setSentPrefix(s: SessionState, sent: { count: number; token: string } | undefined): void {
+  viewOf(s).sent = sent;
 }
 
 /** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */

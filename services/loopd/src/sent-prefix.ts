@@ -1,22 +1,15 @@
 import type { SessionState } from "./session-state.js";
-import { buildMessagesJson, messageCount, messagesJsonAfter } from "./epoch-view.js";
+import { buildMessagesJson, messageCount, messagesJsonAfter, sentPrefix, setSentPrefix } from "./epoch-view.js";
 
-/**
+/*
  * What inferproxy remembers of a session's last request: the token it gave
  * that request's messages array and how many messages the array held. The
  * next request of the same epoch sends only the messages after those
  * (CompleteRequest.after_messages_token), so a long conversation crosses the
- * gRPC hop once, not on every request. Kept in memory only: after a restart
- * of either daemon the next request sends the whole array again.
+ * gRPC hop once, not on every request. Kept in memory with the epoch's view
+ * (a new epoch forgets it): after a restart of either daemon the next request
+ * sends the whole array again.
  */
-interface SentPrefix {
-  epoch: number;
-  systemJson: string;
-  count: number;
-  token: string;
-}
-
-const sent = new WeakMap<SessionState, SentPrefix>();
 
 export interface RequestMessages {
   messagesJson: string;
@@ -28,9 +21,8 @@ export interface RequestMessages {
 /** The messages of the next request: only the new ones when inferproxy holds the rest, else all. */
 export function requestMessages(s: SessionState, whole = false): RequestMessages {
   const count = messageCount(s);
-  const p = sent.get(s);
-  // An epoch never changes its earlier messages; a new epoch (compaction) starts over.
-  if (!whole && p && p.epoch === s.epoch.epoch && p.systemJson === s.epoch.systemJson && p.count <= count) {
+  const p = sentPrefix(s);
+  if (!whole && p && p.count <= count) {
     return { messagesJson: messagesJsonAfter(s, p.count), afterMessagesToken: p.token, count };
   }
   return { messagesJson: buildMessagesJson(s), afterMessagesToken: "", count };
@@ -38,13 +30,9 @@ export function requestMessages(s: SessionState, whole = false): RequestMessages
 
 /** Notes the token inferproxy gave the array `requestMessages` built (empty: it kept nothing). */
 export function noteSent(s: SessionState, count: number, token: string): void {
-  if (!token) {
-    sent.delete(s);
-    return;
-  }
-  sent.set(s, { epoch: s.epoch.epoch, systemJson: s.epoch.systemJson, count, token });
+  setSentPrefix(s, token ? { count, token } : undefined);
 }
 
 export function forgetSent(s: SessionState): void {
-  sent.delete(s);
+  setSentPrefix(s, undefined);
 }
