@@ -94,7 +94,7 @@ export class BlobStore {
       for (const [owner, hashes] of Object.entries(raw))
         this.pins.set(owner, new Set(hashes.filter((h) => HEX.test(h))));
     } catch {
-      // none yet (or unreadable: loopd re-pins after every turn)
+      // none yet, or unreadable: loopd pins a session again when its set changes and after loopd restarts
     }
   }
 

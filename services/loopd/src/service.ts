@@ -88,7 +88,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     async deleteSession(req) {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
-      return { deleted: store.delete(s.id) };
+      const deleted = store.delete(s.id);
+      if (deleted) runner.blobs.release(s.id);
+      return { deleted };
     },
 
     async renameSession(req) {

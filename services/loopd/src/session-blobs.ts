@@ -10,6 +10,9 @@ import type { Session } from "./session.js";
  * evicted while the session may still read it.
  */
 export class SessionBlobs {
+  /** What brokerd was last told each session pins (its refs, joined). */
+  private readonly pinned = new Map<string, string>();
+
   constructor(
     private readonly broker: Pick<ClientOf<typeof BrokerService>, "putBlob" | "pinBlobs">,
     private readonly log: Logger,
@@ -54,12 +57,29 @@ export class SessionBlobs {
     return r;
   }
 
-  /** Pins the blobs the session's current epoch names (none once archived); best effort. */
+  /**
+   * Pins the blobs the session's current epoch names (none once archived);
+   * best effort. brokerd keeps pins on disk, so a set it already holds is not
+   * sent again: most turns change nothing, and a call per turn cost both
+   * daemons CPU on the hot path.
+   */
   pin(s: Session): void {
     const st = s.state;
     const refs = st.archived ? [] : epochBlobRefs(st);
+    const key = refs.join(",");
+    if (this.pinned.get(s.id) === key) return;
+    this.pinned.set(s.id, key);
     this.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
+      this.pinned.delete(s.id); // sent again after the next turn
       this.log.debug({ session: s.id, err: messageOf(err) }, "could not pin blobs");
+    });
+  }
+
+  /** A deleted session pins nothing: its blobs may be evicted like any unpinned one. */
+  release(sessionId: string): void {
+    this.pinned.delete(sessionId);
+    this.broker.pinBlobs({ owner: sessionId, sha256: [] }, { timeoutMs: 5_000 }).catch((err: unknown) => {
+      this.log.debug({ session: sessionId, err: messageOf(err) }, "could not release blobs");
     });
   }
 }

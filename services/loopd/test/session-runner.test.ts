@@ -39,7 +39,7 @@ function config(): LoopdConfig {
   };
 }
 
-function runner(replies: ScriptedReply[]) {
+function runner(replies: ScriptedReply[], pins: { owner: string; sha256: string[] }[] = []) {
   const infer = {
     ...fakeInfer(replies),
     status: async () => ({ slots: [], selfTest: undefined }),
@@ -48,7 +48,10 @@ function runner(replies: ScriptedReply[]) {
   const broker = {
     ...fakeBroker(),
     getTools: async () => ({ toolsJson: "[]" }),
-    pinBlobs: async () => ({}),
+    pinBlobs: async (req: { owner: string; sha256: string[] }) => {
+      pins.push({ owner: req.owner, sha256: [...req.sha256] });
+      return {};
+    },
     putBlob: async () => ({ sha256: "" }),
   };
   return new SessionRunner({ store, infer: infer as never, broker: broker as never, log: silentLog, config: config() });
@@ -106,5 +109,26 @@ describe("the end of a turn is announced once, by the runner", () => {
     expect(events.map((ev) => ev.event?.case)).toEqual(["turnFailed"]);
     expect(JSON.stringify(events[0]!.event?.value)).toMatch(/loopd cannot write the session log/);
     store = new SessionStore(tmp.dir, silentLog); // the closed log cannot be closed again
+  });
+});
+
+describe("brokerd hears a session's pins when they change", () => {
+  const ref = `blob:sha256:${"ab".repeat(32)}`;
+
+  it("not after every turn; again when a message names a new blob; released when the session is deleted", async () => {
+    const pins: { owner: string; sha256: string[] }[] = [];
+    const r = runner([{ content: "one" }, { content: "two" }, { content: "three" }, { content: "four" }], pins);
+    const s = await r.create("main", "t");
+    await r.start(s.id, "hello");
+    await r.start(s.id, "again");
+    expect(pins).toEqual([{ owner: s.id, sha256: [] }]);
+    await r.start(s.id, `look at ${ref}`);
+    await r.start(s.id, "and once more");
+    expect(pins).toEqual([
+      { owner: s.id, sha256: [] },
+      { owner: s.id, sha256: [ref] },
+    ]);
+    r.blobs.release(s.id);
+    expect(pins.at(-1)).toEqual({ owner: s.id, sha256: [] });
   });
 });
