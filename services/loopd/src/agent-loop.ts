@@ -167,7 +167,7 @@ async function loop(
     }
     const t = final.timings;
     // What the slot now holds; the next request adds to it (compaction watches this).
-    s.recordAssistant(final.messageJson, contextAfter(t));
+    s.recordAssistant(final.messageJson, contextAfter(t), final.toolCalls.length === 0);
     budget.recordRequest(t?.promptN ?? 0, t?.predictedN ?? 0, final.reasoningTokens);
     tally.add(t);
     recordPromptCount(s.state, sentBytes, promptTokensOf(t));

@@ -71,6 +71,11 @@ export interface LoadResult {
   droppedTailBytes: number;
 }
 
+export interface AppendOptions {
+  /** Written now, made durable by the next append's fsync (see `appendAll`). */
+  durableWithNext?: boolean;
+}
+
 /**
  * An append-only, fsync'd JSON-lines log. A record is durable when `append`
  * returns; a torn final line (crash mid-write) is detected by its missing
@@ -136,16 +141,22 @@ export class SessionLog {
   }
 
   /** Appends and fsyncs. Returns once the record is on disk. */
-  append(rec: LogRecord): number {
-    return this.appendAll([rec]);
+  append(rec: LogRecord, opts?: AppendOptions): number {
+    return this.appendAll([rec], opts);
   }
 
   /**
    * Appends records that belong together with one write and one fsync (a
    * turn's start and its user message): all of them are durable when it
    * returns, or none is kept. Returns the first record's sequence number.
+   *
+   * `durableWithNext` writes now and leaves the fsync to the next append, for
+   * a record nothing acts on or announces before another is written (a
+   * turn's final answer, followed at once by the turn's end): one fsync for
+   * both. A crash between the two loses the record exactly as a crash just
+   * before it would have.
    */
-  appendAll(recs: readonly LogRecord[]): number {
+  appendAll(recs: readonly LogRecord[], { durableWithNext = false }: AppendOptions = {}): number {
     const seq = this.nextSeq;
     let lines = "";
     for (const [i, rec] of recs.entries()) {
@@ -156,7 +167,7 @@ export class SessionLog {
     try {
       let off = 0;
       while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off, this.size + off);
-      fsyncSync(this.fd);
+      if (!durableWithNext) fsyncSync(this.fd);
     } catch (err) {
       // A full disk or I/O error must not leave half a record for the next append to follow.
       try {

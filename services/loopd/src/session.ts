@@ -1,6 +1,6 @@
 import type { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
-import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
+import type { AppendOptions, LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
 import { unansweredToolCalls } from "./epoch-view.js";
 
@@ -13,9 +13,9 @@ export interface RecordSink {
   /** Records written so far: the sequence number the next one gets. */
   readonly length: number;
   /** Returns once the record is durable; throws (and keeps nothing) when it cannot be. */
-  append(rec: LogRecord): number;
+  append(rec: LogRecord, opts?: AppendOptions): number;
   /** The same for records that belong together: one write, one fsync, all or none. */
-  appendAll(recs: readonly LogRecord[]): number;
+  appendAll(recs: readonly LogRecord[], opts?: AppendOptions): number;
   close(): void;
 }
 
@@ -100,15 +100,21 @@ export class Session {
     for (const rec of recs) applyRecord(this.folded, rec);
   }
 
-  /** The model's message, exactly as the server produced it, and what the slot holds after it. */
-  recordAssistant(messageJson: string, contextTokens: number): void {
-    this.append({
+  /**
+   * The model's message, exactly as the server produced it, and what the slot
+   * holds after it. A message that ends the turn (no tool call to act on) is
+   * made durable together with the turn's end, which follows at once.
+   */
+  recordAssistant(messageJson: string, contextTokens: number, endsTurn = false): void {
+    const rec: LogRecord = {
       t: "message",
       epoch: this.folded.epoch.epoch,
       json: messageJson,
       at: Date.now(),
       context_tokens: contextTokens,
-    });
+    };
+    this.log.append(rec, { durableWithNext: endsTurn });
+    applyRecord(this.folded, rec);
   }
 
   /** A tool call's result, with how the call was decided (kept beside the message, never sent). */
