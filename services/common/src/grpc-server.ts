@@ -1,4 +1,5 @@
 import type * as grpc from "@grpc/grpc-js";
+import { setImmediate } from "node:timers/promises";
 import {
   create,
   fromBinary,
@@ -133,12 +134,15 @@ function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage
   return (call: grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const ac = calls.track();
     const cancel = abortOnClientCancel(call, ac);
+    const pacer = new FlushPacer();
     void (async () => {
       try {
         for await (const ev of fn(call.request, { signal: ac.signal, metadata: call.metadata })) {
           if (ac.signal.aborted) break;
           // Honour backpressure: a slow client must not make us buffer a whole completion.
-          if (!call.write(create(m.output, ev as MessageInitShape<DescMessage>))) {
+          if (call.write(create(m.output, ev as MessageInitShape<DescMessage>))) {
+            if (pacer.due()) await pacer.flush();
+          } else {
             await new Promise<void>((resolve) => {
               const done = () => {
                 call.off("drain", done);
@@ -164,6 +168,34 @@ function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage
       }
     })();
   };
+}
+
+/**
+ * When a stream's writes reach the socket. http2 puts written frames on the
+ * socket only when the event loop next reaches its check phase, so a producer
+ * with more already in hand (the rest of a buffered completion, then a final
+ * message and its fsync) would hold every event back until it had done all
+ * of it: the client would see the first token last. The first write of a
+ * stream goes out at once; after that the loop is given a turn whenever the
+ * writes since the last one have taken FLUSH_EVERY_MS, so no event waits
+ * longer than that behind our own work, and a burst still leaves in few
+ * socket writes instead of one per event.
+ */
+export class FlushPacer {
+  static readonly FLUSH_EVERY_MS = 0.25;
+  private last = Number.NEGATIVE_INFINITY;
+  constructor(private readonly now: () => number = performance.now.bind(performance)) {}
+
+  /** Whether the writes so far should reach the socket before the next one is made. */
+  due(): boolean {
+    return this.now() - this.last >= FlushPacer.FLUSH_EVERY_MS;
+  }
+
+  /** One turn of the event loop (http2 sends what was written), then the clock starts again. */
+  async flush(): Promise<void> {
+    await setImmediate();
+    this.last = this.now();
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { setImmediate } from "node:timers/promises";
 import { RpcError, Status, type ClientOf, type FinalMessage, type InferService } from "@boxmaker/common";
 import type { TurnBudget } from "./budgets.js";
 import { IncompleteStreamError } from "./errors.js";
@@ -88,9 +89,14 @@ async function streamCompletion(
     if (final) return final;
     throw err;
   }
-  if (final) return final;
-  signal.throwIfAborted();
-  throw new IncompleteStreamError();
+  if (!final) {
+    signal.throwIfAborted();
+    throw new IncompleteStreamError();
+  }
+  // The loop logs the message next, and an fsync holds the event loop: let the events just
+  // published reach their clients first, or the last tokens would wait for the disk.
+  await setImmediate();
+  return final;
 }
 
 /** inferproxy no longer holds the prefix a request named (it restarted, or forgot it). */
