@@ -52,7 +52,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const { log, socketPath } = opts;
   checkSocketPath(socketPath);
   const notifier = opts.notifier ?? new Notifier();
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    // channelz keeps per-call records for a debugging service we do not expose: CPU on every call.
+    "grpc.enable_channelz": 0,
+  });
   const calls = new CallRegistry();
   opts.register(server, calls);
 
