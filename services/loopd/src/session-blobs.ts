@@ -75,6 +75,11 @@ export class SessionBlobs {
     });
   }
 
+  /** A session made in this run of loopd: brokerd has no pins for it, so an empty set need not be sent. */
+  pinsNothing(sessionId: string): void {
+    this.pinned.set(sessionId, "");
+  }
+
   /** A deleted session pins nothing: its blobs may be evicted like any unpinned one. */
   release(sessionId: string): void {
     this.pinned.delete(sessionId);

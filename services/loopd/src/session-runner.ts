@@ -126,7 +126,7 @@ export class SessionRunner {
   async create(role: SessionRoleName, title: string, parentId = ""): Promise<Session> {
     // Idempotent: wait out a brokerd restart rather than refuse the session.
     const tools = await this.d.broker.getTools({}, { waitForReady: true, timeoutMs: 10_000 });
-    return this.d.store.create({
+    const s = this.d.store.create({
       role,
       title,
       parentId,
@@ -134,6 +134,8 @@ export class SessionRunner {
       systemJson: systemMessageJson(this.systemPrompt()),
       toolsJson: tools.toolsJson,
     });
+    this.blobs.pinsNothing(s.id);
+    return s;
   }
 
   get(id: string): Session {
