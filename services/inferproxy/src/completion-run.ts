@@ -1,5 +1,6 @@
 import { cancelled, type Logger } from "@boxmaker/common";
 import { CompletionAssembler, type CompletionEventInit } from "./completion-stream.js";
+import { coalesceEvents } from "./event-coalescing.js";
 import { type ErrorContext, errorBodyOf, mapHttpError } from "./error-mapping.js";
 import { LivenessTimeout, StreamProtocolError, ThinkingCapRefused } from "./errors.js";
 import { mapRequestFailure, mapRunFailure } from "./failure-mapping.js";
@@ -151,17 +152,26 @@ export class CompletionRun {
     yield* this.onPayloads(parser.end());
   }
 
+  /** The payloads of one upstream read: their events go on as few messages as they can (event-coalescing.ts). */
   private *onPayloads(payloads: string[]): Generator<CompletionEventInit> {
-    for (const data of payloads) {
-      const r = this.asm.onData(data);
-      yield* r.events;
-      if (this.cap.onReasoningDeltas(r.reasoningDeltas, this.asm.completionId)) {
-        this.deps.log.info(
-          { reasoning_tokens: this.cap.firedAtTokens, completion_id: this.asm.completionId },
-          "thinking cap reached",
-        );
+    const events: CompletionEventInit[] = [];
+    try {
+      for (const data of payloads) {
+        const r = this.asm.onData(data);
+        events.push(...r.events);
+        if (this.cap.onReasoningDeltas(r.reasoningDeltas, this.asm.completionId)) {
+          this.deps.log.info(
+            { reasoning_tokens: this.cap.firedAtTokens, completion_id: this.asm.completionId },
+            "thinking cap reached",
+          );
+        }
       }
+    } catch (err) {
+      // An error object mid-read: what came before it in the read still reaches the caller first.
+      yield* coalesceEvents(events);
+      throw err;
     }
+    yield* coalesceEvents(events);
     yield* this.capEvent();
   }
 
