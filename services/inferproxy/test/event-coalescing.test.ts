@@ -9,7 +9,7 @@ const progress = (processed: number): CompletionEventInit => ({
   event: { case: "progress", value: { total: 100, cache: 0, processed, timeMs: processed } },
 });
 const toolCall = (args: string): CompletionEventInit => ({
-  event: { case: "toolCall", value: { index: 0, id: "c", name: "f", arguments: args } },
+  event: { case: "toolCall", value: { index: 0, id: "c", name: "f", argumentsDelta: args } },
 });
 
 describe("coalesceEvents: one upstream read, as few messages as it takes", () => {
@@ -50,10 +50,7 @@ describe("coalesceEvents: one upstream read, as few messages as it takes", () =>
     fc.assert(
       fc.property(fc.array(delta, { maxLength: 40 }), (evs) => {
         const text = (xs: CompletionEventInit[], kind: string) =>
-          xs
-            .filter((e) => e.event?.case === kind)
-            .map((e) => (e.event?.value as { text: string }).text)
-            .join("");
+          xs.flatMap((e) => (e.event?.case === kind ? [(e.event.value as { text: string }).text] : [])).join("");
         const out = coalesceEvents(evs);
         expect(text(out, "content")).toBe(text(evs, "content"));
         expect(text(out, "reasoning")).toBe(text(evs, "reasoning"));
