@@ -9,11 +9,14 @@
 //   server        arrival → first content token written (the same work in both paths)
 //   return path   first content token written → the client's first content event
 //                 (inferproxy parses SSE, gRPC to loopd, gRPC to the client)
+// The wire floor (wire-floor.ts) is the same shape with none of the work: the
+// stack's added time minus the floor's is what the daemons' own code costs.
 import { Agent, request } from "undici";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, type LoopClient } from "../support/loop-client.js";
 import { p50, p99 } from "./stats.mjs";
+import { WireFloor } from "./wire-floor.js";
 
 type Emit = (metric: string, value: number, unit: string) => void;
 
@@ -32,12 +35,14 @@ export default async function (emit: Emit): Promise<void> {
   const tmp = tempDir("bxb-");
   const stack = await new Stack(tmp.dir).start();
   const client = loopClient(stack.sockets.loopd);
+  const floor = await new WireFloor(tmp.dir, stack.sockets.llama).start();
   const agent = new Agent({ connect: { socketPath: stack.sockets.llama } });
   const erase = () =>
     request(`http://localhost/slots/0?action=erase`, { method: "POST", dispatcher: agent }).then((r) => r.body.dump());
   try {
     const through: Sample[] = [];
     const direct: Sample[] = [];
+    const floored: { first: number; end: number }[] = [];
     const N = 60;
     for (let i = 0; i < N + 5; i++) {
       // Through the stack: a fresh session each time so both paths send a cold, equal-sized prompt.
@@ -50,9 +55,13 @@ export default async function (emit: Emit): Promise<void> {
       stack.sim.enqueue({ content: ANSWER });
       const d = await viaDirect(agent, last.rawBody, () => stack.sim.completions.at(-1)!);
       await erase();
+      stack.sim.enqueue({ content: ANSWER });
+      const f = await floor.request(last.rawBody, now);
+      await erase();
       if (i >= 5) {
         through.push(s);
         direct.push(d);
+        floored.push(f);
       }
     }
     const col = (xs: Sample[], k: keyof Sample) => xs.map((x) => x[k]);
@@ -71,7 +80,13 @@ export default async function (emit: Emit): Promise<void> {
     emit("stage_server_ms_p50", p50(col(through, "server")), "ms");
     emit("stage_return_path_ms_p50", p50(col(through, "returnPath")), "ms");
     emit("stage_return_path_direct_ms_p50", p50(col(direct, "returnPath")), "ms");
+    emit("floor_ttft_ms_p50", p50(floored.map((f) => f.first)), "ms");
+    emit("floor_ttft_added_ms_p50", p50(floored.map((f, i) => f.first - direct[i]!.ttft)), "ms");
+    emit("floor_turn_added_ms_p50", p50(floored.map((f, i) => f.end - direct[i]!.turn)), "ms");
+    emit("ttft_over_floor_ms_p50", p50(through.map((t, i) => t.ttft - floored[i]!.first)), "ms");
+    emit("turn_over_floor_ms_p50", p50(through.map((t, i) => t.turn - floored[i]!.end)), "ms");
   } finally {
+    floor.stop();
     client.close();
     await agent.close();
     await stack.stop();
