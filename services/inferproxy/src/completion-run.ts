@@ -5,7 +5,7 @@ import { type ErrorContext, errorBodyOf, mapHttpError } from "./error-mapping.js
 import { LivenessTimeout, StreamProtocolError, ThinkingCapRefused } from "./errors.js";
 import { mapRequestFailure, mapRunFailure } from "./failure-mapping.js";
 import { LivenessWatchdog, type SlotSample } from "./liveness.js";
-import type { StreamResponse } from "./llama-client.js";
+import type { RequestBody, StreamResponse } from "./llama-client.js";
 import { SseParser } from "./sse-parser.js";
 import { type ControlOutcome, ThinkingCapControl } from "./thinking-cap.js";
 
@@ -14,7 +14,7 @@ const CAP_ANSWERED = Symbol("thinking cap answered");
 /** Everything a run does to the world, behind one interface: a test drives a run with a fake. */
 export interface RunDeps {
   /** Starts `POST /v1/chat/completions` with this body; resolves once the response headers are in. */
-  send(body: string, signal: AbortSignal): Promise<StreamResponse>;
+  send(body: RequestBody, signal: AbortSignal): Promise<StreamResponse>;
   /** `GET /slots` for the run's slot (liveness); undefined when the server cannot tell. */
   probeSlot(signal: AbortSignal): Promise<SlotSample | undefined>;
   /** `reasoning_end` for the running completion; never rejects. */
@@ -29,8 +29,8 @@ export interface RunDeps {
 }
 
 export interface RunParams {
-  /** The request body, already shaped and checked (request-shaping.ts). */
-  body: string;
+  /** The request body, already shaped and checked (request-shaping.ts, messages-memory.ts). */
+  body: RequestBody;
   thinkingCapTokens: number;
   livenessWindowMs: number;
   errCtx: ErrorContext;

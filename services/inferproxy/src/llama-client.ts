@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { Pool, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
 import { checkingConnector, type RawResponse } from "./connection-check.js";
@@ -69,6 +70,13 @@ class ChunkQueue implements AsyncIterable<Buffer> {
   }
 }
 
+/** A request body: text, bytes, or chunks of bytes sent one after another (messages-memory.ts). */
+export type RequestBody = string | Uint8Array | readonly Uint8Array[];
+
+function isChunks(body: RequestBody): body is readonly Uint8Array[] {
+  return Array.isArray(body);
+}
+
 export interface StreamResponse {
   status: number;
   contentType: string;
@@ -134,11 +142,11 @@ export class LlamaClient {
    * a dropped connection discards chunks it had buffered, and the tokens that
    * arrived just before a crash are exactly what the partial event must keep.
    */
-  async stream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
+  async stream(path: string, body: RequestBody, signal: AbortSignal): Promise<StreamResponse> {
     return this.retryStale(() => this.dispatchStream(path, body, signal), signal);
   }
 
-  private dispatchStream(path: string, body: string, signal: AbortSignal): Promise<StreamResponse> {
+  private dispatchStream(path: string, body: RequestBody, signal: AbortSignal): Promise<StreamResponse> {
     return new Promise<StreamResponse>((resolve, reject) => {
       let controller: Dispatcher.DispatchController | undefined;
       let queue: ChunkQueue | undefined;
@@ -154,8 +162,14 @@ export class LlamaClient {
         {
           path,
           method: "POST",
-          body,
-          headers: { "content-type": "application/json", accept: "text/event-stream" },
+          // Each attempt reads the chunks afresh (retryStale may send the body twice).
+          body: isChunks(body) ? Readable.from(body, { objectMode: false }) : body,
+          headers: {
+            "content-type": "application/json",
+            accept: "text/event-stream",
+            // Chunks are written one after another; the length keeps it one plain request, not chunked.
+            ...(isChunks(body) ? { "content-length": String(body.reduce((n, c) => n + c.length, 0)) } : {}),
+          },
           headersTimeout: 0,
           bodyTimeout: 0,
         },

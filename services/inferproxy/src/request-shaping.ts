@@ -22,15 +22,20 @@ export interface ShapingDefaults {
 }
 
 /**
- * Builds the body of `POST /v1/chat/completions` as a string. messages_json
- * and tools_json are spliced in byte for byte: the server's prompt cache only
- * hits when every earlier byte of the rendered prompt is unchanged, and a
- * parse/re-serialise round trip can change number formatting, escapes and
- * key order. They are checked only to reject what is not a JSON array, and a
- * conversation that grew since the last request is checked only in its new
- * messages (`JsonArrayCheck`).
+ * The body of `POST /v1/chat/completions` around its messages array: the
+ * body is `head`, the array, then `tail`. messages_json and tools_json are
+ * spliced in byte for byte: the server's prompt cache only hits when every
+ * earlier byte of the rendered prompt is unchanged, and a parse/re-serialise
+ * round trip can change number formatting, escapes and key order. They are
+ * checked only to reject what is not a JSON array, and a conversation that
+ * grew since the last request is checked only in its new messages
+ * (`JsonArrayCheck`).
  */
-export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, check = new JsonArrayCheck()): string {
+export function completionBodyParts(
+  input: CompletionInput,
+  d: ShapingDefaults,
+  check = new JsonArrayCheck(),
+): { head: string; tail: string } {
   if (!Number.isInteger(input.slot) || input.slot < 0 || input.slot >= d.totalSlots) {
     // The server would silently wrap id_slot around and let two sessions share a slot.
     throw invalidArgument(`slot ${input.slot} does not exist: llama-server has slots 0..${d.totalSlots - 1}`, {
@@ -56,7 +61,13 @@ export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, 
     `,"max_tokens":${maxTokens},"temperature":${num(pick("temperature"))},"top_p":${num(pick("top_p"))}` +
     `,"top_k":${num(pick("top_k"))},"min_p":${num(pick("min_p"))}`;
   if (input.thinkingCapTokens > 0) head += `,"reasoning_control":true`;
-  return `${head},"messages":${input.messagesJson}${hasTools ? `,"tools":${input.toolsJson}` : ""}}`;
+  return { head: `${head},"messages":`, tail: `${hasTools ? `,"tools":${input.toolsJson}` : ""}}` };
+}
+
+/** The whole body as a string (see `completionBodyParts`). */
+export function buildCompletionBody(input: CompletionInput, d: ShapingDefaults, check = new JsonArrayCheck()): string {
+  const { head, tail } = completionBodyParts(input, d, check);
+  return `${head}${input.messagesJson}${tail}`;
 }
 
 function num(v: number): string {

@@ -18,8 +18,8 @@ import { mapRequestFailure } from "./failure-mapping.js";
 import { HealthMonitor } from "./health-monitor.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 import { LlamaClient } from "./llama-client.js";
-import { MessagesMemory, openOf } from "./messages-memory.js";
-import { buildCompletionBody } from "./request-shaping.js";
+import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
+import { completionBodyParts } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
 import { statusReport, type StatusInit } from "./status-report.js";
@@ -119,14 +119,13 @@ export class InferProxy {
 
   async *complete(req: CompleteRequest, ctx: CallContext): AsyncGenerator<CompletionEventInit> {
     const spliced = req.afterMessagesToken ? this.memory.splice(req.afterMessagesToken, req.messagesJson) : undefined;
-    const messagesJson = spliced?.messagesJson ?? req.messagesJson;
-    const body = buildCompletionBody(
-      { ...req, messagesJson, messagesChecked: spliced !== undefined },
+    const { head, tail } = completionBodyParts(
+      { ...req, messagesChecked: spliced !== undefined },
       { sampling: this.cfg.sampling, maxTokens: this.cfg.max_tokens, totalSlots: this.totalSlots },
       this.arrayCheck,
     );
-    // Checked now (buildCompletionBody throws otherwise): the next request may send only what it adds.
-    const open = spliced?.open ?? openOf(messagesJson);
+    // Checked now (completionBodyParts throws otherwise): the next request may send only what it adds.
+    const body = completionBody(head, spliced ?? openOf(req.messagesJson), tail);
     this.requireSelfTest();
     const holder = req.requestId || `anonymous-${++this.anon}`;
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
@@ -140,7 +139,7 @@ export class InferProxy {
     );
     const run = new CompletionRun(
       {
-        body,
+        body: body.chunks,
         thinkingCapTokens: req.thinkingCapTokens,
         livenessWindowMs: this.cfg.liveness_timeout_ms,
         errCtx: this.errCtx("completion", req.slot),
@@ -159,7 +158,7 @@ export class InferProxy {
     try {
       for await (const ev of run.events()) {
         if (ev.event?.case === "final")
-          ev.event.value.messagesToken = this.memory.remember(open, req.afterMessagesToken);
+          ev.event.value.messagesToken = this.memory.remember(body.held, req.afterMessagesToken);
         yield ev;
       }
     } finally {

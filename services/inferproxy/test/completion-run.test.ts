@@ -39,7 +39,7 @@ function harness(
   };
   const run = new CompletionRun(
     {
-      body: "{}",
+      body: Buffer.from("{}"),
       thinkingCapTokens: o.cap ?? 0,
       livenessWindowMs: o.windowMs ?? 60_000,
       errCtx: { upstream: "unix:/llama.sock", what: "completion", slot: 1, retryAfterMs: 2000 },
