@@ -27,6 +27,9 @@ import { createHash } from "node:crypto";
 type Emit = (metric: string, value: number, unit: string) => void;
 const now = () => performance.now();
 const N_CTX = 262_144;
+// Before each timed request: the previous one's after-effects (the simulator re-reading a 200k
+// prompt into its slot, a collection in a daemon) finish instead of landing in the next sample.
+const settle = () => new Promise((r) => setTimeout(r, 40));
 
 export default async function (emit: Emit): Promise<void> {
   const tmp = tempDir("bxb-ls-");
@@ -78,6 +81,7 @@ export default async function (emit: Emit): Promise<void> {
       const stages = { request: [] as number[], server: [] as number[], back: [] as number[] };
       const direct = { request: [] as number[], server: [] as number[], back: [] as number[] };
       for (let i = 0; i < 25; i++) {
+        await settle();
         const t0 = now();
         const w0 = wall();
         let first = 0;
@@ -97,6 +101,7 @@ export default async function (emit: Emit): Promise<void> {
         }
         // The same request straight to the server: the log's messages up to this turn's user message.
         const body = directBody(join(sessionsDir, `${id}.jsonl`));
+        await settle();
         const dw0 = wall();
         const { ms: directFirst, wallAt: dwFirst } = await directFirstContent(agent, body);
         const ds = await lastCompletion();
