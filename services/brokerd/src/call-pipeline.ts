@@ -156,7 +156,8 @@ export class CallPipeline {
     trace.plan = plan;
     const decision = withFloor(floor, checked.decision);
     const verdict = decisionForEffect(decision.effect);
-    if (verdict === ToolDecision.DENIED) return policyDenial(decision.rule, `${tool.name} ${describeTargets(plan)}`);
+    if (verdict === ToolDecision.DENIED)
+      return policyDenial(decision.rule, [tool.name, describeTargets(plan)].filter(Boolean).join(" "));
     if (verdict === ToolDecision.STAGED) {
       const p = this.d.proposals.stage({
         session_id: req.sessionId,
