@@ -2,22 +2,17 @@
 // daemon idle after start and after 100 turns, and CPU over an idle window
 // (health polls and timers must be cheap; no busy polling). Reads /proc.
 // BOXMAKER_BENCH_IDLE_S sets the idle window (default 60 s).
-import { readFileSync } from "node:fs";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
+import { cpuSeconds, statusMb } from "../support/processes.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
 
 type Emit = (metric: string, value: number, unit: string) => void;
 const DAEMONS = ["inferproxy", "brokerd", "loopd"] as const;
-const TICKS_PER_S = 100; // USER_HZ on Linux
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-const cpuTicks = (pid: number) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(f[11]) + Number(f[12]);
-};
+const rssMb = (pid: number) => statusMb(pid, "VmRSS");
+// Resident memory only this daemon holds (its heap, code, buffers). The rest of its RSS is
+// file-backed: the node binary's and libraries' pages, the same pages in all three daemons.
+const privateMb = (pid: number) => statusMb(pid, "RssAnon");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export default async function (emit: Emit): Promise<void> {
@@ -34,6 +29,7 @@ export default async function (emit: Emit): Promise<void> {
   try {
     await sleep(3000);
     for (const d of DAEMONS) emit(`${d}_idle_rss_mb`, rssMb(pid(d)), "MB");
+    for (const d of DAEMONS) emit(`${d}_idle_private_mb`, privateMb(pid(d)), "MB");
 
     const id = await newSession(client, "footprint");
     for (let i = 0; i < 100; i++) {
@@ -43,11 +39,11 @@ export default async function (emit: Emit): Promise<void> {
     await sleep(2000);
     for (const d of DAEMONS) emit(`${d}_rss_after_100_turns_mb`, rssMb(pid(d)), "MB");
 
-    const before = DAEMONS.map((d) => cpuTicks(pid(d)));
+    const before = DAEMONS.map((d) => cpuSeconds(pid(d)));
     const t0 = performance.now();
     await sleep(idleS * 1000);
     const seconds = (performance.now() - t0) / 1000;
-    const used = DAEMONS.map((d, i) => (cpuTicks(pid(d)) - before[i]!) / TICKS_PER_S);
+    const used = DAEMONS.map((d, i) => cpuSeconds(pid(d)) - before[i]!);
     for (const [i, d] of DAEMONS.entries()) emit(`${d}_idle_cpu_pct`, (100 * used[i]!) / seconds, "%");
     emit("idle_cpu_pct_all_daemons", (100 * used.reduce((a, b) => a + b, 0)) / seconds, "%");
     emit("idle_window_s", seconds, "s");

@@ -17,6 +17,7 @@ import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, type LoopClient } from "../support/loop-client.js";
 import { p50, p99 } from "./stats.mjs";
 import { WireFloor } from "./wire-floor.js";
+import { cpuSeconds } from "../support/processes.js";
 
 type Emit = (metric: string, value: number, unit: string) => void;
 
@@ -43,8 +44,12 @@ export default async function (emit: Emit): Promise<void> {
     const through: Sample[] = [];
     const direct: Sample[] = [];
     const floored: { first: number; end: number }[] = [];
+    const daemons = ["loopd", "inferproxy", "brokerd"] as const;
+    const pidOf = (d: (typeof daemons)[number]) => stack.daemons.get(d)!.proc.pid!;
+    let cpuBefore: number[] = [];
     const N = 60;
     for (let i = 0; i < N + 5; i++) {
+      if (i === 5) cpuBefore = daemons.map((d) => cpuSeconds(pidOf(d)));
       // Through the stack: a fresh session each time so both paths send a cold, equal-sized prompt.
       const id = await newSession(client, `bench ${i}`);
       stack.sim.enqueue({ content: ANSWER });
@@ -64,6 +69,10 @@ export default async function (emit: Emit): Promise<void> {
         floored.push(f);
       }
     }
+    // What each daemon spent per turn (its CPU over the measured turns; the direct and floor
+    // requests in between do not reach it): the work behind the figures above.
+    for (const [i, d] of daemons.entries())
+      emit(`cpu_ms_per_turn_${d}`, ((cpuSeconds(pidOf(d)) - cpuBefore[i]!) * 1000) / N, "ms");
     const col = (xs: Sample[], k: keyof Sample) => xs.map((x) => x[k]);
     const added = (k: keyof Sample) => through.map((t, i) => t[k] - direct[i]![k]);
     emit("ttft_ms_p50", p50(col(through, "ttft")), "ms");

@@ -23,3 +23,15 @@ export function processesMentioning(marker: string): number[] {
   }
   return out;
 }
+
+/** A figure from /proc/<pid>/status in MB (VmRSS, RssAnon, …). */
+export const statusMb = (pid: number, field: string): number =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (USER_HZ ticks). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
