@@ -199,8 +199,12 @@ export class LlamaClient {
 
   /** A short JSON request: /props, /slots, /health, control, slot actions. */
   async json(req: JsonRequest): Promise<JsonResponse> {
-    const timeout = AbortSignal.timeout(req.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    // A timer cleared when the request is done, not AbortSignal.timeout: that one fires anyway,
+    // building a DOMException with a stack each time, long after the answer (a health poll's cost
+    // while idle was mostly that).
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), req.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
     try {
       const res = await this.send(
         {
@@ -221,10 +225,12 @@ export class LlamaClient {
       }
       return { status: res.statusCode, json, text };
     } catch (err) {
-      if (timeout.aborted && !req.signal?.aborted) {
+      if (timeout.signal.aborted && !req.signal?.aborted) {
         throw new UpstreamTimeoutError(`${req.method} ${req.path} took longer than ${req.timeoutMs} ms`);
       }
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
