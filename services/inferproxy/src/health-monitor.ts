@@ -69,7 +69,18 @@ function refusalMessage(upstream: string, st: SelfTestResult, props: Props | und
  * new connection, so its first answer re-runs the self-test and a mismatch
  * refuses the connection — and with it every request that would have used it.
  * `/health` is polled so `status` notices a restart or an outage between turns.
+ *
+ * While the server stays healthy the poll stretches (doubling, up to
+ * IDLE_POLL_MAX_MS): a stack left idle for days wakes every half minute, not
+ * every two seconds, and on a virtual machine an idle daemon's wake-up costs
+ * ten times what the check itself does. Nothing waits on the poll to notice
+ * trouble: a request that cannot connect marks the server down at once, a 503
+ * re-checks, a new server is checked on its first connection, and `status`
+ * checks first when the last check is older than the configured interval.
  */
+/** The longest the health poll stretches to while the server stays healthy. */
+const IDLE_POLL_MAX_MS = 30_000;
+
 export class HealthMonitor {
   state: ServerState = "down";
   selfTest: SelfTestResult;
@@ -79,6 +90,9 @@ export class HealthMonitor {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
+  /** Checks in a row that found the server as healthy as before: the poll stretches with them. */
+  private quietChecks = 0;
+  private lastCheckAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: HealthMonitorOptions) {
     this.selfTest = notRun(o.contract);
@@ -165,16 +179,33 @@ export class HealthMonitor {
     return this.running;
   }
 
+  /** A check now unless the last one is younger than the configured interval (for `status`). */
+  async fresh(): Promise<void> {
+    if (performance.now() - this.lastCheckAt >= this.o.pollMs) await this.check();
+  }
+
+  /** The wait before the next poll: the configured interval, stretched while nothing changes. */
+  nextPollMs(): number {
+    if (this.state !== "ok") return this.o.pollMs;
+    const max = Math.max(this.o.pollMs, Math.min(IDLE_POLL_MAX_MS, 15 * this.o.pollMs));
+    return Math.min(max, this.o.pollMs * 2 ** this.quietChecks);
+  }
+
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.check().finally(() => this.schedule());
-    }, this.o.pollMs);
+      const before = this.state;
+      void this.check().finally(() => {
+        this.quietChecks = this.state === "ok" && before === "ok" ? this.quietChecks + 1 : 0;
+        this.schedule();
+      });
+    }, this.nextPollMs());
     this.timer.unref();
   }
 
   private setState(next: ServerState): void {
     if (next === this.state) return;
+    this.quietChecks = 0;
     const log = next === "down" ? this.o.log.warn.bind(this.o.log) : this.o.log.info.bind(this.o.log);
     log({ from: this.state, to: next, upstream: this.client?.label }, "llama-server state");
     this.state = next;
@@ -182,6 +213,7 @@ export class HealthMonitor {
 
   private async checkOnce(): Promise<void> {
     if (!this.client) return;
+    this.lastCheckAt = performance.now();
     try {
       const res = await this.client.json({ method: "GET", path: "/health", timeoutMs: this.o.timeoutMs });
       this.setState(res.status === 200 ? "ok" : res.status === 503 ? "loading" : "down");

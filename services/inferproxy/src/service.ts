@@ -167,6 +167,8 @@ export class InferProxy {
   }
 
   async status(): Promise<StatusInit> {
+    // The poll stretches while the server is quiet: what status reports is checked now.
+    await this.monitor.fresh();
     let slotsBody: unknown;
     if (this.monitor.state === "ok") {
       try {

@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createLogger } from "@boxmaker/common";
+import { HealthMonitor } from "../src/health-monitor.js";
+
+const contract = { template_sha256: "", n_ctx_per_slot: 0, total_slots: 1 };
+
+/** A server whose /health answers whatever `status` is at the moment; counts the checks. */
+function server() {
+  const s = { status: 200, checks: 0 };
+  const client = {
+    label: "unix:/llama.sock",
+    json: async () => {
+      s.checks++;
+      return { status: s.status, json: undefined, text: "" };
+    },
+  };
+  return { s, client: client as never };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("the health poll", () => {
+  it("stretches while the server stays healthy, and is back at its interval the moment that changes", async () => {
+    vi.useFakeTimers();
+    const { s, client } = server();
+    const m = new HealthMonitor({ contract, pollMs: 100, timeoutMs: 100, log: createLogger("t", "silent") });
+    await m.start(client);
+    expect(m.state).toBe("ok");
+    const waits: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      waits.push(m.nextPollMs());
+      await vi.advanceTimersByTimeAsync(m.nextPollMs());
+    }
+    expect(waits).toEqual([100, 200, 400, 800, 1500, 1500]); // capped at 15 intervals (30 s at most)
+    s.status = 503;
+    await vi.advanceTimersByTimeAsync(m.nextPollMs());
+    expect(m.state).toBe("loading");
+    expect(m.nextPollMs()).toBe(100);
+    m.stop();
+  });
+
+  it("a status request checks first when the last check is older than the interval", async () => {
+    vi.useFakeTimers();
+    const { s, client } = server();
+    const m = new HealthMonitor({ contract, pollMs: 100, timeoutMs: 100, log: createLogger("t", "silent") });
+    await m.start(client);
+    await vi.advanceTimersByTimeAsync(100); // the first poll (t=100); the next is stretched to t=300
+    await vi.advanceTimersByTimeAsync(50);
+    const before = s.checks;
+    await m.fresh();
+    expect(s.checks).toBe(before); // checked 50 ms ago: fresh enough
+    s.status = 500;
+    await vi.advanceTimersByTimeAsync(100); // t=250: no poll due yet, but the last check is 150 ms old
+    expect(m.state).toBe("ok");
+    await m.fresh();
+    expect(m.state).toBe("down");
+    m.stop();
+  });
+});
