@@ -1,25 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { ToolCallSchema, ToolDecision, type ToolCall } from "@boxmaker/common";
 import { runToolCall, type ToolDeps, type ToolOutcome } from "../src/tool-dispatch.js";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
-import { eventsSoFar, fakeBroker, silentLog } from "./fakes.js";
-import { tempDir } from "../../../test/support/tmp.js";
+import { eventsSoFar, fakeBroker } from "./fakes.js";
+import { sessionPerTest } from "./session-fixture.js";
 
-let tmp: ReturnType<typeof tempDir>;
-let store: SessionStore;
-let s: Session;
-
-beforeEach(() => {
-  tmp = tempDir();
-  store = new SessionStore(tmp.dir, silentLog);
-  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: "{}", toolsJson: "[]" });
-});
-afterEach(() => {
-  store.closeAll();
-  tmp.cleanup();
-});
+const fx = sessionPerTest();
 
 const call = (name: string, args = "{}", parseError = ""): ToolCall =>
   create(ToolCallSchema, { id: "c1", name, arguments: args, parseError });
@@ -35,6 +21,7 @@ function local() {
 }
 
 async function dispatch(c: ToolCall, deps: ToolDeps, cutOffAt = 0) {
+  const s = fx.session;
   await runToolCall(s, c, deps, new AbortController().signal, cutOffAt);
   const events = await eventsSoFar(s.events);
   const logged = s.state.history.at(-1)!;

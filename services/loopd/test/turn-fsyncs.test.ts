@@ -1,10 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runTurn } from "../src/agent-loop.js";
 import { SessionLog } from "../src/session-log.js";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
 import { fakeBroker, fakeInfer, silentLog } from "./fakes.js";
-import { tempDir } from "../../../test/support/tmp.js";
+import { sessionPerTest } from "./session-fixture.js";
 
 // How many times a turn waits for the disk: each fsync is on the path to the
 // user's answer (hundreds of microseconds on an SSD, milliseconds on many).
@@ -20,25 +18,13 @@ vi.mock("node:fs", async (importOriginal) => {
   };
 });
 
-let tmp: ReturnType<typeof tempDir>;
-let store: SessionStore;
-let s: Session;
+const fx = sessionPerTest();
 const unlimited = { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 };
-
-beforeEach(() => {
-  tmp = tempDir();
-  store = new SessionStore(tmp.dir, silentLog);
-  s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: "{}", toolsJson: "[]" });
-});
-afterEach(() => {
-  store.closeAll();
-  tmp.cleanup();
-});
 
 const turn = (replies: Parameters<typeof fakeInfer>[0]) => {
   const infer = fakeInfer(replies);
   return runTurn(
-    s,
+    fx.session,
     "hello",
     unlimited,
     { infer, broker: fakeBroker(), log: silentLog, maxTokens: 100 },
@@ -51,7 +37,7 @@ describe("a turn's fsyncs", () => {
     fsyncs.count = 0;
     await turn([{ content: "hi there" }]);
     expect(fsyncs.count).toBe(2);
-    const recs = SessionLog.read(s.log.path).records.slice(-2);
+    const recs = SessionLog.read(fx.session.log.path).records.slice(-2);
     expect(recs.map((r) => r.t)).toEqual(["message", "turn_end"]);
     expect(JSON.stringify(recs[0])).toContain("hi there");
   });
