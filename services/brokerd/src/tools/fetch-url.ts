@@ -213,7 +213,10 @@ export function makeFetchUrl(opts: FetchOptions = {}): ToolDef {
 
 async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
   const cfg = ctx.config.fetch_url;
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(cfg.timeout_ms)]);
+  // A timer cleared when the fetch ends: AbortSignal.timeout would fire anyway, long after.
+  const limit = new AbortController();
+  const timer = setTimeout(() => limit.abort(), cfg.timeout_ms);
+  const signal = AbortSignal.any([ctx.signal, limit.signal]);
   let u = first;
   const hops: string[] = [];
   try {
@@ -269,6 +272,8 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
     if (ctx.signal.aborted) throw err;
     if (signal.aborted) throw new ToolError(`fetching ${u.href} took longer than ${cfg.timeout_ms} ms; gave up`);
     throw new ToolError(`fetching ${u.href} failed: ${messageOf(err)}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
   }
 }
 
