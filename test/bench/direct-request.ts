@@ -3,10 +3,11 @@ import { type Agent, request } from "undici";
 /**
  * A chat-completions body sent straight to the server, as the benches' baseline:
  * how long (ms from the call) until the first content token arrived, and that
- * moment in wall-clock ms (comparable with another process's clock). The stream
- * is read to its end, so the server is idle again when this returns.
+ * moment on the machine's monotonic clock (`monotonicMs`, comparable with any
+ * process's). The stream is read to its end, so the server is idle again when
+ * this returns.
  */
-export async function directFirstContent(agent: Agent, body: string): Promise<{ ms: number; wallAt: number }> {
+export async function directFirstContent(agent: Agent, body: string): Promise<{ ms: number; monoAt: number }> {
   const t0 = performance.now();
   const res = await request("http://localhost/v1/chat/completions", {
     method: "POST",
@@ -15,12 +16,15 @@ export async function directFirstContent(agent: Agent, body: string): Promise<{ 
     body,
   });
   let ms = 0;
-  let wallAt = 0;
+  let monoAt = 0;
   for await (const chunk of res.body) {
     if (!ms && /"content":"[^"]/.test(chunk.toString())) {
       ms = performance.now() - t0;
-      wallAt = performance.timeOrigin + performance.now();
+      monoAt = monotonicMs();
     }
   }
-  return { ms, wallAt };
+  return { ms, monoAt };
 }
+
+/** CLOCK_MONOTONIC in ms: the same clock in every process on the machine. */
+export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;

@@ -19,7 +19,7 @@ import { buildMessagesJson } from "../../services/loopd/dist/epoch-view.js";
 import { buildCompletionBody } from "../../services/inferproxy/dist/request-shaping.js";
 import { Stack, repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
-import { directFirstContent } from "./direct-request.js";
+import { directFirstContent, monotonicMs } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { p50 } from "./stats.mjs";
 import { createHash } from "node:crypto";
@@ -63,19 +63,22 @@ export default async function (emit: Emit): Promise<void> {
     await stack.startDaemon("loopd");
     client = loopClient(stack.sockets.loopd);
 
-    // Where the time goes, on one clock: wall-clock ms of the client's send, the request's arrival
+    // Where the time goes, on one clock (monotonic ms): the client's send, the request's arrival
     // at the simulator, its first content token written, and the client's first content event.
     const simRequests = async () =>
       JSON.parse(await (await request("http://localhost/__sim/requests", { dispatcher: agent })).body.text()) as {
-        timeOrigin: number;
+        monotonicOffsetMs: number;
         requests: { path: string; receivedHrMs: number; firstContentHrMs?: number }[];
       };
     const lastCompletion = async () => {
       const r = await simRequests();
       const c = r.requests.filter((x) => x.path === "/v1/chat/completions").at(-1)!;
-      return { arrived: r.timeOrigin + c.receivedHrMs, firstWritten: r.timeOrigin + (c.firstContentHrMs ?? 0) };
+      return {
+        arrived: r.monotonicOffsetMs + c.receivedHrMs,
+        firstWritten: r.monotonicOffsetMs + (c.firstContentHrMs ?? 0),
+      };
     };
-    const wall = () => performance.timeOrigin + now();
+    const wall = monotonicMs;
     const measure = async (id: string, label: string) => {
       const added: number[] = [];
       const stages = { request: [] as number[], server: [] as number[], back: [] as number[] };
@@ -103,7 +106,7 @@ export default async function (emit: Emit): Promise<void> {
         const body = directBody(join(sessionsDir, `${id}.jsonl`));
         await settle();
         const dw0 = wall();
-        const { ms: directFirst, wallAt: dwFirst } = await directFirstContent(agent, body);
+        const { ms: directFirst, monoAt: dwFirst } = await directFirstContent(agent, body);
         const ds = await lastCompletion();
         if (i >= 5) {
           added.push(first - directFirst);

@@ -176,8 +176,11 @@ function adminReply(state: SimState, method: string, p: string, raw: string): [n
     }
   }
   if (method === "GET" && p === "/__sim/requests") {
-    // timeOrigin turns the entries' performance.now() stamps into wall-clock ms another process can compare.
-    return [200, { requests: state.requests, controlCalls: state.controlCalls, timeOrigin: performance.timeOrigin }];
+    // The entries' performance.now() stamps plus monotonicOffsetMs are CLOCK_MONOTONIC ms, the clock of
+    // process.hrtime in every process on the machine. (performance.timeOrigin is not: it differs between
+    // processes by tenths of a millisecond, which is what a stage of a request is.)
+    const monotonicOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+    return [200, { requests: state.requests, controlCalls: state.controlCalls, monotonicOffsetMs }];
   }
   if (method === "POST" && p === "/__sim/reset") {
     state.reset();
