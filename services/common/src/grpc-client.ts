@@ -29,6 +29,16 @@ export interface CallOptions {
   waitForReady?: boolean;
 }
 
+/** An open bidirectional call: requests go in with `send`, responses come out by iterating it. */
+export interface BidiCall<I extends DescMessage, O extends DescMessage> extends AsyncIterable<MessageShape<O>> {
+  /** Queues a request; false when the call's buffer is full (wait for the next response or keep it small). */
+  send(req: MessageInitShape<I>): boolean;
+  /** No more requests: the server sees the request stream end. */
+  end(): void;
+  /** Ends the call at once, both ways (the iteration then ends with a CANCELLED RpcError). */
+  cancel(): void;
+}
+
 type ClientMethod<M> = M extends {
   methodKind: "unary";
   input: infer I extends DescMessage;
@@ -41,7 +51,13 @@ type ClientMethod<M> = M extends {
         output: infer O extends DescMessage;
       }
     ? (req: MessageInitShape<I>, opts?: CallOptions) => AsyncIterable<MessageShape<O>>
-    : never;
+    : M extends {
+          methodKind: "bidi_streaming";
+          input: infer I extends DescMessage;
+          output: infer O extends DescMessage;
+        }
+      ? (opts?: CallOptions) => BidiCall<I, O>
+      : never;
 
 export type ServiceClient<T extends GenServiceMethods> = { [K in keyof T]: ClientMethod<T[K]> } & {
   close(): void;
@@ -95,6 +111,10 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     const path = `/${svc.typeName}/${m.name}`;
     const serialize = (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v));
     const deserialize = (b: Buffer) => fromBinary(m.output, b);
+    if (m.methodKind === "bidi_streaming") {
+      client[m.localName] = (opts?: CallOptions) => bidiCall(raw, path, m, serialize, deserialize, opts);
+      continue;
+    }
     if (m.methodKind === "unary") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
         new Promise((resolve, reject) => {
@@ -136,4 +156,35 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     }
   }
   return client as ServiceClient<T>;
+}
+
+function bidiCall(
+  raw: grpc.Client,
+  path: string,
+  m: DescMethod,
+  serialize: (v: MessageShape<DescMessage>) => Buffer,
+  deserialize: (b: Buffer) => MessageShape<DescMessage>,
+  opts?: CallOptions,
+): BidiCall<DescMessage, DescMessage> {
+  const call = raw.makeBidiStreamRequest(path, serialize, deserialize, callMetadata(opts), callOptions(opts));
+  // Failures reach the caller through the iteration; a write racing a broken call must not
+  // raise an 'error' nobody listens to any more.
+  call.on("error", () => undefined);
+  const onAbort = () => call.cancel();
+  opts?.signal?.addEventListener("abort", onAbort, { once: true });
+  return {
+    send: (req) => call.write(create(m.input, req)),
+    end: () => call.end(),
+    cancel: () => call.cancel(),
+    async *[Symbol.asyncIterator]() {
+      try {
+        for await (const ev of call) yield ev as MessageShape<DescMessage>;
+      } catch (err) {
+        throw toClientError(err);
+      } finally {
+        opts?.signal?.removeEventListener("abort", onAbort);
+        call.cancel();
+      }
+    },
+  };
 }

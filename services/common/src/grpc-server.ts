@@ -29,6 +29,11 @@ type StreamHandler<I extends DescMessage, O extends DescMessage> = (
   ctx: CallContext,
 ) => AsyncIterable<MessageInitShape<O>>;
 
+type BidiHandler<I extends DescMessage, O extends DescMessage> = (
+  requests: AsyncIterable<MessageShape<I>>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
+
 type Handler<M> = M extends {
   methodKind: "unary";
   input: infer I extends DescMessage;
@@ -41,7 +46,13 @@ type Handler<M> = M extends {
         output: infer O extends DescMessage;
       }
     ? StreamHandler<I, O>
-    : never;
+    : M extends {
+          methodKind: "bidi_streaming";
+          input: infer I extends DescMessage;
+          output: infer O extends DescMessage;
+        }
+      ? BidiHandler<I, O>
+      : never;
 
 /** The implementation of a protobuf-es service: one function per method, keyed by its local name. */
 export type ServiceImpl<T extends GenServiceMethods> = { [K in keyof T]: Handler<T[K]> };
@@ -52,12 +63,12 @@ export type ImplOf<S> = S extends GenService<infer T> ? ServiceImpl<T> : never;
 export function serviceDefinition(svc: GenService<GenServiceMethods>): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const m of svc.methods) {
-    if (m.methodKind !== "unary" && m.methodKind !== "server_streaming") {
+    if (m.methodKind === "client_streaming") {
       throw new Error(`${svc.typeName}.${m.name}: ${m.methodKind} methods are not supported`);
     }
     def[m.localName] = {
       path: `/${svc.typeName}/${m.name}`,
-      requestStream: false,
+      requestStream: m.methodKind === "bidi_streaming",
       responseStream: m.methodKind === "server_streaming",
       requestSerialize: (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v)),
       requestDeserialize: (b: Buffer) => fromBinary(m.input, b),
@@ -105,7 +116,9 @@ export function addService<T extends GenServiceMethods>(
     handlers[m.localName] =
       m.methodKind === "unary"
         ? unaryHandler(m, fn as UnaryHandler<DescMessage, DescMessage>, calls)
-        : streamHandler(m, fn as StreamHandler<DescMessage, DescMessage>, calls);
+        : m.methodKind === "bidi_streaming"
+          ? bidiHandler(m, fn as BidiHandler<DescMessage, DescMessage>, calls)
+          : streamHandler(m, fn as StreamHandler<DescMessage, DescMessage>, calls);
   }
   server.addService(serviceDefinition(svc as GenService<GenServiceMethods>), handlers);
 }
@@ -134,40 +147,59 @@ function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage
   return (call: grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const ac = calls.track();
     const cancel = abortOnClientCancel(call, ac);
-    const pacer = new FlushPacer();
-    void (async () => {
-      try {
-        for await (const ev of fn(call.request, { signal: ac.signal, metadata: call.metadata })) {
-          if (ac.signal.aborted) break;
-          // Honour backpressure: a slow client must not make us buffer a whole completion.
-          if (call.write(create(m.output, ev as MessageInitShape<DescMessage>))) {
-            if (pacer.due()) await pacer.flush();
-          } else {
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                call.off("drain", done);
-                ac.signal.removeEventListener("abort", done);
-                resolve();
-              };
-              call.once("drain", done);
-              ac.signal.addEventListener("abort", done, { once: true });
-            });
-          }
-        }
-        cancel.settled();
-        if (ac.signal.aborted && !call.cancelled) {
-          call.emit("error", serviceError(ac.signal.reason));
-        } else if (!call.cancelled) {
-          call.end();
-        }
-      } catch (err) {
-        cancel.settled();
-        if (!call.cancelled) call.emit("error", serviceError(err));
-      } finally {
-        calls.done(ac);
-      }
-    })();
+    void writeAll(m, call, fn(call.request, { signal: ac.signal, metadata: call.metadata }), ac, cancel, calls);
   };
+}
+
+function bidiHandler(m: DescMethod, fn: BidiHandler<DescMessage, DescMessage>, calls: CallRegistry) {
+  return (call: grpc.ServerDuplexStream<MessageShape<DescMessage>, unknown>) => {
+    const ac = calls.track();
+    const cancel = abortOnClientCancel(call, ac);
+    const requests = call as AsyncIterable<MessageShape<DescMessage>>;
+    void writeAll(m, call, fn(requests, { signal: ac.signal, metadata: call.metadata }), ac, cancel, calls);
+  };
+}
+
+/** Writes a handler's events to its call, paced and with backpressure, and ends the call with its status. */
+async function writeAll(
+  m: DescMethod,
+  call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+  events: AsyncIterable<MessageInitShape<DescMessage>>,
+  ac: AbortController,
+  cancel: { settled(): void },
+  calls: CallRegistry,
+): Promise<void> {
+  const pacer = new FlushPacer();
+  try {
+    for await (const ev of events) {
+      if (ac.signal.aborted) break;
+      // Honour backpressure: a slow client must not make us buffer a whole completion.
+      if (call.write(create(m.output, ev))) {
+        if (pacer.due()) await pacer.flush();
+      } else {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            call.off("drain", done);
+            ac.signal.removeEventListener("abort", done);
+            resolve();
+          };
+          call.once("drain", done);
+          ac.signal.addEventListener("abort", done, { once: true });
+        });
+      }
+    }
+    cancel.settled();
+    if (ac.signal.aborted && !call.cancelled) {
+      call.emit("error", serviceError(ac.signal.reason));
+    } else if (!call.cancelled) {
+      call.end();
+    }
+  } catch (err) {
+    cancel.settled();
+    if (!call.cancelled) call.emit("error", serviceError(err));
+  } finally {
+    calls.done(ac);
+  }
 }
 
 /**
@@ -206,7 +238,7 @@ export class FlushPacer {
  * handler has settled, "cancelled" means nothing to it.
  */
 function abortOnClientCancel(
-  call: Pick<grpc.ServerUnaryCall<unknown, unknown>, "on" | "off">,
+  call: { on(event: "cancelled", fn: () => void): unknown; off(event: "cancelled", fn: () => void): unknown },
   ac: AbortController,
 ): { settled(): void } {
   let settled = false;

@@ -24,9 +24,20 @@ let tmp: ReturnType<typeof tempDir>;
 let server: grpc.Server;
 let sock: string;
 
-async function serve(impl: ImplOf<typeof InferService>) {
+type InferImpl = ImplOf<typeof InferService>;
+/** Answers each start with its request id as content, then an OK end. */
+const echoChannel: InferImpl["completeChannel"] = async function* (requests) {
+  for await (const r of requests) {
+    if (r.kind.case !== "start") continue;
+    const text = r.kind.value.requestId;
+    yield { callId: r.callId, kind: { case: "event", value: { event: { case: "content", value: { text } } } } };
+    yield { callId: r.callId, kind: { case: "end", value: { code: Status.OK } } };
+  }
+};
+
+async function serve(impl: Omit<InferImpl, "completeChannel"> & Partial<Pick<InferImpl, "completeChannel">>) {
   server = new grpc.Server();
-  addService(server, InferService, impl);
+  addService(server, InferService, { completeChannel: echoChannel, ...impl });
   await prepareSocketPath(sock);
   await new Promise<void>((res, rej) =>
     server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
@@ -62,6 +73,31 @@ describe("grpc adapter over a Unix socket", () => {
       if (ev.event.case === "content") texts.push(ev.event.value.text);
     }
     expect(texts).toEqual(["a!", "b!", "c!"]);
+    c.close();
+  });
+
+  it("serves a bidirectional stream: requests in as they are sent, responses out as they are made", async () => {
+    await serve({
+      status: async () => ({}),
+      slotAction: async () => ({}),
+      complete: async function* () {},
+    });
+    const c = createClient(InferService, sock);
+    const call = c.completeChannel();
+    const seen: string[] = [];
+    call.send({ callId: 1n, kind: { case: "start", value: { requestId: "one" } } });
+    for await (const ev of call) {
+      if (ev.kind.case === "event" && ev.kind.value.event.case === "content") {
+        seen.push(`${ev.callId}:${ev.kind.value.event.value.text}`);
+      }
+      if (ev.kind.case === "end") {
+        seen.push(`${ev.callId}:end ${ev.kind.value.code}`);
+        // the second request goes out only after the first one's answer came back: one stream, both ways
+        if (ev.callId === 1n) call.send({ callId: 2n, kind: { case: "start", value: { requestId: "two" } } });
+        else call.end();
+      }
+    }
+    expect(seen).toEqual(["1:one", "1:end 0", "2:two", "2:end 0"]);
     c.close();
   });
 

@@ -17,7 +17,9 @@ describe("a streamed event reaches the client before the producer's next work", 
   it("the first event arrives while the server still holds its event loop for the second", async () => {
     const sock = join(tmp.dir, "busy.sock");
     child = fork(join(import.meta.dirname, "support", "busy-stream-server.mjs"), [sock, "400"]);
-    await once(child, "message");
+    // Ready, or dead (a server that cannot start must fail the test, not hang it).
+    const ready = await Promise.race([once(child, "message").then(() => true), once(child, "exit").then(() => false)]);
+    expect(ready).toBe(true);
     const c = createClient(InferService, sock);
     const arrivals: bigint[] = [];
     const texts: string[] = [];

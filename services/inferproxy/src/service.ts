@@ -13,6 +13,7 @@ import {
 import type { InferproxyConfig } from "./config.js";
 import type { CompletionEventInit } from "./completion-stream.js";
 import { CompletionRun } from "./completion-run.js";
+import { completeChannel } from "./complete-channel.js";
 import { errorBodyOf, mapHttpError, type ErrorContext } from "./error-mapping.js";
 import { mapRequestFailure } from "./failure-mapping.js";
 import { HealthMonitor } from "./health-monitor.js";
@@ -84,6 +85,7 @@ export class InferProxy {
   impl(): ImplOf<typeof InferService> {
     return {
       complete: (req, ctx) => this.complete(req, ctx),
+      completeChannel: (requests, ctx) => completeChannel(requests, ctx, (req, c) => this.complete(req, c)),
       status: () => this.status(),
       slotAction: (req, ctx) => this.slotAction(req, ctx),
     };

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/infer.proto.
  */
 export const file_boxmaker_v1_infer: GenFile = /*@__PURE__*/
-  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wItYBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCSLlAgoPQ29tcGxldGlvbkV2ZW50Ei8KCHByb2dyZXNzGAEgASgLMhsuYm94bWFrZXIudjEuUHJvbXB0UHJvZ3Jlc3NIABIrCglyZWFzb25pbmcYAiABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIpCgdjb250ZW50GAMgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASLwoJdG9vbF9jYWxsGAQgASgLMhouYm94bWFrZXIudjEuVG9vbENhbGxEZWx0YUgAEjUKDHRoaW5raW5nX2NhcBgFIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIqCgVmaW5hbBgGIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAEiwKB3BhcnRpYWwYByABKAsyGS5ib3htYWtlci52MS5GaW5hbE1lc3NhZ2VIAEIHCgVldmVudCJSCg5Qcm9tcHRQcm9ncmVzcxINCgV0b3RhbBgBIAEoDRINCgVjYWNoZRgCIAEoDRIRCglwcm9jZXNzZWQYAyABKA0SDwoHdGltZV9tcxgEIAEoASIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSJfCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIXCg9hcmd1bWVudHNfZGVsdGEYBSABKAkiZgoQVGhpbmtpbmdDYXBGaXJlZBIYChByZWFzb25pbmdfdG9rZW5zGAEgASgNEhUKDWNvbXBsZXRpb25faWQYAiABKAkSEAoIYWNjZXB0ZWQYAyABKAgSDwoHbWVzc2FnZRgEIAEoCSJpCghUb29sQ2FsbBINCgVpbmRleBgBIAEoDRIKCgJpZBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBG5hbWUYBCABKAkSEQoJYXJndW1lbnRzGAUgASgJEhMKC3BhcnNlX2Vycm9yGAYgASgJImoKB1RpbWluZ3MSDwoHY2FjaGVfbhgBIAEoDRIQCghwcm9tcHRfbhgCIAEoDRIRCglwcm9tcHRfbXMYAyABKAESEwoLcHJlZGljdGVkX24YBCABKA0SFAoMcHJlZGljdGVkX21zGAUgASgBIpECCgxGaW5hbE1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSGQoRcmVhc29uaW5nX2NvbnRlbnQYAyABKAkSKQoKdG9vbF9jYWxscxgEIAMoCzIVLmJveG1ha2VyLnYxLlRvb2xDYWxsEhUKDWZpbmlzaF9yZWFzb24YBSABKAkSJQoHdGltaW5ncxgGIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFQoNY29tcGxldGlvbl9pZBgHIAEoCRINCgVtb2RlbBgIIAEoCRIYChByZWFzb25pbmdfdG9rZW5zGAkgASgNEhYKDm1lc3NhZ2VzX3Rva2VuGAogASgJIhQKEkluZmVyU3RhdHVzUmVxdWVzdCKBAgoIU2VsZlRlc3QSCwoDcmFuGAEgASgIEg4KBnBhc3NlZBgCIAEoCBIgChhleHBlY3RlZF90ZW1wbGF0ZV9zaGEyNTYYAyABKAkSHgoWYWN0dWFsX3RlbXBsYXRlX3NoYTI1NhgEIAEoCRIWCg5leHBlY3RlZF9uX2N0eBgFIAEoDRIUCgxhY3R1YWxfbl9jdHgYBiABKA0SHAoUZXhwZWN0ZWRfdG90YWxfc2xvdHMYByABKA0SGgoSYWN0dWFsX3RvdGFsX3Nsb3RzGAggASgNEhIKCm1pc21hdGNoZXMYCSADKAkSGgoSY2hlY2tlZF9hdF91bml4X21zGAogASgDIl4KCFNsb3RJbmZvEgoKAmlkGAEgASgNEg0KBW5fY3R4GAIgASgNEhUKDWlzX3Byb2Nlc3NpbmcYAyABKAgSDwoHaGVsZF9ieRgEIAEoCRIPCgd3YWl0aW5nGAUgASgNIrABChNJbmZlclN0YXR1c1Jlc3BvbnNlEhQKDHNlcnZlcl9zdGF0ZRgBIAEoCRISCgpidWlsZF9pbmZvGAIgASgJEg0KBW1vZGVsGAMgASgJEigKCXNlbGZfdGVzdBgEIAEoCzIVLmJveG1ha2VyLnYxLlNlbGZUZXN0EiQKBXNsb3RzGAUgAygLMhUuYm94bWFrZXIudjEuU2xvdEluZm8SEAoIdXBzdHJlYW0YBiABKAkiYAoRU2xvdEFjdGlvblJlcXVlc3QSDAoEc2xvdBgBIAEoDRIrCgZhY3Rpb24YAiABKA4yGy5ib3htYWtlci52MS5TbG90QWN0aW9uS2luZBIQCghmaWxlbmFtZRgDIAEoCSJNChJTbG90QWN0aW9uUmVzcG9uc2USDAoEc2xvdBgBIAEoDRIOCgZ0b2tlbnMYAiABKA0SDQoFYnl0ZXMYAyABKAQSCgoCbXMYBCABKAEqhwEKDlNsb3RBY3Rpb25LaW5kEiAKHFNMT1RfQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIZChVTTE9UX0FDVElPTl9LSU5EX1NBVkUQARIcChhTTE9UX0FDVElPTl9LSU5EX1JFU1RPUkUQAhIaChZTTE9UX0FDVElPTl9LSU5EX0VSQVNFEAMy9AEKDEluZmVyU2VydmljZRJICghDb21wbGV0ZRIcLmJveG1ha2VyLnYxLkNvbXBsZXRlUmVxdWVzdBocLmJveG1ha2VyLnYxLkNvbXBsZXRpb25FdmVudDABEksKBlN0YXR1cxIfLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVxdWVzdBogLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVzcG9uc2USTQoKU2xvdEFjdGlvbhIeLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wItYBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCSKGAQoOQ2hhbm5lbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoBBItCgVzdGFydBgCIAEoCzIcLmJveG1ha2VyLnYxLkNvbXBsZXRlUmVxdWVzdEgAEiwKBmNhbmNlbBgDIAEoCzIaLmJveG1ha2VyLnYxLkNoYW5uZWxDYW5jZWxIAEIGCgRraW5kIg8KDUNoYW5uZWxDYW5jZWwifgoMQ2hhbm5lbEV2ZW50Eg8KB2NhbGxfaWQYASABKAQSLQoFZXZlbnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnRIABImCgNlbmQYAyABKAsyFy5ib3htYWtlci52MS5DaGFubmVsRW5kSABCBgoEa2luZCKVAQoKQ2hhbm5lbEVuZBIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSNwoIbWV0YWRhdGEYAyADKAsyJS5ib3htYWtlci52MS5DaGFubmVsRW5kLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuUCCg9Db21wbGV0aW9uRXZlbnQSLwoIcHJvZ3Jlc3MYASABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgCIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYAyABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIvCgl0b29sX2NhbGwYBCABKAsyGi5ib3htYWtlci52MS5Ub29sQ2FsbERlbHRhSAASNQoMdGhpbmtpbmdfY2FwGAUgASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEioKBWZpbmFsGAYgASgLMhkuYm94bWFrZXIudjEuRmluYWxNZXNzYWdlSAASLAoHcGFydGlhbBgHIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAQgcKBWV2ZW50IlIKDlByb21wdFByb2dyZXNzEg0KBXRvdGFsGAEgASgNEg0KBWNhY2hlGAIgASgNEhEKCXByb2Nlc3NlZBgDIAEoDRIPCgd0aW1lX21zGAQgASgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIl8KDVRvb2xDYWxsRGVsdGESDQoFaW5kZXgYASABKA0SCgoCaWQYAiABKAkSDAoEdHlwZRgDIAEoCRIMCgRuYW1lGAQgASgJEhcKD2FyZ3VtZW50c19kZWx0YRgFIAEoCSJmChBUaGlua2luZ0NhcEZpcmVkEhgKEHJlYXNvbmluZ190b2tlbnMYASABKA0SFQoNY29tcGxldGlvbl9pZBgCIAEoCRIQCghhY2NlcHRlZBgDIAEoCBIPCgdtZXNzYWdlGAQgASgJImkKCFRvb2xDYWxsEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglhcmd1bWVudHMYBSABKAkSEwoLcGFyc2VfZXJyb3IYBiABKAkiagoHVGltaW5ncxIPCgdjYWNoZV9uGAEgASgNEhAKCHByb21wdF9uGAIgASgNEhEKCXByb21wdF9tcxgDIAEoARITCgtwcmVkaWN0ZWRfbhgEIAEoDRIUCgxwcmVkaWN0ZWRfbXMYBSABKAEikQIKDEZpbmFsTWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDwoHY29udGVudBgCIAEoCRIZChFyZWFzb25pbmdfY29udGVudBgDIAEoCRIpCgp0b29sX2NhbGxzGAQgAygLMhUuYm94bWFrZXIudjEuVG9vbENhbGwSFQoNZmluaXNoX3JlYXNvbhgFIAEoCRIlCgd0aW1pbmdzGAYgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIVCg1jb21wbGV0aW9uX2lkGAcgASgJEg0KBW1vZGVsGAggASgJEhgKEHJlYXNvbmluZ190b2tlbnMYCSABKA0SFgoObWVzc2FnZXNfdG9rZW4YCiABKAkiFAoSSW5mZXJTdGF0dXNSZXF1ZXN0IoECCghTZWxmVGVzdBILCgNyYW4YASABKAgSDgoGcGFzc2VkGAIgASgIEiAKGGV4cGVjdGVkX3RlbXBsYXRlX3NoYTI1NhgDIAEoCRIeChZhY3R1YWxfdGVtcGxhdGVfc2hhMjU2GAQgASgJEhYKDmV4cGVjdGVkX25fY3R4GAUgASgNEhQKDGFjdHVhbF9uX2N0eBgGIAEoDRIcChRleHBlY3RlZF90b3RhbF9zbG90cxgHIAEoDRIaChJhY3R1YWxfdG90YWxfc2xvdHMYCCABKA0SEgoKbWlzbWF0Y2hlcxgJIAMoCRIaChJjaGVja2VkX2F0X3VuaXhfbXMYCiABKAMiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0isAEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCSJgChFTbG90QWN0aW9uUmVxdWVzdBIMCgRzbG90GAEgASgNEisKBmFjdGlvbhgCIAEoDjIbLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25LaW5kEhAKCGZpbGVuYW1lGAMgASgJIk0KElNsb3RBY3Rpb25SZXNwb25zZRIMCgRzbG90GAEgASgNEg4KBnRva2VucxgCIAEoDRINCgVieXRlcxgDIAEoBBIKCgJtcxgEIAEoASqHAQoOU2xvdEFjdGlvbktpbmQSIAocU0xPVF9BQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEhkKFVNMT1RfQUNUSU9OX0tJTkRfU0FWRRABEhwKGFNMT1RfQUNUSU9OX0tJTkRfUkVTVE9SRRACEhoKFlNMT1RfQUNUSU9OX0tJTkRfRVJBU0UQAzLDAgoMSW5mZXJTZXJ2aWNlEkgKCENvbXBsZXRlEhwuYm94bWFrZXIudjEuQ29tcGxldGVSZXF1ZXN0GhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50MAESTQoPQ29tcGxldGVDaGFubmVsEhsuYm94bWFrZXIudjEuQ2hhbm5lbFJlcXVlc3QaGS5ib3htYWtlci52MS5DaGFubmVsRXZlbnQoATABEksKBlN0YXR1cxIfLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVxdWVzdBogLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVzcG9uc2USTQoKU2xvdEFjdGlvbhIeLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message boxmaker.v1.Sampling
@@ -121,6 +121,128 @@ export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_infer, 1);
 
 /**
+ * @generated from message boxmaker.v1.ChannelRequest
+ */
+export type ChannelRequest = Message<"boxmaker.v1.ChannelRequest"> & {
+  /**
+   * The caller's id for the completion, unique on its stream.
+   *
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * @generated from oneof boxmaker.v1.ChannelRequest.kind
+   */
+  kind: {
+    /**
+     * Starts a completion, as Complete(start) would.
+     *
+     * @generated from field: boxmaker.v1.CompleteRequest start = 2;
+     */
+    value: CompleteRequest;
+    case: "start";
+  } | {
+    /**
+     * Cancels the completion, as cancelling its Complete call would.
+     *
+     * @generated from field: boxmaker.v1.ChannelCancel cancel = 3;
+     */
+    value: ChannelCancel;
+    case: "cancel";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message boxmaker.v1.ChannelRequest.
+ * Use `create(ChannelRequestSchema)` to create a new message.
+ */
+export const ChannelRequestSchema: GenMessage<ChannelRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 2);
+
+/**
+ * @generated from message boxmaker.v1.ChannelCancel
+ */
+export type ChannelCancel = Message<"boxmaker.v1.ChannelCancel"> & {
+};
+
+/**
+ * Describes the message boxmaker.v1.ChannelCancel.
+ * Use `create(ChannelCancelSchema)` to create a new message.
+ */
+export const ChannelCancelSchema: GenMessage<ChannelCancel> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 3);
+
+/**
+ * @generated from message boxmaker.v1.ChannelEvent
+ */
+export type ChannelEvent = Message<"boxmaker.v1.ChannelEvent"> & {
+  /**
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * @generated from oneof boxmaker.v1.ChannelEvent.kind
+   */
+  kind: {
+    /**
+     * One of the completion's events, as Complete streams them.
+     *
+     * @generated from field: boxmaker.v1.CompletionEvent event = 2;
+     */
+    value: CompletionEvent;
+    case: "event";
+  } | {
+    /**
+     * The completion is over: its status, as Complete's call would end.
+     *
+     * @generated from field: boxmaker.v1.ChannelEnd end = 3;
+     */
+    value: ChannelEnd;
+    case: "end";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message boxmaker.v1.ChannelEvent.
+ * Use `create(ChannelEventSchema)` to create a new message.
+ */
+export const ChannelEventSchema: GenMessage<ChannelEvent> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 4);
+
+/**
+ * @generated from message boxmaker.v1.ChannelEnd
+ */
+export type ChannelEnd = Message<"boxmaker.v1.ChannelEnd"> & {
+  /**
+   * A gRPC status code; 0 (OK) when the completion ended with its final event.
+   *
+   * @generated from field: uint32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * What a failed call carries in its trailers (RpcError.toMetadata): details, error code, cause.
+   *
+   * @generated from field: map<string, string> metadata = 3;
+   */
+  metadata: { [key: string]: string };
+};
+
+/**
+ * Describes the message boxmaker.v1.ChannelEnd.
+ * Use `create(ChannelEndSchema)` to create a new message.
+ */
+export const ChannelEndSchema: GenMessage<ChannelEnd> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 5);
+
+/**
  * @generated from message boxmaker.v1.CompletionEvent
  */
 export type CompletionEvent = Message<"boxmaker.v1.CompletionEvent"> & {
@@ -177,7 +299,7 @@ export type CompletionEvent = Message<"boxmaker.v1.CompletionEvent"> & {
  * Use `create(CompletionEventSchema)` to create a new message.
  */
 export const CompletionEventSchema: GenMessage<CompletionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 2);
+  messageDesc(file_boxmaker_v1_infer, 6);
 
 /**
  * @generated from message boxmaker.v1.PromptProgress
@@ -209,7 +331,7 @@ export type PromptProgress = Message<"boxmaker.v1.PromptProgress"> & {
  * Use `create(PromptProgressSchema)` to create a new message.
  */
 export const PromptProgressSchema: GenMessage<PromptProgress> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 3);
+  messageDesc(file_boxmaker_v1_infer, 7);
 
 /**
  * @generated from message boxmaker.v1.TextDelta
@@ -226,7 +348,7 @@ export type TextDelta = Message<"boxmaker.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 4);
+  messageDesc(file_boxmaker_v1_infer, 8);
 
 /**
  * @generated from message boxmaker.v1.ToolCallDelta
@@ -265,7 +387,7 @@ export type ToolCallDelta = Message<"boxmaker.v1.ToolCallDelta"> & {
  * Use `create(ToolCallDeltaSchema)` to create a new message.
  */
 export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 5);
+  messageDesc(file_boxmaker_v1_infer, 9);
 
 /**
  * @generated from message boxmaker.v1.ThinkingCapFired
@@ -299,7 +421,7 @@ export type ThinkingCapFired = Message<"boxmaker.v1.ThinkingCapFired"> & {
  * Use `create(ThinkingCapFiredSchema)` to create a new message.
  */
 export const ThinkingCapFiredSchema: GenMessage<ThinkingCapFired> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 6);
+  messageDesc(file_boxmaker_v1_infer, 10);
 
 /**
  * @generated from message boxmaker.v1.ToolCall
@@ -345,7 +467,7 @@ export type ToolCall = Message<"boxmaker.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 7);
+  messageDesc(file_boxmaker_v1_infer, 11);
 
 /**
  * @generated from message boxmaker.v1.Timings
@@ -382,7 +504,7 @@ export type Timings = Message<"boxmaker.v1.Timings"> & {
  * Use `create(TimingsSchema)` to create a new message.
  */
 export const TimingsSchema: GenMessage<Timings> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 8);
+  messageDesc(file_boxmaker_v1_infer, 12);
 
 /**
  * @generated from message boxmaker.v1.FinalMessage
@@ -452,7 +574,7 @@ export type FinalMessage = Message<"boxmaker.v1.FinalMessage"> & {
  * Use `create(FinalMessageSchema)` to create a new message.
  */
 export const FinalMessageSchema: GenMessage<FinalMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 9);
+  messageDesc(file_boxmaker_v1_infer, 13);
 
 /**
  * @generated from message boxmaker.v1.InferStatusRequest
@@ -465,7 +587,7 @@ export type InferStatusRequest = Message<"boxmaker.v1.InferStatusRequest"> & {
  * Use `create(InferStatusRequestSchema)` to create a new message.
  */
 export const InferStatusRequestSchema: GenMessage<InferStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 10);
+  messageDesc(file_boxmaker_v1_infer, 14);
 
 /**
  * @generated from message boxmaker.v1.SelfTest
@@ -529,7 +651,7 @@ export type SelfTest = Message<"boxmaker.v1.SelfTest"> & {
  * Use `create(SelfTestSchema)` to create a new message.
  */
 export const SelfTestSchema: GenMessage<SelfTest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 11);
+  messageDesc(file_boxmaker_v1_infer, 15);
 
 /**
  * @generated from message boxmaker.v1.SlotInfo
@@ -568,7 +690,7 @@ export type SlotInfo = Message<"boxmaker.v1.SlotInfo"> & {
  * Use `create(SlotInfoSchema)` to create a new message.
  */
 export const SlotInfoSchema: GenMessage<SlotInfo> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 12);
+  messageDesc(file_boxmaker_v1_infer, 16);
 
 /**
  * @generated from message boxmaker.v1.InferStatusResponse
@@ -612,7 +734,7 @@ export type InferStatusResponse = Message<"boxmaker.v1.InferStatusResponse"> & {
  * Use `create(InferStatusResponseSchema)` to create a new message.
  */
 export const InferStatusResponseSchema: GenMessage<InferStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 13);
+  messageDesc(file_boxmaker_v1_infer, 17);
 
 /**
  * @generated from message boxmaker.v1.SlotActionRequest
@@ -641,7 +763,7 @@ export type SlotActionRequest = Message<"boxmaker.v1.SlotActionRequest"> & {
  * Use `create(SlotActionRequestSchema)` to create a new message.
  */
 export const SlotActionRequestSchema: GenMessage<SlotActionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 14);
+  messageDesc(file_boxmaker_v1_infer, 18);
 
 /**
  * @generated from message boxmaker.v1.SlotActionResponse
@@ -679,7 +801,7 @@ export type SlotActionResponse = Message<"boxmaker.v1.SlotActionResponse"> & {
  * Use `create(SlotActionResponseSchema)` to create a new message.
  */
 export const SlotActionResponseSchema: GenMessage<SlotActionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 15);
+  messageDesc(file_boxmaker_v1_infer, 19);
 
 /**
  * @generated from enum boxmaker.v1.SlotActionKind
@@ -731,6 +853,21 @@ export const InferService: GenService<{
     methodKind: "server_streaming";
     input: typeof CompleteRequestSchema;
     output: typeof CompletionEventSchema;
+  },
+  /**
+   * Many completions over one long-lived stream, each as Complete would run
+   * it: the caller opens the stream once and starts a completion with a
+   * message on it instead of a call, which costs a gRPC call set-up per model
+   * request. Each completion has the caller's `call_id`; its events come back
+   * with that id and end with exactly one `end`. A caller's stream that
+   * breaks ends every completion on it.
+   *
+   * @generated from rpc boxmaker.v1.InferService.CompleteChannel
+   */
+  completeChannel: {
+    methodKind: "bidi_streaming";
+    input: typeof ChannelRequestSchema;
+    output: typeof ChannelEventSchema;
   },
   /**
    * Health, build, slots and the start-up self-test result.

@@ -1,0 +1,124 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import {
+  RpcError,
+  Status,
+  toRpcError,
+  type CallContext,
+  type ChannelEventSchema,
+  type ChannelRequest,
+  type CompleteRequest,
+} from "@boxmaker/common";
+import type { CompletionEventInit } from "./completion-stream.js";
+
+type ChannelEventInit = MessageInitShape<typeof ChannelEventSchema>;
+
+/** How one completion runs: InferProxy.complete, as the Complete call uses it. */
+export type RunCompletion = (req: CompleteRequest, ctx: CallContext) => AsyncIterable<CompletionEventInit>;
+
+/**
+ * InferService.CompleteChannel: many completions over one stream, each run as
+ * Complete would run it, its events tagged with the caller's id and ended by
+ * one `end` carrying the status Complete's call would have ended with. A
+ * cancel message does what cancelling a Complete call does. The stream ends
+ * when the caller ends its side and every completion on it is over; a stream
+ * that breaks aborts them all.
+ */
+export async function* completeChannel(
+  requests: AsyncIterable<ChannelRequest>,
+  ctx: CallContext,
+  complete: RunCompletion,
+): AsyncGenerator<ChannelEventInit> {
+  const out = new EventQueue<ChannelEventInit>(ctx.signal);
+  const running = new Map<bigint, AbortController>();
+  let requestsEnded = false;
+  const finishIfIdle = () => {
+    if (requestsEnded && running.size === 0) out.close();
+  };
+
+  const run = async (callId: bigint, req: CompleteRequest) => {
+    const ac = new AbortController();
+    running.set(callId, ac);
+    const onStreamAbort = () => ac.abort(ctx.signal.reason);
+    ctx.signal.addEventListener("abort", onStreamAbort, { once: true });
+    try {
+      for await (const ev of complete(req, { signal: ac.signal, metadata: ctx.metadata })) {
+        out.push({ callId, kind: { case: "event", value: ev } });
+      }
+      out.push({ callId, kind: { case: "end", value: { code: Status.OK } } });
+    } catch (err) {
+      const e = toRpcError(err);
+      out.push({ callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: record(e) } } });
+    } finally {
+      ctx.signal.removeEventListener("abort", onStreamAbort);
+      running.delete(callId);
+      finishIfIdle();
+    }
+  };
+
+  void (async () => {
+    try {
+      for await (const r of requests) {
+        if (r.kind.case === "start") {
+          if (running.has(r.callId)) {
+            out.push(endWith(r.callId, new RpcError(Status.ALREADY_EXISTS, `call ${r.callId} is already running`)));
+          } else {
+            void run(r.callId, r.kind.value);
+          }
+        } else if (r.kind.case === "cancel") {
+          running.get(r.callId)?.abort(new RpcError(Status.CANCELLED, "cancelled by client"));
+        }
+      }
+    } catch {
+      // The caller's stream broke: ctx.signal aborts every completion on it.
+    } finally {
+      requestsEnded = true;
+      finishIfIdle();
+    }
+  })();
+
+  yield* out;
+}
+
+function endWith(callId: bigint, e: RpcError): ChannelEventInit {
+  return { callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: record(e) } } };
+}
+
+/** What the call's trailers would have carried (details, error code, cause), as a map. */
+function record(e: RpcError): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(e.toMetadata().getMap())) out[k] = String(v);
+  return out;
+}
+
+/** Events from many producers to one reader, in the order pushed; ends when closed or when `signal` aborts. */
+class EventQueue<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private closed = false;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly signal: AbortSignal) {
+    signal.addEventListener("abort", () => this.close(), { once: true });
+  }
+
+  push(item: T): void {
+    if (this.closed) return;
+    this.items.push(item);
+    this.wake?.();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for (;;) {
+      while (this.items.length) yield this.items.shift()!;
+      if (this.closed || this.signal.aborted) return;
+      await new Promise<void>((r) => {
+        this.wake = r;
+      });
+      this.wake = undefined;
+    }
+  }
+}
