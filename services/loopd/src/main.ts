@@ -15,6 +15,7 @@ import {
 import { loopdConfigSchema, type LoopdConfig } from "./config.js";
 import { SessionStore } from "./session-store.js";
 import { SessionRunner } from "./session-runner.js";
+import { CompletionChannel } from "./completion-channel.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
 
@@ -28,7 +29,10 @@ runMain(async () => {
   const { loaded, interrupted } = store.loadAll();
   log.info({ loaded, interrupted }, "sessions restored");
 
-  const infer = createClient(InferService, config.inferproxy_socket);
+  const inferClient = createClient(InferService, config.inferproxy_socket);
+  // Model requests go over one long-lived stream: no gRPC call set-up per request.
+  const channel = new CompletionChannel(inferClient);
+  const infer = { ...inferClient, complete: channel.complete };
   const broker = createClient(BrokerService, config.brokerd_socket);
   const runner = new SessionRunner({ store, infer, broker, log, config });
   const schedules = new Schedules(
@@ -72,7 +76,8 @@ runMain(async () => {
       await runner.drain("loopd is shutting down");
     },
     onStop: () => {
-      infer.close();
+      channel.close();
+      inferClient.close();
       broker.close();
       store.closeAll();
     },

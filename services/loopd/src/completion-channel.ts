@@ -1,0 +1,162 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Metadata } from "@grpc/grpc-js";
+import {
+  RpcError,
+  Status,
+  toRpcError,
+  type BidiCall,
+  type CallOptions,
+  type ChannelEvent,
+  type ChannelEventSchema,
+  type ChannelRequestSchema,
+  type ClientOf,
+  type CompleteRequestSchema,
+  type CompletionEvent,
+  type InferService,
+} from "@boxmaker/common";
+
+type CompleteInit = MessageInitShape<typeof CompleteRequestSchema>;
+type Stream = BidiCall<typeof ChannelRequestSchema, typeof ChannelEventSchema>;
+
+/**
+ * What a completion on the channel gets: its events, then its end — from
+ * inferproxy (`fromServer`), or here (a cancel, a deadline, the stream's
+ * failure) — or word to ask again with Complete.
+ */
+type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer: boolean } | { fallback: true };
+
+/**
+ * Model requests to inferproxy over one long-lived CompleteChannel stream
+ * instead of a Complete call each (a gRPC call set-up is the largest single
+ * cost on a request's way to llama-server). `complete` keeps Complete's
+ * contract: the completion's events, then the end, or an RpcError with the
+ * status, details and cause the call would have ended with; a signal that
+ * aborts cancels it. The stream is opened on first use and again after it
+ * breaks (every completion on a broken stream fails UNAVAILABLE, as a broken
+ * call would). An inferproxy without CompleteChannel is asked with Complete.
+ */
+export class CompletionChannel {
+  private stream: Stream | undefined;
+  private readonly calls = new Map<bigint, CallQueue>();
+  private nextId = 0n;
+  private unsupported = false;
+
+  constructor(private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "completeChannel">) {}
+
+  readonly complete = (req: CompleteInit, opts?: CallOptions): AsyncIterable<CompletionEvent> =>
+    this.unsupported ? this.infer.complete(req, opts) : this.run(req, opts);
+
+  /** Ends the stream; completions still on it fail as on a broken stream. */
+  close(): void {
+    this.stream?.cancel();
+  }
+
+  private async *run(req: CompleteInit, opts?: CallOptions): AsyncGenerator<CompletionEvent> {
+    const signal = opts?.signal;
+    signal?.throwIfAborted();
+    const stream = this.open();
+    const callId = ++this.nextId;
+    const q = new CallQueue();
+    this.calls.set(callId, q);
+    let over = false; // inferproxy is done with it: nothing to cancel there
+    const onAbort = () => q.push({ end: new RpcError(Status.CANCELLED, "Cancelled on client"), fromServer: false });
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = opts?.timeoutMs
+      ? setTimeout(
+          () => q.push({ end: new RpcError(Status.DEADLINE_EXCEEDED, "Deadline exceeded"), fromServer: false }),
+          opts.timeoutMs,
+        )
+      : undefined;
+    try {
+      stream.send({ callId, kind: { case: "start", value: req } });
+      for await (const item of q) {
+        if ("event" in item) {
+          yield item.event;
+        } else if ("end" in item) {
+          over = item.fromServer;
+          if (item.end) throw item.end;
+          return;
+        } else {
+          // This inferproxy has no CompleteChannel, so nothing was sent upstream: ask it the old way.
+          over = true;
+          yield* this.infer.complete(req, opts);
+          return;
+        }
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (timer) clearTimeout(timer);
+      this.calls.delete(callId);
+      // Leaving early (a cancel, a break, a deadline) must stop the completion upstream too,
+      // as cancelling its call would; a stream that broke has taken it down already.
+      if (!over && this.stream === stream) stream.send({ callId, kind: { case: "cancel", value: {} } });
+    }
+  }
+
+  private open(): Stream {
+    if (this.stream) return this.stream;
+    const stream = this.infer.completeChannel();
+    this.stream = stream;
+    void this.read(stream);
+    return stream;
+  }
+
+  private async read(stream: Stream): Promise<void> {
+    let failure: RpcError;
+    try {
+      for await (const ev of stream) this.deliver(ev);
+      failure = new RpcError(Status.UNAVAILABLE, "inferproxy ended the completion stream");
+    } catch (err) {
+      failure = toRpcError(err);
+    }
+    if (this.stream === stream) this.stream = undefined;
+    if (failure.code === Status.UNIMPLEMENTED) this.unsupported = true;
+    for (const q of this.calls.values())
+      q.push(this.unsupported ? { fallback: true } : { end: failure, fromServer: false });
+  }
+
+  private deliver(ev: ChannelEvent): void {
+    const q = this.calls.get(ev.callId);
+    if (!q) return; // a completion its caller already left
+    if (ev.kind.case === "event") q.push({ event: ev.kind.value });
+    else if (ev.kind.case === "end") {
+      const e = ev.kind.value;
+      const end = e.code === Status.OK ? undefined : RpcError.fromMetadata(e.code, e.message, metadataOf(e.metadata));
+      q.push({ end, fromServer: true });
+    }
+  }
+}
+
+function metadataOf(record: Record<string, string>): Metadata {
+  const md = new Metadata();
+  for (const [k, v] of Object.entries(record)) md.set(k, v);
+  return md;
+}
+
+/** One completion's items, in order; an end (or a fallback) is the last thing it yields. */
+class CallQueue implements AsyncIterable<Item> {
+  private readonly items: Item[] = [];
+  private wake: (() => void) | undefined;
+  private done = false;
+
+  push(item: Item): void {
+    if (this.done) return;
+    if (!("event" in item)) this.done = true;
+    this.items.push(item);
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Item> {
+    for (;;) {
+      while (this.items.length) {
+        const item = this.items.shift()!;
+        yield item;
+        if (!("event" in item)) return;
+      }
+      await new Promise<void>((r) => {
+        this.wake = r;
+      });
+      this.wake = undefined;
+    }
+  }
+}
