@@ -15,3 +15,4 @@ export * from "./durable-file.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export * from "./slot-queue.js";
+export * from "./async-queue.js";

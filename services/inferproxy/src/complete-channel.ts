@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  AsyncQueue,
   RpcError,
   Status,
   toRpcError,
@@ -28,7 +29,8 @@ export async function* completeChannel(
   ctx: CallContext,
   complete: RunCompletion,
 ): AsyncGenerator<ChannelEventInit> {
-  const out = new EventQueue<ChannelEventInit>(ctx.signal);
+  const out = new AsyncQueue<ChannelEventInit>();
+  ctx.signal.addEventListener("abort", () => out.close(), { once: true });
   const running = new Map<bigint, AbortController>();
   let requestsEnded = false;
   const finishIfIdle = () => {
@@ -88,37 +90,4 @@ function record(e: RpcError): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(e.toMetadata().getMap())) out[k] = String(v);
   return out;
-}
-
-/** Events from many producers to one reader, in the order pushed; ends when closed or when `signal` aborts. */
-class EventQueue<T> implements AsyncIterable<T> {
-  private readonly items: T[] = [];
-  private closed = false;
-  private wake: (() => void) | undefined;
-
-  constructor(private readonly signal: AbortSignal) {
-    signal.addEventListener("abort", () => this.close(), { once: true });
-  }
-
-  push(item: T): void {
-    if (this.closed) return;
-    this.items.push(item);
-    this.wake?.();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    for (;;) {
-      while (this.items.length) yield this.items.shift()!;
-      if (this.closed || this.signal.aborted) return;
-      await new Promise<void>((r) => {
-        this.wake = r;
-      });
-      this.wake = undefined;
-    }
-  }
 }

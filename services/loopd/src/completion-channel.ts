@@ -1,6 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import {
+  AsyncQueue,
   RpcError,
   Status,
   toRpcError,
@@ -37,7 +38,7 @@ type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer
  */
 export class CompletionChannel {
   private stream: Stream | undefined;
-  private readonly calls = new Map<bigint, CallQueue>();
+  private readonly calls = new Map<bigint, (item: Item) => void>();
   private nextId = 0n;
   private unsupported = false;
 
@@ -56,14 +57,19 @@ export class CompletionChannel {
     signal?.throwIfAborted();
     const stream = this.open();
     const callId = ++this.nextId;
-    const q = new CallQueue();
-    this.calls.set(callId, q);
+    // One completion's items; its end (or a fallback) is the last: pushing it closes the queue.
+    const q = new AsyncQueue<Item>();
+    const push = (item: Item) => {
+      q.push(item);
+      if (!("event" in item)) q.close();
+    };
+    this.calls.set(callId, push);
     let over = false; // inferproxy is done with it: nothing to cancel there
-    const onAbort = () => q.push({ end: new RpcError(Status.CANCELLED, "Cancelled on client"), fromServer: false });
+    const onAbort = () => push({ end: new RpcError(Status.CANCELLED, "Cancelled on client"), fromServer: false });
     signal?.addEventListener("abort", onAbort, { once: true });
     const timer = opts?.timeoutMs
       ? setTimeout(
-          () => q.push({ end: new RpcError(Status.DEADLINE_EXCEEDED, "Deadline exceeded"), fromServer: false }),
+          () => push({ end: new RpcError(Status.DEADLINE_EXCEEDED, "Deadline exceeded"), fromServer: false }),
           opts.timeoutMs,
         )
       : undefined;
@@ -111,18 +117,18 @@ export class CompletionChannel {
     }
     if (this.stream === stream) this.stream = undefined;
     if (failure.code === Status.UNIMPLEMENTED) this.unsupported = true;
-    for (const q of this.calls.values())
-      q.push(this.unsupported ? { fallback: true } : { end: failure, fromServer: false });
+    for (const push of this.calls.values())
+      push(this.unsupported ? { fallback: true } : { end: failure, fromServer: false });
   }
 
   private deliver(ev: ChannelEvent): void {
-    const q = this.calls.get(ev.callId);
-    if (!q) return; // a completion its caller already left
-    if (ev.kind.case === "event") q.push({ event: ev.kind.value });
+    const push = this.calls.get(ev.callId);
+    if (!push) return; // a completion its caller already left
+    if (ev.kind.case === "event") push({ event: ev.kind.value });
     else if (ev.kind.case === "end") {
       const e = ev.kind.value;
       const end = e.code === Status.OK ? undefined : RpcError.fromMetadata(e.code, e.message, metadataOf(e.metadata));
-      q.push({ end, fromServer: true });
+      push({ end, fromServer: true });
     }
   }
 }
@@ -131,32 +137,4 @@ function metadataOf(record: Record<string, string>): Metadata {
   const md = new Metadata();
   for (const [k, v] of Object.entries(record)) md.set(k, v);
   return md;
-}
-
-/** One completion's items, in order; an end (or a fallback) is the last thing it yields. */
-class CallQueue implements AsyncIterable<Item> {
-  private readonly items: Item[] = [];
-  private wake: (() => void) | undefined;
-  private done = false;
-
-  push(item: Item): void {
-    if (this.done) return;
-    if (!("event" in item)) this.done = true;
-    this.items.push(item);
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<Item> {
-    for (;;) {
-      while (this.items.length) {
-        const item = this.items.shift()!;
-        yield item;
-        if (!("event" in item)) return;
-      }
-      await new Promise<void>((r) => {
-        this.wake = r;
-      });
-      this.wake = undefined;
-    }
-  }
 }

@@ -1,3 +1,4 @@
+import { AsyncQueue } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionEventSchema } from "@boxmaker/common";
 
@@ -50,25 +51,18 @@ export class EventHub {
    * ends after the first turn_done or turn_failed it yields.
    */
   async *subscribe(afterSeq: number, signal: AbortSignal, untilTurnEnd = false): AsyncGenerator<SessionEventInit> {
-    const queue: SessionEventInit[] = this.backlog.filter((e) => Number(e.seq) > afterSeq);
-    let wake: (() => void) | undefined;
-    const listener = (ev: SessionEventInit) => {
-      queue.push(ev);
-      wake?.();
-    };
+    const queue = new AsyncQueue<SessionEventInit>();
+    for (const e of this.backlog) if (Number(e.seq) > afterSeq) queue.push(e);
+    const listener = (ev: SessionEventInit) => queue.push(ev);
     this.listeners.add(listener);
-    const onAbort = () => wake?.();
+    // What was published before the abort is still delivered; then the stream ends.
+    const onAbort = () => queue.close();
+    if (signal.aborted) onAbort();
     signal.addEventListener("abort", onAbort);
     try {
-      for (;;) {
-        while (queue.length) {
-          const ev = queue.shift()!;
-          yield ev;
-          if (untilTurnEnd && ev.event?.case && TURN_END_CASES.has(ev.event.case)) return;
-        }
-        if (signal.aborted) return;
-        await new Promise<void>((r) => (wake = r));
-        wake = undefined;
+      for await (const ev of queue) {
+        yield ev;
+        if (untilTurnEnd && ev.event?.case && TURN_END_CASES.has(ev.event.case)) return;
       }
     } finally {
       this.listeners.delete(listener);
