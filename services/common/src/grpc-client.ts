@@ -140,17 +140,7 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
             callMetadata(opts),
             callOptions(opts),
           );
-          const onAbort = () => call.cancel();
-          opts?.signal?.addEventListener("abort", onAbort, { once: true });
-          try {
-            for await (const ev of call) yield ev;
-          } catch (err) {
-            throw toClientError(err);
-          } finally {
-            opts?.signal?.removeEventListener("abort", onAbort);
-            // Leaving the loop early (break/return) must cancel the server side too.
-            call.cancel();
-          }
+          yield* responsesOf(call, opts?.signal);
         },
       });
     }
@@ -170,21 +160,31 @@ function bidiCall(
   // Failures reach the caller through the iteration; a write racing a broken call must not
   // raise an 'error' nobody listens to any more.
   call.on("error", () => undefined);
-  const onAbort = () => call.cancel();
-  opts?.signal?.addEventListener("abort", onAbort, { once: true });
   return {
     send: (req) => call.write(create(m.input, req)),
     end: () => call.end(),
     cancel: () => call.cancel(),
-    async *[Symbol.asyncIterator]() {
-      try {
-        for await (const ev of call) yield ev as MessageShape<DescMessage>;
-      } catch (err) {
-        throw toClientError(err);
-      } finally {
-        opts?.signal?.removeEventListener("abort", onAbort);
-        call.cancel();
-      }
-    },
+    [Symbol.asyncIterator]: () => responsesOf(call, opts?.signal),
   };
+}
+
+/**
+ * A call's responses: a signal that aborts cancels the call, a failure comes
+ * out as an RpcError, and leaving the loop early (break/return) cancels the
+ * server side too.
+ */
+async function* responsesOf(
+  call: AsyncIterable<unknown> & { cancel(): void },
+  signal: AbortSignal | undefined,
+): AsyncGenerator<MessageShape<DescMessage>> {
+  const onAbort = () => call.cancel();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    for await (const ev of call) yield ev as MessageShape<DescMessage>;
+  } catch (err) {
+    throw toClientError(err);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    call.cancel();
+  }
 }
