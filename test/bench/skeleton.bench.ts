@@ -12,6 +12,7 @@
 // The wire floor (wire-floor.ts) is the same shape with none of the work: the
 // stack's added time minus the floor's is what the daemons' own code costs.
 import { Agent, request } from "undici";
+import { directFirstContent } from "./direct-request.js";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, type LoopClient } from "../support/loop-client.js";
@@ -120,21 +121,8 @@ async function viaStack(client: LoopClient, sessionId: string, text: string, ent
 
 async function viaDirect(agent: Agent, body: string, entry: () => Entry): Promise<Sample> {
   const t0 = now();
-  const res = await request("http://localhost/v1/chat/completions", {
-    method: "POST",
-    dispatcher: agent,
-    headers: { "content-type": "application/json" },
-    body,
-  });
-  let first = 0;
-  let text = "";
-  for await (const chunk of res.body) {
-    const s = chunk.toString();
-    if (!first && /"content":"[^"]/.test(s)) first = now();
-    text += s;
-  }
-  if (!text.includes("[DONE]")) throw new Error("direct request did not finish");
-  return sample(t0, first, now(), entry());
+  const d = await directFirstContent(agent, body);
+  return sample(t0, t0 + d.ms, t0 + d.endMs, entry());
 }
 
 function sample(t0: number, first: number, end: number, e: Entry): Sample {
