@@ -30,6 +30,8 @@ export interface StackOptions {
   inferproxy?: Record<string, unknown>;
   brokerd?: Record<string, unknown>;
   loopd?: Record<string, unknown>;
+  /** Node flags for every daemon after the production ones (e.g. a `--require` that reports on them). */
+  nodeArgs?: string[];
 }
 
 /**
@@ -110,6 +112,7 @@ export class Stack {
     // profiles the daemons under a test or bench).
     const nodeArgs = [
       ...DAEMON_NODE_FLAGS,
+      ...(this.opts.nodeArgs ?? []),
       ...(process.env.BOXMAKER_DAEMON_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
     ];
     const proc = spawn(process.execPath, [...nodeArgs, daemonMain(name), "--config", configPath], {

@@ -1,11 +1,11 @@
 import { Readable } from "node:stream";
-import { Pool, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
 import { checkingConnector, type RawResponse } from "./connection-check.js";
 import type { UpstreamConfig } from "./config.js";
 import { upstreamLabel } from "./config.js";
 import { errnoOf, isConnectError } from "./error-mapping.js";
 import { UpstreamConnectError, UpstreamTimeoutError } from "./errors.js";
+import { Pool, buildConnector, request } from "./undici-pool.js";
 
 /**
  * Response chunks in arrival order. An error is delivered only after every
@@ -264,7 +264,7 @@ export class LlamaClient {
    * at the abort; a response that still comes is drained.
    */
   private send(opts: Dispatcher.RequestOptions, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-    const p = this.retryStale(() => this.pool.request(opts), signal);
+    const p = this.retryStale(() => request(this.pool, opts), signal);
     return new Promise<Dispatcher.ResponseData>((resolve, reject) => {
       const onAbort = () => {
         reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));

@@ -1,9 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { CronExpressionParser } from "cron-parser";
+import { createRequire } from "node:module";
 import { atomicWrite, invalidArgument, messageOf, notFound, type Logger } from "@boxmaker/common";
 import type { ScheduleConfig } from "./config.js";
+
+// cron-parser brings luxon: ~2 MB of an idle loopd's heap for stacks that have no
+// schedule at all. It is loaded with the first cron expression read instead.
+const load = createRequire(import.meta.url);
+let parser: typeof import("cron-parser").CronExpressionParser | undefined;
+const cronParser = () => (parser ??= (load("cron-parser") as typeof import("cron-parser")).CronExpressionParser);
 
 export interface ScheduleState extends ScheduleConfig {
   /** Where it came from: config entries cannot be removed through the API. */
@@ -17,7 +23,7 @@ export interface ScheduleState extends ScheduleConfig {
 
 /** Runs of `cron` strictly after `fromMs` and at or before `toMs` (capped, it is a report not a replay). */
 export function runsBetween(cron: string, fromMs: number, toMs: number, cap = 1000): number[] {
-  const it = CronExpressionParser.parse(cron, { currentDate: new Date(fromMs) });
+  const it = cronParser().parse(cron, { currentDate: new Date(fromMs) });
   const out: number[] = [];
   for (;;) {
     const t = it.next().getTime();
@@ -27,7 +33,8 @@ export function runsBetween(cron: string, fromMs: number, toMs: number, cap = 10
 }
 
 export function nextRun(cron: string, afterMs: number): number {
-  return CronExpressionParser.parse(cron, { currentDate: new Date(afterMs) })
+  return cronParser()
+    .parse(cron, { currentDate: new Date(afterMs) })
     .next()
     .getTime();
 }
@@ -43,7 +50,7 @@ export function validateCron(cron: string): void {
     );
   }
   try {
-    CronExpressionParser.parse(cron);
+    cronParser().parse(cron);
   } catch (err) {
     throw invalidArgument(`not a cron expression: "${cron}" (${messageOf(err)})`);
   }

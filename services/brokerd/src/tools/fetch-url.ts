@@ -1,6 +1,5 @@
 import { lookup as dnsLookup } from "node:dns/promises";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import type { IncomingMessage } from "node:http";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { decide } from "../policy/rules.js";
 import { ToolError } from "../errors.js";
@@ -8,6 +7,12 @@ import type { ToolContext, ToolDef } from "../tool-table.js";
 import { messageOf } from "@boxmaker/common";
 
 type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+
+// Not `import ... from "node:http"`: an ES import of node:http reads every export, and its
+// lazy WebSocket and event getters load Node's bundled undici (~3 MB of an idle brokerd's
+// heap) whether or not anything is ever fetched. The CommonJS exports are read on demand.
+const http = process.getBuiltinModule("node:http");
+const https = process.getBuiltinModule("node:https");
 
 const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 
@@ -165,7 +170,7 @@ function get(u: URL, addr: { address: string; family: number }, signal: AbortSig
     if (opts.all) cb(null, [addr]);
     else cb(null, addr.address, addr.family);
   };
-  const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, {
+  const req = (u.protocol === "https:" ? https.request : http.request)(u, {
     method: "GET",
     lookup,
     signal,

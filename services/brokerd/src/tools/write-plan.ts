@@ -1,10 +1,16 @@
-import { createTwoFilesPatch } from "diff";
+import { createRequire } from "node:module";
 import { sha256 } from "../blobs.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import type { Plan, ToolContext } from "../tool-table.js";
 import { existsAt, readFileAt } from "./fs-read.js";
 import { writeFileAt } from "./fs-write.js";
+
+// The diff library is loaded with the first change that shows one: an idle brokerd
+// (or one that never writes) does not carry it.
+const load = createRequire(import.meta.url);
+let loaded: typeof import("diff") | undefined;
+const diffLib = () => (loaded ??= load("diff") as typeof import("diff"));
 
 const ABSENT = "absent";
 
@@ -39,7 +45,7 @@ export function boundedPatch(old: string | null, content: string, rel: string): 
   const bytes = Buffer.byteLength(old ?? "") + Buffer.byteLength(content);
   if (lines > DIFF_MAX_LINES || bytes > DIFF_MAX_BYTES)
     return summary(old, content, rel, `the change spans ${lines} lines / ${bytes} bytes, above the diff limit`);
-  const patch = createTwoFilesPatch(
+  const patch = diffLib().createTwoFilesPatch(
     old === null ? "/dev/null" : `a/${rel}`,
     `b/${rel}`,
     old ?? "",
