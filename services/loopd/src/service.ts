@@ -10,6 +10,7 @@ import {
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
 import type { SessionStore } from "./session-store.js";
+import type { SessionSummary } from "./session-index.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Schedules } from "./schedules.js";
 import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
@@ -58,11 +59,13 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     async listSessions(req) {
-      const matching = store.summaries().filter((e) => req.includeArchived || !e.summary.archived);
-      const shown = req.limit
-        ? matching.sort((a, b) => b.summary.updatedAt - a.summary.updatedAt).slice(0, req.limit)
-        : matching;
-      return { sessions: shown.map((e) => summaryInfo(e.summary, e.live)), total: matching.length };
+      const include = (s: SessionSummary) => req.includeArchived || !s.archived;
+      if (req.limit) {
+        const { shown, total } = store.mostRecent(req.limit, include);
+        return { sessions: shown.map((e) => summaryInfo(e.summary, e.live)), total };
+      }
+      const matching = store.summaries().filter((e) => include(e.summary));
+      return { sessions: matching.map((e) => summaryInfo(e.summary, e.live)), total: matching.length };
     },
 
     async getSession(req) {

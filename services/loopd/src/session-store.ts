@@ -8,6 +8,17 @@ import { foldRecords, quarantinedState, type SessionState } from "./session-stat
 import { EventHub } from "./event-hub.js";
 import { Session, type RecordSink, type SessionHeader } from "./session.js";
 import { SessionIndex, summarize, type SessionSummary } from "./session-index.js";
+import { TopK } from "./top-k.js";
+
+/** A session as listed: its summary, and the session itself when it is in memory. */
+export interface Listed {
+  summary: SessionSummary;
+  live?: Session;
+}
+
+/** How `ls` orders sessions: most recently active first; of two as recent, the older session first. */
+export const byRecency = (a: Listed, b: Listed): number =>
+  b.summary.updatedAt - a.summary.updatedAt || a.summary.createdAt - b.summary.createdAt;
 
 function newSessionId(): string {
   // Time first so `ls` of the state directory lists sessions in creation order.
@@ -169,12 +180,27 @@ export class SessionStore {
   }
 
   /** Every session for listing, oldest first: in-memory ones with their live state, the rest by summary. */
-  summaries(): Array<{ summary: SessionSummary; live?: Session }> {
-    const all: Array<{ summary: SessionSummary; live?: Session }> = [...this.dormant.values()].map((d) => ({
+  summaries(): Listed[] {
+    const all: Listed[] = [...this.dormant.values()].map((d) => ({
       summary: d.summary,
     }));
     for (const s of this.sessions.values()) all.push({ summary: summarize(s.state), live: s });
     return all.sort((a, b) => a.summary.createdAt - b.summary.createdAt);
+  }
+
+  /**
+   * The `limit` most recently active sessions that `include` keeps (in `byRecency` order)
+   * and how many it keeps in all, without copying and sorting every session.
+   */
+  mostRecent(limit: number, include: (s: SessionSummary) => boolean): { shown: Listed[]; total: number } {
+    const pick = new TopK<Listed>(limit, byRecency);
+    // The dormant entry itself is offered (a Listed without `live`): no object per session per call.
+    for (const d of this.dormant.values()) if (include(d.summary)) pick.offer(d);
+    for (const s of this.sessions.values()) {
+      const summary = summarize(s.state);
+      if (include(summary)) pick.offer({ summary, live: s });
+    }
+    return { shown: pick.top, total: pick.total };
   }
 
   count(): number {
