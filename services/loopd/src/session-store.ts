@@ -7,7 +7,7 @@ import { SessionLog, type LogRecord } from "./session-log.js";
 import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
 import { EventHub } from "./event-hub.js";
 import { Session, type RecordSink, type SessionHeader } from "./session.js";
-import { SessionIndex, summarize, type SessionSummary } from "./session-index.js";
+import { SessionIndex, type SessionSummary } from "./session-index.js";
 import { TopK } from "./top-k.js";
 
 /** A session as listed: its summary, and the session itself when it is in memory. */
@@ -166,7 +166,7 @@ export class SessionStore {
   /** A session's log file and its summary now: how it is listed when not in memory. */
   private listing(s: Session): { file: string; path: string; summary: SessionSummary } {
     const file = `${s.id}.jsonl`;
-    return { file, path: join(this.dir, file), summary: summarize(s.state) };
+    return { file, path: join(this.dir, file), summary: s.summary() };
   }
 
   /** How many sessions are in memory (the rest are listed from summaries). */
@@ -184,7 +184,7 @@ export class SessionStore {
     const all: Listed[] = [...this.dormant.values()].map((d) => ({
       summary: d.summary,
     }));
-    for (const s of this.sessions.values()) all.push({ summary: summarize(s.state), live: s });
+    for (const s of this.sessions.values()) all.push({ summary: s.summary(), live: s });
     return all.sort((a, b) => a.summary.createdAt - b.summary.createdAt);
   }
 
@@ -197,7 +197,7 @@ export class SessionStore {
     // The dormant entry itself is offered (a Listed without `live`): no object per session per call.
     for (const d of this.dormant.values()) if (include(d.summary)) pick.offer(d);
     for (const s of this.sessions.values()) {
-      const summary = summarize(s.state);
+      const summary = s.summary();
       if (include(summary)) pick.offer({ summary, live: s });
     }
     return { shown: pick.top, total: pick.total };

@@ -3,6 +3,7 @@ import { toolMessageJson } from "./messages.js";
 import type { AppendOptions, LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
 import { unansweredToolCalls } from "./epoch-view.js";
+import { summarize, type SessionSummary } from "./session-index.js";
 
 const INTERRUPTED_RESULT =
   "interrupted: loopd stopped before this tool call finished; its effect is unknown. Check before repeating it.";
@@ -48,6 +49,7 @@ export class Session {
   running: AbortController | undefined;
   /** Event sequence number of the latest turn_started, so a client can attach from there. */
   turnStartedSeq = 0;
+  private summarized: { atRecord: number; summary: SessionSummary } | undefined;
 
   constructor(
     readonly log: RecordSink,
@@ -78,6 +80,18 @@ export class Session {
 
   get state(): Readonly<SessionState> {
     return this.folded;
+  }
+
+  /**
+   * What `ls` and status show of it. Summarising reads the whole history (messages,
+   * open tool calls, the system prompt), and ListSessions asks for every session in
+   * memory on every call, so it is kept until a record changes the state.
+   */
+  summary(): SessionSummary {
+    if (this.summarized?.atRecord !== this.log.length) {
+      this.summarized = { atRecord: this.log.length, summary: summarize(this.folded) };
+    }
+    return this.summarized.summary;
   }
 
   /**

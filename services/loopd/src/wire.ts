@@ -1,7 +1,7 @@
 import { SessionRole, decisionOf, type SessionInfoSchema, type HistoryMessageSchema } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { nextRun, type ScheduleState } from "./schedules.js";
-import { summarize, type SessionSummary } from "./session-index.js";
+import type { SessionSummary } from "./session-index.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { StoredMessage } from "./session-state.js";
 import type { Session } from "./session.js";
@@ -25,7 +25,7 @@ const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
 };
 
 export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
-  return summaryInfo(summarize(s.state), s);
+  return summaryInfo(s.summary(), s);
 }
 
 /** A session as the wire shows it; without `live` (not in memory) it has no running turn and no events yet. */

@@ -139,3 +139,25 @@ describe("state derived from records", () => {
     });
   });
 });
+
+describe("a live session's summary", () => {
+  it("follows every record and is the same answer while nothing is recorded", () => {
+    const s = store.create(fresh);
+    const first = s.summary();
+    expect(first).toMatchObject({ turn: 0, messages: 0, turnOpen: false, openToolCalls: 0 });
+    expect(s.summary()).toBe(first);
+
+    s.recordTurnStart(1, '{"role":"user","content":"q"}');
+    expect(s.summary()).toMatchObject({ turn: 1, messages: 1, turnOpen: true });
+    s.recordAssistant(
+      '{"role":"assistant","content":null,"tool_calls":[{"id":"k","type":"function","function":{"name":"x","arguments":"{}"}}]}',
+      10,
+    );
+    expect(s.summary()).toMatchObject({ messages: 2, openToolCalls: 1, contextTokens: 10 });
+    s.recordToolResult("k", "done", { decision: "allowed", rule: "r", is_error: false });
+    s.recordTurnEnd(1, "stop", { cacheN: 0, promptN: 1, predictedN: 1 });
+    const ended = s.summary();
+    expect(ended).toMatchObject({ messages: 3, openToolCalls: 0, turnOpen: false, lastTurnEnd: "stop" });
+    expect(store.mostRecent(10, () => true).shown[0]!.summary).toBe(ended);
+  });
+});
