@@ -50,6 +50,7 @@ async function streamCompletion(
     { signal },
   );
   let final: FinalMessage | undefined;
+  let shownFirst = false;
   try {
     for await (const ev of stream) {
       const e = ev.event;
@@ -82,6 +83,13 @@ async function streamCompletion(
           break;
         default:
           break;
+      }
+      if (!shownFirst && (e.case === "content" || e.case === "reasoning")) {
+        shownFirst = true;
+        // The first token is what a person waits for. The client's stream wrote it as it was
+        // published, but http2 sends only when the event loop turns, and the rest of a burst
+        // from inferproxy is already here to be published first: give the loop that turn now.
+        await setImmediate();
       }
     }
   } catch (err) {
