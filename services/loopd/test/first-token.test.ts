@@ -1,22 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { CompletionEventSchema } from "@boxmaker/common";
 import { TurnBudget } from "../src/budgets.js";
 import { requestCompletion } from "../src/completion.js";
-import { SessionStore } from "../src/session-store.js";
-import { silentLog } from "./fakes.js";
-import { tempDir } from "../../../test/support/tmp.js";
+import { sessionPerTest } from "./session-fixture.js";
 
-let tmp: ReturnType<typeof tempDir>;
-let store: SessionStore;
-beforeEach(() => {
-  tmp = tempDir();
-  store = new SessionStore(tmp.dir, silentLog);
-});
-afterEach(() => {
-  store.closeAll();
-  tmp.cleanup();
-});
+const fx = sessionPerTest();
 
 const unlimited = { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 };
 const ev = (e: MessageInitShape<typeof CompletionEventSchema>) => create(CompletionEventSchema, e);
@@ -27,7 +16,7 @@ const ev = (e: MessageInitShape<typeof CompletionEventSchema>) => create(Complet
 describe("a request's first token", () => {
   for (const first of ["content", "reasoning"] as const) {
     it(`(${first}) gets a turn of the event loop before loopd takes the next event`, async () => {
-      const s = store.create({ role: "main", title: "t", parentId: "", slot: 0, systemJson: "{}", toolsJson: "[]" });
+      const s = fx.session;
       const turnedBeforeNext: boolean[] = [];
       const infer = {
         complete: () =>
