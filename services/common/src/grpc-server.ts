@@ -144,19 +144,31 @@ function unaryHandler(m: DescMethod, fn: UnaryHandler<DescMessage, DescMessage>,
 }
 
 function streamHandler(m: DescMethod, fn: StreamHandler<DescMessage, DescMessage>, calls: CallRegistry) {
-  return (call: grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
-    const ac = calls.track();
-    const cancel = abortOnClientCancel(call, ac);
-    void writeAll(m, call, fn(call.request, { signal: ac.signal, metadata: call.metadata }), ac, cancel, calls);
-  };
+  return streamingHandler<grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>>(m, calls, (call, ctx) =>
+    fn(call.request, ctx),
+  );
 }
 
 function bidiHandler(m: DescMethod, fn: BidiHandler<DescMessage, DescMessage>, calls: CallRegistry) {
-  return (call: grpc.ServerDuplexStream<MessageShape<DescMessage>, unknown>) => {
+  return streamingHandler<grpc.ServerDuplexStream<MessageShape<DescMessage>, unknown>>(m, calls, (call, ctx) =>
+    fn(call as AsyncIterable<MessageShape<DescMessage>>, ctx),
+  );
+}
+
+/** A handler whose answer is a stream: tracked, cancelled with its client, written by `writeAll`. */
+function streamingHandler<
+  C extends
+    | grpc.ServerWritableStream<MessageShape<DescMessage>, unknown>
+    | grpc.ServerDuplexStream<MessageShape<DescMessage>, unknown>,
+>(
+  m: DescMethod,
+  calls: CallRegistry,
+  events: (call: C, ctx: CallContext) => AsyncIterable<MessageInitShape<DescMessage>>,
+) {
+  return (call: C) => {
     const ac = calls.track();
     const cancel = abortOnClientCancel(call, ac);
-    const requests = call as AsyncIterable<MessageShape<DescMessage>>;
-    void writeAll(m, call, fn(requests, { signal: ac.signal, metadata: call.metadata }), ac, cancel, calls);
+    void writeAll(m, call, events(call, { signal: ac.signal, metadata: call.metadata }), ac, cancel, calls);
   };
 }
 
