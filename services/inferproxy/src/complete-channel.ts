@@ -51,8 +51,7 @@ export async function* completeChannel(
       }
       out.push({ callId, kind: { case: "end", value: { code: Status.OK } } });
     } catch (err) {
-      const e = toRpcError(err);
-      out.push({ callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: record(e) } } });
+      out.push(endWith(callId, toRpcError(err)));
     } finally {
       ctx.signal.removeEventListener("abort", onStreamAbort);
       running.delete(callId);
