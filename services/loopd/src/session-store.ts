@@ -181,10 +181,8 @@ export class SessionStore {
 
   /** Every session for listing, oldest first: in-memory ones with their live state, the rest by summary. */
   summaries(): Listed[] {
-    const all: Listed[] = [...this.dormant.values()].map((d) => ({
-      summary: d.summary,
-    }));
-    for (const s of this.sessions.values()) all.push({ summary: s.summary(), live: s });
+    const all: Listed[] = [];
+    this.eachListed((e) => all.push(e));
     return all.sort((a, b) => a.summary.createdAt - b.summary.createdAt);
   }
 
@@ -194,13 +192,19 @@ export class SessionStore {
    */
   mostRecent(limit: number, include: (s: SessionSummary) => boolean): { shown: Listed[]; total: number } {
     const pick = new TopK<Listed>(limit, byRecency);
-    // The dormant entry itself is offered (a Listed without `live`): no object per session per call.
-    for (const d of this.dormant.values()) if (include(d.summary)) pick.offer(d);
-    for (const s of this.sessions.values()) {
-      const summary = s.summary();
-      if (include(summary)) pick.offer({ summary, live: s });
-    }
+    this.eachListed((e) => {
+      if (include(e.summary)) pick.offer(e);
+    });
     return { shown: pick.top, total: pick.total };
+  }
+
+  /**
+   * Every session as listed, dormant ones first. A dormant entry is handed over as it is
+   * (a Listed without `live`): no object per session per listing.
+   */
+  private eachListed(fn: (e: Listed) => void): void {
+    for (const d of this.dormant.values()) fn(d);
+    for (const s of this.sessions.values()) fn({ summary: s.summary(), live: s });
   }
 
   count(): number {
