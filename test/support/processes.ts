@@ -1,3 +1,5 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 
 /** Whether a process with this pid exists (signal 0 checks without sending anything). */
@@ -34,4 +36,15 @@ export function cpuSeconds(pid: number): number {
   // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/**
+ * A node script in its own process, once it says it is ready (`process.send`). A script
+ * that exits first rejects: a server that cannot start fails the test instead of hanging it.
+ */
+export async function forkReady(script: string, args: string[]): Promise<ChildProcess> {
+  const child = fork(script, args);
+  const ready = await Promise.race([once(child, "message").then(() => true), once(child, "exit").then(() => false)]);
+  if (!ready) throw new Error(`${script} exited before it was ready (${child.exitCode ?? child.signalCode})`);
+  return child;
 }

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { fork, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
+import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { FlushPacer, InferService, createClient } from "@boxmaker/common";
+import { forkReady } from "../../../test/support/processes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let child: ChildProcess | undefined;
@@ -16,10 +16,7 @@ afterAll(() => tmp.cleanup());
 describe("a streamed event reaches the client before the producer's next work", () => {
   it("the first event arrives while the server still holds its event loop for the second", async () => {
     const sock = join(tmp.dir, "busy.sock");
-    child = fork(join(import.meta.dirname, "support", "busy-stream-server.mjs"), [sock, "400"]);
-    // Ready, or dead (a server that cannot start must fail the test, not hang it).
-    const ready = await Promise.race([once(child, "message").then(() => true), once(child, "exit").then(() => false)]);
-    expect(ready).toBe(true);
+    child = await forkReady(join(import.meta.dirname, "support", "busy-stream-server.mjs"), [sock, "400"]);
     const c = createClient(InferService, sock);
     const arrivals: bigint[] = [];
     const texts: string[] = [];

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { fork, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
+import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { InferService, createClient } from "@boxmaker/common";
+import { forkReady } from "../../../test/support/processes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const tmp = tempDir("bxcf-");
@@ -19,9 +19,7 @@ afterAll(() => {
 describe("an event on CompleteChannel reaches loopd before its completion's next work", () => {
   it("the first event arrives while the completion still holds the event loop for the second", async () => {
     const sock = join(tmp.dir, "busy.sock");
-    child = fork(join(import.meta.dirname, "support", "busy-channel-server.mjs"), [sock, "400"]);
-    const ready = await Promise.race([once(child, "message").then(() => true), once(child, "exit").then(() => false)]);
-    expect(ready).toBe(true);
+    child = await forkReady(join(import.meta.dirname, "support", "busy-channel-server.mjs"), [sock, "400"]);
     const c = createClient(InferService, sock);
     const call = c.completeChannel();
     call.send({ callId: 1n, kind: { case: "start", value: {} } });
