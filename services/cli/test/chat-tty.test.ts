@@ -90,8 +90,14 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(asked).toMatch(/… \d+ more lines \(d shows them all\)/);
     expect(asked).not.toMatch(/^\+line 30$/m);
     await tmux.type(chat, "d");
-    const full = await tmux.waitFor(chat, (s) => /^\+line 30$/m.test(s), "the full diff");
+    // The whole diff, then the question again below it (two writes: wait for both).
+    const full = await tmux.waitFor(
+      chat,
+      (s) => /^\+line 30$/m.test(s) && (s.match(/\[l\]ater/g)?.length ?? 0) >= 2,
+      "the full diff and the question again",
+    );
     expect(full.match(/\[l\]ater/g)?.length).toBe(2);
+    expect(full.lastIndexOf("[l]ater")).toBeGreaterThan(full.indexOf("+line 30"));
     await tmux.type(chat, "y");
     const done = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the turn to end");
     expect(done).toMatch(/│ Created inplace\.txt/);

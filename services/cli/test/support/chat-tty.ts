@@ -13,6 +13,14 @@ export function useChatTty(prefix: string) {
   afterEach(async () => {
     await tmux?.kill();
     tmux = undefined;
+    // A test that failed half-way leaves a turn waiting on its question
+    // (holding the main slot) and its unused model answers queued in the
+    // simulator: the next test would queue behind the one and be given the
+    // others. A failure should stay in the test that had it.
+    const { sessions } = await t.client.listSessions({});
+    for (const s of sessions)
+      if (s.state === "running" || s.state === "waiting") await t.client.cancelTurn({ sessionId: s.id });
+    t.stack.sim.reset();
   });
   return {
     t,
