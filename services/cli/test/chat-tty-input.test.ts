@@ -151,8 +151,8 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       expect(cancelled).not.toContain("[exit ");
 
       await tmux.type(chat, "still there?");
-      const after = await tmux.waitFor(chat, (s) => s.includes("Fresh answer after the cancel."), "the next turn");
-      expect(after).toMatch(/Fresh answer after the cancel\.\n— stop/);
+      // The answer and the turn's footer are separate writes: wait for the footer.
+      const after = await tmux.waitFor(chat, (s) => /Fresh answer after the cancel\.\n— stop/.test(s), "the next turn");
       expect(after).not.toContain("[exit ");
 
       const id = JSON.parse((await t.stack.cli(["ls", "--json"])).stdout).sessions.find(
