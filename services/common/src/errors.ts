@@ -1,5 +1,5 @@
-import { Metadata, status as Status } from "@grpc/grpc-js";
 import { BoxmakerError, describeCause, isAbortError, messageOf } from "./boxmaker-error.js";
+import { Status } from "./status.js";
 
 export { Status };
 export { BoxmakerError, describeCause, isAbortError, messageOf };
@@ -35,26 +35,35 @@ export class RpcError extends BoxmakerError<Status> {
     return Status[this.code] ?? `CODE_${this.code}`;
   }
 
-  toMetadata(): Metadata {
-    const md = new Metadata();
-    for (const [k, v] of Object.entries(this.details)) md.set(`${DETAIL_PREFIX}${k}`, v);
-    if (this.errorCode) md.set(CODE_KEY, this.errorCode);
+  /**
+   * What travels beside the status and message, as trailing metadata: the
+   * details, the error code and the cause's message. Plain header pairs, so
+   * any transport can carry them.
+   */
+  toTrailers(): Record<string, string> {
+    const out: Record<string, string> = {};
+    // Lower case, as gRPC metadata keys are on every transport.
+    for (const [k, v] of Object.entries(this.details)) out[`${DETAIL_PREFIX}${k}`.toLowerCase()] = v;
+    if (this.errorCode) out[CODE_KEY] = this.errorCode;
     // Header values must be printable ASCII; the cause is for people, so a lossy form is fine.
     const chain = describeCause(this);
-    if (chain.length > this.message.length) md.set(CAUSE_KEY, printable(chain.slice(this.message.length + 2)));
-    return md;
+    if (chain.length > this.message.length) out[CAUSE_KEY] = printable(chain.slice(this.message.length + 2));
+    return out;
   }
 
-  static fromMetadata(code: Status, message: string, md: Metadata | undefined): RpcError {
+  /** The error a reply with this status, message and trailing metadata stands for. */
+  static fromTrailers(
+    code: Status,
+    message: string,
+    trailers: Readonly<Record<string, unknown>> | undefined,
+  ): RpcError {
     const details: Record<string, string> = {};
     let errorCode = "";
     let cause: string | undefined;
-    if (md) {
-      for (const [k, v] of Object.entries(md.getMap())) {
-        if (k === CODE_KEY) errorCode = String(v);
-        else if (k === CAUSE_KEY) cause = String(v);
-        else if (k.startsWith(DETAIL_PREFIX)) details[k.slice(DETAIL_PREFIX.length)] = String(v);
-      }
+    for (const [k, v] of Object.entries(trailers ?? {})) {
+      if (k === CODE_KEY) errorCode = String(v);
+      else if (k === CAUSE_KEY) cause = String(v);
+      else if (k.startsWith(DETAIL_PREFIX)) details[k.slice(DETAIL_PREFIX.length)] = String(v);
     }
     return new RpcError(code, message, details, {
       errorCode,

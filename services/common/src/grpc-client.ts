@@ -10,6 +10,7 @@ import {
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { RpcError, toRpcError } from "./errors.js";
+import type { Status } from "./status.js";
 
 // The client half of the gRPC adapter: a typed client for any generated
 // protobuf-es service over a Unix socket, with RpcError (status, details,
@@ -66,7 +67,8 @@ export type ServiceClient<T extends GenServiceMethods> = { [K in keyof T]: Clien
 };
 
 function toClientError(err: unknown): RpcError {
-  if (isServiceError(err)) return RpcError.fromMetadata(err.code, err.details ?? err.message, err.metadata);
+  if (isServiceError(err))
+    return RpcError.fromTrailers(err.code as number as Status, err.details ?? err.message, err.metadata?.getMap());
   return toRpcError(err);
 }
 

@@ -1,3 +1,4 @@
+import { Metadata } from "@grpc/grpc-js";
 import type * as grpc from "@grpc/grpc-js";
 import { setImmediate } from "node:timers/promises";
 import {
@@ -81,7 +82,9 @@ export function serviceDefinition(svc: GenService<GenServiceMethods>): grpc.Serv
 
 function serviceError(err: unknown): Partial<grpc.StatusObject> {
   const e = toRpcError(err);
-  return { code: e.code, details: e.message, metadata: e.toMetadata() };
+  const metadata = new Metadata();
+  for (const [k, v] of Object.entries(e.toTrailers())) metadata.set(k, v);
+  return { code: e.code as number as grpc.status, details: e.message, metadata };
 }
 
 /** Tracks in-flight calls so shutdown can cancel what does not finish in time. */

@@ -84,12 +84,6 @@ export async function* completeChannel(
 }
 
 function endWith(callId: bigint, e: RpcError): ChannelEventInit {
-  return { callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: record(e) } } };
-}
-
-/** What the call's trailers would have carried (details, error code, cause), as a map. */
-function record(e: RpcError): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(e.toMetadata().getMap())) out[k] = String(v);
-  return out;
+  // What the call's trailers would have carried (details, error code, cause).
+  return { callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: e.toTrailers() } } };
 }

@@ -1,5 +1,4 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { Metadata } from "@grpc/grpc-js";
 import {
   AsyncQueue,
   RpcError,
@@ -127,14 +126,8 @@ export class CompletionChannel {
     if (ev.kind.case === "event") push({ event: ev.kind.value });
     else if (ev.kind.case === "end") {
       const e = ev.kind.value;
-      const end = e.code === Status.OK ? undefined : RpcError.fromMetadata(e.code, e.message, metadataOf(e.metadata));
+      const end = e.code === Status.OK ? undefined : RpcError.fromTrailers(e.code, e.message, e.metadata);
       push({ end, fromServer: true });
     }
   }
-}
-
-function metadataOf(record: Record<string, string>): Metadata {
-  const md = new Metadata();
-  for (const [k, v] of Object.entries(record)) md.set(k, v);
-  return md;
 }

@@ -228,7 +228,7 @@ export type ChannelEnd = Message<"boxmaker.v1.ChannelEnd"> & {
   message: string;
 
   /**
-   * What a failed call carries in its trailers (RpcError.toMetadata): details, error code, cause.
+   * What a failed call carries in its trailers (RpcError.toTrailers): details, error code, cause.
    *
    * @generated from field: map<string, string> metadata = 3;
    */
