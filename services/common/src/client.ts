@@ -4,6 +4,7 @@
 export * from "./errors.js";
 export * from "./tool-decision.js";
 export * from "./grpc-client.js";
+export type * from "./service-client.js";
 export * from "./gen/boxmaker/v1/infer_pb.js";
 export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";

@@ -2,6 +2,7 @@ export * from "./errors.js";
 export * from "./tool-decision.js";
 export * from "./grpc-server.js";
 export * from "./grpc-client.js";
+export type * from "./service-client.js";
 export * from "./unix-socket.js";
 export * from "./config.js";
 export * from "./logger.js";
