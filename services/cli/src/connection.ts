@@ -32,8 +32,8 @@ function probe(socket: string): Promise<void> {
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
 export async function connect(socket: string) {
   if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
-  const [{ createClient, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
-  return createClient(LoopService, socket);
+  const [{ createHttp2Client, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
+  return createHttp2Client(LoopService, socket);
 }
 
 export type LoopClient = Awaited<ReturnType<typeof connect>>;

@@ -18,6 +18,7 @@ import {
   restrictSocket,
   type ImplOf,
 } from "@boxmaker/common";
+import { createHttp2Client } from "@boxmaker/common/client";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -54,7 +55,14 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-describe("grpc adapter over a Unix socket", () => {
+// Both clients against the daemons' own server: grpc-js (the daemons') and
+// the one on node:http2 (the CLI's) must read every reply, error and cancel alike.
+const clients = [
+  ["grpc-js", createClient],
+  ["node:http2", createHttp2Client],
+] as const;
+
+describe.each(clients)("grpc adapter over a Unix socket, client on %s", (_name, createClient) => {
   it("serves unary and streaming calls with typed messages", async () => {
     await serve({
       status: async () => ({ serverState: "ok", buildInfo: "b1" }),
@@ -73,31 +81,6 @@ describe("grpc adapter over a Unix socket", () => {
       if (ev.event.case === "content") texts.push(ev.event.value.text);
     }
     expect(texts).toEqual(["a!", "b!", "c!"]);
-    c.close();
-  });
-
-  it("serves a bidirectional stream: requests in as they are sent, responses out as they are made", async () => {
-    await serve({
-      status: async () => ({}),
-      slotAction: async () => ({}),
-      complete: async function* () {},
-    });
-    const c = createClient(InferService, sock);
-    const call = c.completeChannel();
-    const seen: string[] = [];
-    call.send({ callId: 1n, kind: { case: "start", value: { requestId: "one" } } });
-    for await (const ev of call) {
-      if (ev.kind.case === "event" && ev.kind.value.event.case === "content") {
-        seen.push(`${ev.callId}:${ev.kind.value.event.value.text}`);
-      }
-      if (ev.kind.case === "end") {
-        seen.push(`${ev.callId}:end ${ev.kind.value.code}`);
-        // the second request goes out only after the first one's answer came back: one stream, both ways
-        if (ev.callId === 1n) call.send({ callId: 2n, kind: { case: "start", value: { requestId: "two" } } });
-        else call.end();
-      }
-    }
-    expect(seen).toEqual(["1:one", "1:end 0", "2:two", "2:end 0"]);
     c.close();
   });
 
@@ -205,6 +188,33 @@ describe("grpc adapter over a Unix socket", () => {
     let n = 0;
     for await (const _ of c.complete({})) if (++n === 3) break;
     await sawAbort;
+    c.close();
+  });
+});
+
+describe("grpc adapter, bidirectional", () => {
+  it("serves a bidirectional stream: requests in as they are sent, responses out as they are made", async () => {
+    await serve({
+      status: async () => ({}),
+      slotAction: async () => ({}),
+      complete: async function* () {},
+    });
+    const c = createClient(InferService, sock);
+    const call = c.completeChannel();
+    const seen: string[] = [];
+    call.send({ callId: 1n, kind: { case: "start", value: { requestId: "one" } } });
+    for await (const ev of call) {
+      if (ev.kind.case === "event" && ev.kind.value.event.case === "content") {
+        seen.push(`${ev.callId}:${ev.kind.value.event.value.text}`);
+      }
+      if (ev.kind.case === "end") {
+        seen.push(`${ev.callId}:end ${ev.kind.value.code}`);
+        // the second request goes out only after the first one's answer came back: one stream, both ways
+        if (ev.callId === 1n) call.send({ callId: 2n, kind: { case: "start", value: { requestId: "two" } } });
+        else call.end();
+      }
+    }
+    expect(seen).toEqual(["1:one", "1:end 0", "2:two", "2:end 0"]);
     c.close();
   });
 });

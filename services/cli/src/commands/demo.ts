@@ -94,8 +94,8 @@ Examples:
         await sup.start();
         say(`workspace ${ws} holds ${DEMO_FILE}:`);
         process.stderr.write(indent(DEMO_BEFORE, s));
-        const { createClient, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
-        const client = createClient(LoopService, plan.layout.sockets.loopd);
+        const { createHttp2Client, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
+        const client = createHttp2Client(LoopService, plan.layout.sockets.loopd);
         try {
           const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
           process.stdout.write(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);

@@ -1,0 +1,315 @@
+import { connect as connectHttp2, constants, type ClientHttp2Session, type IncomingHttpHeaders } from "node:http2";
+import { createConnection } from "node:net";
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { RpcError } from "./errors.js";
+import { encodeFrame, FrameError, FrameReader } from "./grpc-frames.js";
+import type { CallOptions, ServiceClient } from "./service-client.js";
+import { Status } from "./status.js";
+
+// The same typed client as grpc-client.ts, speaking gRPC on node:http2
+// itself. It is for short-lived processes (the CLI): one connection to one
+// daemon on a Unix socket needs none of grpc-js's channel machinery (name
+// resolution, load balancing, retries, keepalive), and loading and first
+// running that machinery was ~20 ms of every `boxmaker` command. Unary and
+// server-streaming calls only; the daemons talk to each other with grpc-js.
+
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+const BACKOFF_START_MS = 100;
+const BACKOFF_MAX_MS = 2_000;
+
+/** gRPC's mapping of an HTTP/2 RST_STREAM code to a status (PROTOCOL-HTTP2.md). */
+const RST_STATUS: Record<number, Status> = {
+  [constants.NGHTTP2_REFUSED_STREAM]: Status.UNAVAILABLE,
+  [constants.NGHTTP2_CANCEL]: Status.CANCELLED,
+  [constants.NGHTTP2_ENHANCE_YOUR_CALM]: Status.RESOURCE_EXHAUSTED,
+  [constants.NGHTTP2_INADEQUATE_SECURITY]: Status.PERMISSION_DENIED,
+};
+
+/** gRPC's mapping of an HTTP status to a status, for replies without grpc-status (http-grpc-status-mapping.md). */
+function httpStatus(code: number): Status {
+  if (code === 400) return Status.INTERNAL;
+  if (code === 401) return Status.UNAUTHENTICATED;
+  if (code === 403) return Status.PERMISSION_DENIED;
+  if (code === 404) return Status.UNIMPLEMENTED;
+  if (code === 429 || code === 502 || code === 503 || code === 504) return Status.UNAVAILABLE;
+  return Status.UNKNOWN;
+}
+
+/** A typed client for a protobuf-es service over a Unix socket, on node:http2 alone. */
+export function createHttp2Client<T extends GenServiceMethods>(
+  svc: GenService<T>,
+  socketPath: string,
+): ServiceClient<T> {
+  const conn = new Connection(socketPath);
+  const client: Record<string, unknown> = {
+    close: () => conn.close(),
+    waitForReady: async (timeoutMs: number) => {
+      await conn.open({ waitForReady: true, deadline: Date.now() + timeoutMs });
+    },
+  };
+  for (const m of svc.methods as DescMethod[]) {
+    const path = `/${svc.typeName}/${m.name}`;
+    if (m.methodKind === "unary") {
+      client[m.localName] = async (req: MessageInitShape<DescMessage>, opts?: CallOptions) => {
+        let reply: MessageShape<DescMessage> | undefined;
+        for await (const r of call(conn, path, m, req, opts)) {
+          if (reply) throw new RpcError(Status.INTERNAL, `${m.name}: the server sent more than one reply`);
+          reply = r;
+        }
+        if (!reply) throw new RpcError(Status.INTERNAL, `${m.name}: the server sent no reply`);
+        return reply;
+      };
+    } else if (m.methodKind === "server_streaming") {
+      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
+        [Symbol.asyncIterator]: () => call(conn, path, m, req, opts),
+      });
+    } else {
+      client[m.localName] = () => {
+        throw new RpcError(Status.UNIMPLEMENTED, `${m.name}: this client makes unary and server-streaming calls only`);
+      };
+    }
+  }
+  return client as ServiceClient<T>;
+}
+
+/**
+ * One call: the request goes out whole, the replies come back as the
+ * caller reads them (the stream's own flow control holds the server back
+ * meanwhile). Leaving the loop early, the signal and the deadline all reset
+ * the stream, which the server's handler sees as a cancel.
+ */
+async function* call(
+  conn: Connection,
+  path: string,
+  m: DescMethod,
+  req: MessageInitShape<DescMessage>,
+  opts: CallOptions | undefined,
+): AsyncGenerator<MessageShape<DescMessage>> {
+  const signal = opts?.signal;
+  if (signal?.aborted) throw cancelled();
+  const deadline = opts?.timeoutMs ? Date.now() + opts.timeoutMs : undefined;
+  const session = await conn.open({ waitForReady: !!opts?.waitForReady, deadline, signal });
+  const headers: Record<string, string> = {
+    ":method": "POST",
+    ":path": path,
+    "content-type": "application/grpc+proto",
+    te: "trailers",
+    "grpc-accept-encoding": "identity",
+    "user-agent": "boxmaker-http2-client",
+  };
+  if (deadline !== undefined) headers["grpc-timeout"] = grpcTimeout(deadline - Date.now());
+  let stream: ReturnType<ClientHttp2Session["request"]>;
+  try {
+    stream = session.request(headers);
+  } catch (err) {
+    // The session began closing since it was opened (the daemon is going away).
+    throw new RpcError(Status.UNAVAILABLE, `the connection to ${conn.socketPath} is closing`, {}, { cause: err });
+  }
+  conn.hold();
+  let stoppedBy: "cancel" | "deadline" | undefined;
+  const stop = (why: "cancel" | "deadline") => {
+    if (stream.closed) return;
+    stoppedBy ??= why;
+    stream.close(constants.NGHTTP2_CANCEL);
+  };
+  const onAbort = () => stop("cancel");
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const timer = deadline !== undefined ? setTimeout(() => stop("deadline"), deadline - Date.now()) : undefined;
+  let head: IncomingHttpHeaders | undefined;
+  let trailers: IncomingHttpHeaders | undefined;
+  stream.on("response", (h) => (head = h));
+  stream.on("trailers", (t) => (trailers = t));
+  // Failures come out of the iteration below; nothing else listens.
+  stream.on("error", () => undefined);
+  stream.end(encodeFrame(toBinary(m.input, create(m.input, req))));
+  const reader = new FrameReader(MAX_MESSAGE_BYTES);
+  try {
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        for (const bytes of reader.push(chunk)) yield fromBinary(m.output, bytes);
+      }
+    } catch (err) {
+      if (err instanceof FrameError) {
+        const code = err.kind === "too_large" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL;
+        throw new RpcError(code, `${m.name}: ${err.message}`);
+      }
+      if (stoppedBy) throw stoppedError(stoppedBy);
+      throw lostError(stream.rstCode, session, conn.socketPath, err);
+    }
+    if (stoppedBy) throw stoppedError(stoppedBy);
+    const ending = trailers ?? head;
+    const raw = ending?.["grpc-status"];
+    if (!ending || raw === undefined) {
+      // The stream ended without a status: the daemon went away, or reset the call.
+      if (session.destroyed || session.closed || stream.rstCode)
+        throw lostError(stream.rstCode, session, conn.socketPath, undefined);
+      const http = Number(head?.[":status"] ?? 0);
+      if (http && http !== 200) throw new RpcError(httpStatus(http), `${m.name}: the server answered HTTP ${http}`);
+      throw new RpcError(Status.INTERNAL, `${m.name}: the call ended without a status`);
+    }
+    const code = Number(first(raw)) as Status;
+    if (code !== Status.OK) throw RpcError.fromTrailers(code, grpcMessage(ending), metadataOf(ending));
+    if (reader.pendingBytes > 0) throw new RpcError(Status.INTERNAL, `${m.name}: the last reply was cut off`);
+  } finally {
+    if (timer) clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+    if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+    conn.release();
+  }
+}
+
+/** The daemon's socket: one HTTP/2 session, opened on first use and again after it ends. */
+class Connection {
+  private session: ClientHttp2Session | undefined;
+  private connecting: Promise<ClientHttp2Session> | undefined;
+  private active = 0;
+  private closed = false;
+
+  constructor(readonly socketPath: string) {}
+
+  /**
+   * The open session. Without waitForReady a socket that does not accept is
+   * UNAVAILABLE at once; with it, attempts repeat (backing off to 2 s) until
+   * the deadline or the signal.
+   */
+  async open(opts: { waitForReady: boolean; deadline?: number | undefined; signal?: AbortSignal | undefined }) {
+    let delay = BACKOFF_START_MS;
+    for (;;) {
+      if (this.closed) throw new RpcError(Status.CANCELLED, "the client was closed");
+      try {
+        return await this.attempt();
+      } catch (err) {
+        const unreachable = new RpcError(
+          Status.UNAVAILABLE,
+          `cannot reach ${this.socketPath}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        );
+        if (!opts.waitForReady) throw unreachable;
+        const left = opts.deadline === undefined ? delay : opts.deadline - Date.now();
+        if (left <= 0) throw new RpcError(Status.DEADLINE_EXCEEDED, "deadline exceeded", {}, { cause: unreachable });
+        await sleep(Math.min(delay, left), opts.signal);
+        delay = Math.min(delay * 2, BACKOFF_MAX_MS);
+      }
+    }
+  }
+
+  /** A call is running: the connection keeps the process alive. */
+  hold(): void {
+    this.active++;
+    this.session?.ref();
+  }
+
+  /** A call ended: with none left, an idle connection does not keep the process alive. */
+  release(): void {
+    this.active--;
+    if (this.active === 0) this.session?.unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.session?.close();
+    this.session = undefined;
+  }
+
+  private attempt(): Promise<ClientHttp2Session> {
+    const s = this.session;
+    if (s && !s.closed && !s.destroyed) return Promise.resolve(s);
+    this.connecting ??= new Promise<ClientHttp2Session>((resolve, reject) => {
+      const session = connectHttp2("http://localhost", {
+        createConnection: () => createConnection(this.socketPath),
+        settings: { enablePush: false },
+      });
+      const failed = (err: Error) => {
+        session.destroy();
+        reject(err);
+      };
+      session.once("error", failed);
+      session.once("connect", () => {
+        session.off("error", failed);
+        // Errors after this end the calls on the session, which report them.
+        session.on("error", () => undefined);
+        this.session = session;
+        if (this.active === 0) session.unref();
+        resolve(session);
+      });
+      const forget = () => {
+        if (this.session === session) this.session = undefined;
+      };
+      session.once("close", forget);
+      session.once("goaway", forget);
+    }).finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(cancelled());
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(cancelled());
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+const cancelled = () => new RpcError(Status.CANCELLED, "cancelled on the client");
+
+function stoppedError(why: "cancel" | "deadline"): RpcError {
+  return why === "deadline" ? new RpcError(Status.DEADLINE_EXCEEDED, "deadline exceeded") : cancelled();
+}
+
+/** A call that ended without a status: the connection went, or the server reset the call. */
+function lostError(
+  rstCode: number | undefined,
+  session: ClientHttp2Session,
+  socketPath: string,
+  err: unknown,
+): RpcError {
+  if (session.destroyed || session.closed || !rstCode)
+    return new RpcError(Status.UNAVAILABLE, `the connection to ${socketPath} was lost`, {}, { cause: err });
+  return new RpcError(RST_STATUS[rstCode] ?? Status.INTERNAL, `the server reset the call (HTTP/2 code ${rstCode})`);
+}
+
+/** grpc-timeout: at most eight digits, so long deadlines go in seconds. */
+function grpcTimeout(ms: number): string {
+  const n = Math.max(1, Math.ceil(ms));
+  return n <= 99_999_999 ? `${n}m` : `${Math.min(99_999_999, Math.ceil(n / 1000))}S`;
+}
+
+function first(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** grpc-message is percent-encoded (a server may also send it plain). */
+function grpcMessage(h: IncomingHttpHeaders): string {
+  const raw = first(h["grpc-message"]) ?? "";
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function metadataOf(h: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) {
+    const value = first(v);
+    if (!k.startsWith(":") && value !== undefined) out[k] = value;
+  }
+  return out;
+}

@@ -1,0 +1,197 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import * as grpc from "@grpc/grpc-js";
+import type { ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import {
+  InferService,
+  LoopService,
+  RpcError,
+  Status,
+  addService,
+  invalidArgument,
+  prepareSocketPath,
+  type ImplOf,
+} from "@boxmaker/common";
+import { createHttp2Client } from "@boxmaker/common/client";
+import { forkReady } from "../../../test/support/processes.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+// What the CLI's client on node:http2 does where grpc-js would have done it
+// for it: reach a daemon that is not up yet, notice one that died, keep
+// deadlines, cancel, read replies of any size, and let its process end.
+
+const support = (f: string) => join(import.meta.dirname, "support", f);
+let tmp: ReturnType<typeof tempDir>;
+let sock: string;
+let server: grpc.Server | undefined;
+const children: ChildProcess[] = [];
+
+type InferImpl = ImplOf<typeof InferService>;
+async function serve(impl: Partial<InferImpl>) {
+  server = new grpc.Server();
+  addService(server, InferService, {
+    status: async () => ({}),
+    slotAction: async () => ({}),
+    complete: async function* () {},
+    completeChannel: async function* () {},
+    ...impl,
+  });
+  await prepareSocketPath(sock);
+  await new Promise<void>((res, rej) =>
+    server!.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
+}
+
+const failure = (p: Promise<unknown>) => p.then(() => undefined).catch((e: unknown) => e as RpcError);
+
+beforeEach(() => {
+  tmp = tempDir("bx-h2c-");
+  sock = join(tmp.dir, "d.sock");
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill("SIGKILL");
+  await new Promise<void>((r) => (server ? server.tryShutdown(() => r()) : r()));
+  server = undefined;
+  tmp.cleanup();
+});
+
+describe("gRPC client on node:http2", () => {
+  it("fails at once while nothing listens; with waitForReady the call goes through once the daemon is up", async () => {
+    const c = createHttp2Client(InferService, sock);
+    const t0 = performance.now();
+    const down = await failure(c.status({}));
+    expect(down).toBeInstanceOf(RpcError);
+    expect(down!.code).toBe(Status.UNAVAILABLE);
+    expect(down!.message).toContain(sock);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+
+    const bounded = await failure(c.status({}, { waitForReady: true, timeoutMs: 300 }));
+    expect(bounded!.code).toBe(Status.DEADLINE_EXCEEDED);
+
+    const waiting = c.status({}, { waitForReady: true, timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    children.push(await forkReady(support("ticking-server.mjs"), [sock, "late"]));
+    expect((await waiting).serverState).toBe("late");
+    c.close();
+  });
+
+  it("ends a stream UNAVAILABLE when the daemon dies under it, and reaches its successor with the next call", async () => {
+    const first = await forkReady(support("ticking-server.mjs"), [sock, "first"]);
+    children.push(first);
+    const c = createHttp2Client(InferService, sock);
+    const seen: string[] = [];
+    const lost = await failure(
+      (async () => {
+        for await (const ev of c.complete({})) {
+          if (ev.event.case === "content") seen.push(ev.event.value.text);
+          if (seen.length === 3) first.kill("SIGKILL");
+        }
+      })(),
+    );
+    expect(seen.slice(0, 3)).toEqual(["0", "1", "2"]);
+    expect(lost).toBeInstanceOf(RpcError);
+    expect(lost!.code).toBe(Status.UNAVAILABLE);
+
+    children.push(await forkReady(support("ticking-server.mjs"), [sock, "second"]));
+    expect((await c.status({})).serverState).toBe("second");
+    c.close();
+  });
+
+  it("ends a call at its deadline (DEADLINE_EXCEEDED) and on its signal (CANCELLED); the handler sees both", async () => {
+    const handlerAborts: string[] = [];
+    const hang = (why: string) => (signal: AbortSignal) =>
+      new Promise<never>((_, rej) =>
+        signal.addEventListener("abort", () => {
+          handlerAborts.push(why);
+          rej(new Error("left"));
+        }),
+      );
+    await serve({
+      status: async (_req, ctx) => hang("unary")(ctx.signal),
+      complete: async function* (_req, ctx) {
+        yield { event: { case: "content", value: { text: "one" } } };
+        await hang("stream")(ctx.signal);
+      },
+    });
+    const c = createHttp2Client(InferService, sock);
+    const late = await failure(c.status({}, { timeoutMs: 150 }));
+    expect(late!.code).toBe(Status.DEADLINE_EXCEEDED);
+
+    const ac = new AbortController();
+    const got: string[] = [];
+    const stopped = await failure(
+      (async () => {
+        for await (const ev of c.complete({}, { signal: ac.signal })) {
+          got.push(ev.event.case ?? "");
+          ac.abort();
+        }
+      })(),
+    );
+    expect(got).toEqual(["content"]);
+    expect(stopped!.code).toBe(Status.CANCELLED);
+
+    const ac2 = new AbortController();
+    const pending = failure(c.status({}, { signal: ac2.signal }));
+    await new Promise((r) => setTimeout(r, 50));
+    ac2.abort();
+    expect((await pending)!.code).toBe(Status.CANCELLED);
+
+    await expect.poll(() => [...handlerAborts].sort()).toEqual(["stream", "unary", "unary"]);
+    c.close();
+  });
+
+  it("reads replies of any size, cut across HTTP/2 frames and flow-control windows, whole and in order", async () => {
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const texts = Array.from({ length: 80 }, (_, i) => `${i}:`.padEnd(Math.floor(next() ** 2 * 300_000) + 3, "é"));
+    const big = "x".repeat(3_000_000);
+    await serve({
+      status: async () => ({ buildInfo: big }),
+      complete: async function* () {
+        for (const text of texts) yield { event: { case: "content", value: { text } } };
+      },
+    });
+    const c = createHttp2Client(InferService, sock);
+    expect((await c.status({})).buildInfo).toBe(big);
+    const got: string[] = [];
+    for await (const ev of c.complete({})) if (ev.event.case === "content") got.push(ev.event.value.text);
+    expect(got.length).toBe(texts.length);
+    expect(got).toEqual(texts);
+    c.close();
+  });
+
+  it("carries the server's error message as it was written, non-ASCII included", async () => {
+    await serve({
+      status: async () => {
+        throw invalidArgument("naïve path “~/ünïcode” — 100% refused", { field: "path" });
+      },
+    });
+    const c = createHttp2Client(InferService, sock);
+    const err = await failure(c.status({}));
+    expect(err!.code).toBe(Status.INVALID_ARGUMENT);
+    expect(err!.message).toBe("naïve path “~/ünïcode” — 100% refused");
+    expect(err!.details).toEqual({ field: "path" });
+    c.close();
+  });
+
+  it("is told UNIMPLEMENTED for a service the daemon does not serve", async () => {
+    await serve({});
+    const c = createHttp2Client(LoopService, sock);
+    const err = await failure(c.listSessions({}));
+    expect(err!.code).toBe(Status.UNIMPLEMENTED);
+    c.close();
+  });
+
+  it("does not keep its process alive once its calls are done, even left open", async () => {
+    await serve({ status: async () => ({ serverState: "answered" }) });
+    const { stdout } = await promisify(execFile)(process.execPath, [support("unclosed-client.mjs"), sock], {
+      timeout: 20_000,
+    });
+    expect(stdout.trim()).toBe("answered");
+  });
+});
