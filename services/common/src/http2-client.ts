@@ -96,6 +96,8 @@ async function* call(
 ): AsyncGenerator<MessageShape<DescMessage>> {
   const signal = opts?.signal;
   if (signal?.aborted) throw cancelled();
+  // A request that cannot be encoded fails here, before anything is sent.
+  const request = encodeFrame(toBinary(m.input, create(m.input, req)));
   const deadline = opts?.timeoutMs ? Date.now() + opts.timeoutMs : undefined;
   const session = await conn.open({ waitForReady: !!opts?.waitForReady, deadline, signal });
   const headers: Record<string, string> = {
@@ -114,7 +116,6 @@ async function* call(
     // The session began closing since it was opened (the daemon is going away).
     throw new RpcError(Status.UNAVAILABLE, `the connection to ${conn.socketPath} is closing`, {}, { cause: err });
   }
-  conn.hold();
   let stoppedBy: "cancel" | "deadline" | undefined;
   const stop = (why: "cancel" | "deadline") => {
     if (stream.closed) return;
@@ -123,6 +124,7 @@ async function* call(
   };
   const onAbort = () => stop("cancel");
   signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) onAbort();
   const timer = deadline !== undefined ? setTimeout(() => stop("deadline"), deadline - Date.now()) : undefined;
   let head: IncomingHttpHeaders | undefined;
   let trailers: IncomingHttpHeaders | undefined;
@@ -130,14 +132,16 @@ async function* call(
   stream.on("trailers", (t) => (trailers = t));
   // Failures come out of the iteration below; nothing else listens.
   stream.on("error", () => undefined);
-  stream.end(encodeFrame(toBinary(m.input, create(m.input, req))));
   const reader = new FrameReader(MAX_MESSAGE_BYTES);
+  conn.hold();
   try {
+    stream.end(request);
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
-        for (const bytes of reader.push(chunk)) yield fromBinary(m.output, bytes);
+        for (const bytes of reader.push(chunk)) yield decode(m, bytes);
       }
     } catch (err) {
+      if (err instanceof RpcError) throw err;
       if (err instanceof FrameError) {
         const code = err.kind === "too_large" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL;
         throw new RpcError(code, `${m.name}: ${err.message}`);
@@ -164,6 +168,14 @@ async function* call(
     signal?.removeEventListener("abort", onAbort);
     if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
     conn.release();
+  }
+}
+
+function decode(m: DescMethod, bytes: Uint8Array): MessageShape<DescMessage> {
+  try {
+    return fromBinary(m.output, bytes);
+  } catch (err) {
+    throw new RpcError(Status.INTERNAL, `${m.name}: a reply that does not decode`, {}, { cause: err });
   }
 }
 

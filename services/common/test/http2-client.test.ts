@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import type { ChildProcess } from "node:child_process";
 import { execFile } from "node:child_process";
+import { createServer as createHttp2Server, type Http2Server } from "node:http2";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
@@ -15,6 +16,7 @@ import {
   type ImplOf,
 } from "@boxmaker/common";
 import { createHttp2Client } from "@boxmaker/common/client";
+import { encodeFrame } from "../src/grpc-frames.js";
 import { forkReady } from "../../../test/support/processes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
@@ -185,6 +187,59 @@ describe("gRPC client on node:http2", () => {
     const err = await failure(c.listSessions({}));
     expect(err!.code).toBe(Status.UNIMPLEMENTED);
     c.close();
+  });
+
+  it("turns a reply that is not proper gRPC into a clear error, not a hang or a stray exception", async () => {
+    // A bare HTTP/2 server answering each method its own wrong way.
+    const answers: Record<string, (s: import("node:http2").ServerHttp2Stream) => void> = {
+      Status: (s) => {
+        s.respond({ ":status": 503 });
+        s.end();
+      },
+      SlotAction: (s) => {
+        s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+        s.end(encodeFrame(Buffer.from([0xff, 0xff, 0xff])));
+      },
+      Complete: (s) => {
+        s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+        s.end(encodeFrame(Buffer.alloc(10)).subarray(0, 8));
+      },
+    };
+    const h2: Http2Server = createHttp2Server();
+    h2.on("stream", (s, headers) => {
+      s.resume();
+      const method = String(headers[":path"]).split("/").pop()!;
+      const answer =
+        answers[method] ??
+        ((x) => {
+          x.respond({ ":status": 200 });
+          x.end();
+        });
+      answer(s);
+    });
+    await new Promise<void>((r) => h2.listen(sock, r));
+    try {
+      const c = createHttp2Client(InferService, sock);
+      const http = await failure(c.status({}));
+      expect([http!.code, http!.message]).toEqual([Status.UNAVAILABLE, "Status: the server answered HTTP 503"]);
+      const garbage = await failure(c.slotAction({}));
+      expect([garbage!.code, garbage!.message]).toEqual([Status.INTERNAL, "SlotAction: a reply that does not decode"]);
+      const cut = await failure(
+        (async () => {
+          for await (const _ of c.complete({})) void _;
+        })(),
+      );
+      expect([cut!.code, cut!.message]).toEqual([Status.INTERNAL, "Complete: the last reply was cut off"]);
+      const loop = createHttp2Client(LoopService, sock);
+      const bare = await failure(loop.listSessions({}));
+      loop.close();
+      expect([bare!.code, bare!.message]).toEqual([Status.INTERNAL, "ListSessions: the call ended without a status"]);
+      c.close();
+    } finally {
+      await new Promise((r) => h2.close(r));
+    }
   });
 
   it("does not keep its process alive once its calls are done, even left open", async () => {
