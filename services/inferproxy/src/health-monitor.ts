@@ -173,9 +173,13 @@ export class HealthMonitor {
     this.o.onSelfTest?.(this.selfTest);
   }
 
-  /** One health check; concurrent callers share it. */
-  check(): Promise<void> {
-    this.running ??= this.checkOnce().finally(() => (this.running = undefined));
+  /**
+   * One health check; concurrent callers share it. The idle poll closes its
+   * connection when answered (`closeAfter`): on this kind of machine the
+   * keep-alive timer's close seconds later cost a wake-up of its own.
+   */
+  check(closeAfter = false): Promise<void> {
+    this.running ??= this.checkOnce(closeAfter).finally(() => (this.running = undefined));
     return this.running;
   }
 
@@ -195,7 +199,7 @@ export class HealthMonitor {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       const before = this.state;
-      void this.check().finally(() => {
+      void this.check(true).finally(() => {
         this.quietChecks = this.state === "ok" && before === "ok" ? this.quietChecks + 1 : 0;
         this.schedule();
       });
@@ -211,11 +215,11 @@ export class HealthMonitor {
     this.state = next;
   }
 
-  private async checkOnce(): Promise<void> {
+  private async checkOnce(closeAfter: boolean): Promise<void> {
     if (!this.client) return;
     this.lastCheckAt = performance.now();
     try {
-      const res = await this.client.json({ method: "GET", path: "/health", timeoutMs: this.o.timeoutMs });
+      const res = await this.client.json({ method: "GET", path: "/health", timeoutMs: this.o.timeoutMs, closeAfter });
       this.setState(res.status === 200 ? "ok" : res.status === 503 ? "loading" : "down");
     } catch (err) {
       if (err instanceof ServerCheckError) {

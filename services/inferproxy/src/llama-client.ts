@@ -96,6 +96,12 @@ export interface JsonRequest {
   body?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * Close the connection once answered instead of keeping it alive. For the
+   * idle health poll: a kept connection would be closed by its keep-alive
+   * timer seconds later, waking the daemon once more for nothing.
+   */
+  closeAfter?: boolean;
 }
 
 /**
@@ -213,6 +219,7 @@ export class LlamaClient {
           body: req.body,
           headers: req.body !== undefined ? { "content-type": "application/json" } : {},
           signal,
+          ...(req.closeAfter ? { reset: true } : {}),
         },
         signal,
       );

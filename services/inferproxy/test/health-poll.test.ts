@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createServer } from "node:http";
+import { join } from "node:path";
 import { createLogger } from "@boxmaker/common";
 import { HealthMonitor } from "../src/health-monitor.js";
+import { LlamaClient } from "../src/llama-client.js";
+import { tempDir } from "../../../test/support/tmp.js";
 
 const contract = { template_sha256: "", n_ctx_per_slot: 0, total_slots: 1 };
 
@@ -57,5 +61,37 @@ describe("the health poll", () => {
     await m.fresh();
     expect(m.state).toBe("down");
     m.stop();
+  });
+
+  it("closes the poll's connection once answered, so its keep-alive timer does not wake the daemon again", async () => {
+    const tmp = tempDir("bx-hp-");
+    const sock = join(tmp.dir, "llama.sock");
+    let open = 0;
+    let healthChecks = 0;
+    const server = createServer((req, res) => {
+      if (req.url === "/health") healthChecks++;
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+    });
+    server.on("connection", (c) => {
+      open++;
+      c.on("close", () => open--);
+    });
+    await new Promise<void>((r) => server.listen(sock, r));
+    const client = new LlamaClient({ socket_path: sock } as never);
+    const m = new HealthMonitor({ contract, pollMs: 50, timeoutMs: 1000, log: createLogger("t", "silent") });
+    try {
+      // The first check (at start, as a request would) keeps its connection.
+      await m.start(client);
+      expect(healthChecks).toBe(1);
+      expect(open).toBe(1);
+      // The poll uses it and closes it when answered, long before undici's 4 s keep-alive.
+      await expect.poll(() => healthChecks).toBe(2);
+      await expect.poll(() => open).toBe(0);
+    } finally {
+      m.stop();
+      await client.close();
+      await new Promise((r) => server.close(r));
+      tmp.cleanup();
+    }
   });
 });
