@@ -1,5 +1,6 @@
 import { connect as connectHttp2, constants, type ClientHttp2Session, type IncomingHttpHeaders } from "node:http2";
 import { createConnection } from "node:net";
+import { setTimeout as delayFor } from "node:timers/promises";
 import {
   create,
   fromBinary,
@@ -10,6 +11,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { backoffDelay } from "./backoff.js";
 import { RpcError } from "./errors.js";
 import { encodeFrame, FrameError, FrameReader } from "./grpc-frames.js";
 import type { CallOptions, ServiceClient } from "./service-client.js";
@@ -23,8 +25,8 @@ import { Status } from "./status.js";
 // server-streaming calls only; the daemons talk to each other with grpc-js.
 
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
-const BACKOFF_START_MS = 100;
-const BACKOFF_MAX_MS = 2_000;
+// As the daemons' grpc-js channels back off (grpc-client.ts).
+const RECONNECT_BACKOFF = { initialMs: 100, maxMs: 2_000 };
 
 /** gRPC's mapping of an HTTP/2 RST_STREAM code to a status (PROTOCOL-HTTP2.md). */
 const RST_STATUS: Record<number, Status> = {
@@ -194,8 +196,7 @@ class Connection {
    * the deadline or the signal.
    */
   async open(opts: { waitForReady: boolean; deadline?: number | undefined; signal?: AbortSignal | undefined }) {
-    let delay = BACKOFF_START_MS;
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new RpcError(Status.CANCELLED, "the client was closed");
       try {
         return await this.attempt();
@@ -205,10 +206,12 @@ class Connection {
           `cannot reach ${this.socketPath}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
         );
         if (!opts.waitForReady) throw unreachable;
+        const delay = backoffDelay(RECONNECT_BACKOFF, attempt);
         const left = opts.deadline === undefined ? delay : opts.deadline - Date.now();
         if (left <= 0) throw new RpcError(Status.DEADLINE_EXCEEDED, "deadline exceeded", {}, { cause: unreachable });
-        await sleep(Math.min(delay, left), opts.signal);
-        delay = Math.min(delay * 2, BACKOFF_MAX_MS);
+        await delayFor(Math.min(delay, left), undefined, { signal: opts.signal }).catch(() => {
+          throw cancelled();
+        });
       }
     }
   }
@@ -262,21 +265,6 @@ class Connection {
     });
     return this.connecting;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(cancelled());
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(cancelled());
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 const cancelled = () => new RpcError(Status.CANCELLED, "cancelled on the client");
