@@ -129,17 +129,31 @@ async function dispatchTool(
     return { decided, result: { content: res.content, isError: res.isError } };
   }
   const runLocal = () => local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal);
-  if (res.decision === ToolDecision.DENIED) {
-    return {
-      decided: announce({ decision: res.decision, rule: res.rule }),
-      result: { content: res.content, isError: true },
-    };
-  }
   if (res.decision === ToolDecision.STAGED) {
     const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
     if (!res.proposalId || !deps.awaitDecision) return { decided, result: { content: res.content, isError: false } };
     const verdict = await deps.awaitDecision(res.proposalId, signal);
-    return { decided, result: verdict.isError ? verdict : await runLocal() };
+    // Only a person's approval that brokerd applied is a go-ahead: a wait that
+    // timed out ("pending") or an approval that failed to apply is not.
+    if (verdict.isError || verdict.proposal?.state !== "applied") return { decided, result: verdict };
+    return { decided, result: await runLocal() };
+  }
+  // Fail closed: the tool runs on ALLOWED without error and on nothing else.
+  // UNSPECIFIED, a decision this build does not know, and an allowed call that
+  // brokerd answered with an error (its arguments failed validation, say) are
+  // refusals, whatever the content says.
+  if (res.decision !== ToolDecision.ALLOWED || res.isError) {
+    const decision = res.decision === ToolDecision.ALLOWED ? res.decision : ToolDecision.DENIED;
+    return {
+      decided: announce({ decision, rule: res.rule || "no-go-ahead" }),
+      result: {
+        isError: true,
+        content:
+          res.decision === ToolDecision.DENIED || res.isError
+            ? res.content || `error: ${call.name} was not run`
+            : `error: ${call.name} was not run: the tool broker gave no go-ahead (decision ${decisionName(res.decision)})`,
+      },
+    };
   }
   return { decided: announce({ decision: ToolDecision.ALLOWED, rule: res.rule || "loopd" }), result: await runLocal() };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { create } from "@bufbuild/protobuf";
 import { ToolCallSchema, ToolDecision, type ToolCall } from "@boxmaker/common";
 import { runToolCall, type ToolDeps, type ToolOutcome } from "../src/tool-dispatch.js";
@@ -105,7 +106,7 @@ describe("a tool loopd runs itself", () => {
     await dispatch(call("spawn_agent"), {
       broker: fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p1" })),
       localTools: { spawn_agent: approved.tool },
-      awaitDecision: async () => ({ isError: false, content: "approved" }),
+      awaitDecision: async (id) => ({ isError: false, content: "approved", proposal: { id, state: "applied" } }),
     });
     expect(approved.runs).toHaveLength(1);
 
@@ -131,5 +132,59 @@ describe("a tool loopd runs itself", () => {
     });
     expect(l.runs).toEqual([]);
     expect(r.content).toMatch(/could not check spawn_agent: brokerd is restarting/);
+  });
+
+  it("runs on ALLOWED without error and on no other answer from brokerd (generated answers)", async () => {
+    let ran = 0;
+    let answers = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.constantFrom(...Object.values(ToolDecision).filter((v) => typeof v === "number")), fc.integer()),
+        fc.boolean(),
+        fc.string({ maxLength: 40 }),
+        fc.constantFrom("", "p7"),
+        async (decision, isError, content, proposalId) => {
+          answers++;
+          const l = local();
+          const r = await dispatch(call("spawn_agent", '{"task":"x"}'), {
+            broker: fakeBroker(() => ({ decision, isError, content, proposalId })),
+            localTools: { spawn_agent: l.tool },
+            // Nobody decides: a staged call must not run, whatever the wait answers.
+            awaitDecision: async (id) => ({ isError: false, content: "waiting", proposal: { id, state: "pending" } }),
+          });
+          const goAhead = decision === ToolDecision.ALLOWED && !isError;
+          expect(l.runs.length).toBe(goAhead ? 1 : 0);
+          if (goAhead) ran++;
+          else expect(r.content).not.toBe("ran locally");
+          if (!goAhead && decision !== ToolDecision.STAGED) expect(r.tool).toMatchObject({ is_error: true });
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(ran).toBeGreaterThan(0);
+    expect(answers).toBe(300);
+  });
+
+  it("staged runs only on an approval brokerd applied (generated verdicts)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.option(fc.constantFrom("applied", "rejected", "failed", "pending"), { nil: undefined }),
+        async (isError, state) => {
+          const l = local();
+          await dispatch(call("spawn_agent", '{"task":"x"}'), {
+            broker: fakeBroker(() => ({ decision: ToolDecision.STAGED, proposalId: "p3" })),
+            localTools: { spawn_agent: l.tool },
+            awaitDecision: async (id) => ({
+              isError,
+              content: "verdict",
+              ...(state ? { proposal: { id, state } } : {}),
+            }),
+          });
+          expect(l.runs.length).toBe(!isError && state === "applied" ? 1 : 0);
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 });
