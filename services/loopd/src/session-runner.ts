@@ -111,8 +111,14 @@ export class SessionRunner {
 
   /** The configured prompt plus the project's instructions file, read now (a new session or epoch). */
   systemPrompt(): string {
-    return withInstructions(this.d.config.system_prompt, readInstructions(this.d.config.project_instructions));
+    return withInstructions(
+      this.d.config.system_prompt,
+      readInstructions(this.d.config.project_instructions, this.instructionsRefused),
+    );
   }
+
+  private readonly instructionsRefused = (path: string, reason: string) =>
+    this.d.log.warn({ path, reason }, "project instructions not read");
 
   get slotsConfig(): LoopdConfig["slots"] {
     return this.d.config.slots;
