@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite } from "@boxmaker/common";
+import { BoxmakerError, Status, atomicWrite } from "@boxmaker/common";
 import { ToolError } from "./errors.js";
 
 export const BLOB_PREFIX = "blob:sha256:";
@@ -20,6 +20,8 @@ export interface BlobStat {
   bytes: number;
   capBytes: number;
   pinned: number;
+  /** Bytes of the stored blobs pinned; never above capBytes (see BlobStore). */
+  pinnedBytes: number;
   evicted: number;
   evictedBytes: number;
 }
@@ -31,12 +33,35 @@ interface Entry {
 
 const PINS = "pins.json";
 
+/** A pin refused because the blobs pinned would hold more than the store's cap. */
+export class BlobPinOverCap extends BoxmakerError {
+  constructor(owner: string, wouldPin: number, capBytes: number) {
+    super(
+      "BLOB_PIN_OVER_CAP",
+      `pinning these blobs for ${owner.slice(0, 200)} would keep ${wouldPin} bytes pinned, more than the blob store's cap of ${capBytes} bytes (blob_cap_bytes); ` +
+        `the pin was refused and ${owner.slice(0, 200)}'s earlier pins stand: raise blob_cap_bytes, or archive sessions to release theirs`,
+      { status: Status.RESOURCE_EXHAUSTED },
+    );
+  }
+}
+
 /**
  * Content-addressed store: a text is kept whole, once, under its sha256.
  * Bounded: above `capBytes` the least recently used blobs go, except those a
  * live session's current epoch pins (loopd tells brokerd which) and the one
  * just stored. Every operation is synchronous in brokerd's one thread, so an
  * eviction can never interleave with a pin or a put.
+ *
+ * Pinned blobs count against the cap, and the pinned bytes can never exceed
+ * it: a pin that would take them over is refused (BlobPinOverCap), and a
+ * blob stored after being pinned, whose bytes would take them over, is stored
+ * unpinned. Eviction cannot free a pinned blob, so if pins could exceed the
+ * cap, sessions pinning their epochs would grow the store without bound past
+ * the disk budget the operator set; evicting pinned blobs instead would break
+ * a live session's reads without telling anyone. A refusal is visible (loopd
+ * logs it), and the blob stays readable until ordinary eviction reaches it,
+ * when get() names the cap. So the store holds at most capBytes plus the one
+ * blob just stored.
  */
 export class BlobStore {
   private readonly index = new Map<string, Entry>();
@@ -121,6 +146,10 @@ export class BlobStore {
     if (existed) {
       this.touch(hash);
     } else {
+      if (this.capBytes && this.pinnedBy(hash).length && this.pinnedBytes() + bytes > this.capBytes) {
+        for (const owner of this.pinnedBy(hash)) this.pins.get(owner)?.delete(hash);
+        this.savePins();
+      }
       mkdirSync(join(this.dir, hash.slice(0, 2)), { recursive: true, mode: 0o750 });
       atomicWrite(p, text);
       this.index.set(hash, { bytes, used: this.now() });
@@ -148,6 +177,20 @@ export class BlobStore {
     return all;
   }
 
+  private pinnedBy(hash: string): string[] {
+    return [...this.pins].filter(([, set]) => set.has(hash)).map(([owner]) => owner);
+  }
+
+  /** Bytes of the stored blobs some owner pins, with `owner`'s pins replaced by `instead` when given. */
+  private pinnedBytes(owner?: string, instead?: ReadonlySet<string>): number {
+    const all = new Set<string>();
+    for (const [o, set] of this.pins) if (o !== owner || !instead) for (const h of set) all.add(h);
+    if (instead) for (const h of instead) all.add(h);
+    let n = 0;
+    for (const h of all) n += this.index.get(h)?.bytes ?? 0;
+    return n;
+  }
+
   /** Least recently used first, never a pinned blob nor `keep`, until the store is under its cap. */
   private evict(keep: string): void {
     if (!this.capBytes || this.total <= this.capBytes) return;
@@ -167,12 +210,22 @@ export class BlobStore {
     }
   }
 
-  /** Replaces what `owner` pins; an empty list releases it. Returns how many of the hashes are not stored. */
+  /**
+   * Replaces what `owner` pins; an empty list releases it. Returns how many of
+   * the hashes are not stored. Throws BlobPinOverCap, changing nothing, when
+   * the new set would take the pinned bytes over the cap.
+   */
   pin(owner: string, refs: readonly string[]): { pinned: number; missing: number } {
     const hashes = new Set(
       refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => HEX.test(h)),
     );
     const before = this.pins.get(owner);
+    if (this.capBytes && hashes.size) {
+      const would = this.pinnedBytes(owner, hashes);
+      // Only a pin that adds bytes is refused: one that shrinks an over-cap set
+      // (pins.json from before this check, say) is how it gets back under.
+      if (would > this.capBytes && would > this.pinnedBytes()) throw new BlobPinOverCap(owner, would, this.capBytes);
+    }
     const same = before && before.size === hashes.size && [...hashes].every((h) => before.has(h));
     if (hashes.size) this.pins.set(owner, hashes);
     else this.pins.delete(owner);
@@ -186,6 +239,7 @@ export class BlobStore {
       bytes: this.total,
       capBytes: this.capBytes,
       pinned: [...this.pinned()].filter((h) => this.index.has(h)).length,
+      pinnedBytes: this.pinnedBytes(),
       evicted: this.evicted,
       evictedBytes: this.evictedBytes,
     };

@@ -1,4 +1,4 @@
-import { messageOf, type BrokerService, type ClientOf, type Logger } from "@boxmaker/common";
+import { Status, messageOf, toRpcError, type BrokerService, type ClientOf, type Logger } from "@boxmaker/common";
 import { epochBlobRefs } from "./epoch-view.js";
 import { BlobHashMismatchError } from "./errors.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
@@ -71,7 +71,9 @@ export class SessionBlobs {
     this.pinned.set(s.id, key);
     this.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
       this.pinned.delete(s.id); // sent again after the next turn
-      this.log.debug({ session: s.id, err: messageOf(err) }, "could not pin blobs");
+      // A pin refused for the store's cap is the operator's to see: those blobs may be evicted.
+      const refused = toRpcError(err).code === Status.RESOURCE_EXHAUSTED;
+      this.log[refused ? "warn" : "debug"]({ session: s.id, err: messageOf(err) }, "could not pin blobs");
     });
   }
 
