@@ -1,5 +1,6 @@
 import type { LoopClient } from "./connection.js";
 import type { Style } from "./render/style.js";
+import { printErr } from "./render/terminal-safe.js";
 
 const SLASH_HELP = `commands:
   /help        this list
@@ -21,7 +22,7 @@ export async function runSlashCommand(
 ): Promise<boolean> {
   const { client, sessionId, style: s, note } = ctx;
   const [cmd] = line.trim().split(/\s+/);
-  const out = (t: string) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`);
+  const out = (t: string) => void printErr(t.endsWith("\n") ? t : `${t}\n`);
   switch (cmd) {
     case "/help":
     case "/?":

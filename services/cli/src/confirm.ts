@@ -1,4 +1,5 @@
 import { createInterface } from "node:readline/promises";
+import { terminalText } from "./render/terminal-safe.js";
 
 /** Asks a yes/no question on the terminal; anything but y/yes is no. */
 export async function confirm(question: string): Promise<boolean> {
@@ -8,7 +9,7 @@ export async function confirm(question: string): Promise<boolean> {
       // Ctrl-C or Ctrl-D at the question means no, not a crash.
       rl.once("SIGINT", () => resolve(""));
       rl.once("close", () => resolve(""));
-      rl.question(`${question} [y/N] `).then(resolve, () => resolve(""));
+      rl.question(terminalText(`${question} [y/N] `)).then(resolve, () => resolve(""));
     });
     return /^y(es)?$/i.test(answer.trim());
   } finally {

@@ -3,6 +3,7 @@ import { messageOf, ToolDecision, type Proposal, type SessionEvent } from "@boxm
 import type { LoopClient } from "./connection.js";
 import { renderProposal } from "./render/proposal.js";
 import type { Style } from "./render/style.js";
+import { terminalText, writeText } from "./render/terminal-safe.js";
 
 /** Diff lines shown before the question; `d` shows the whole proposal. */
 const PREVIEW_LINES = 20;
@@ -34,7 +35,7 @@ export class InPlaceApprovals {
     } else if (e.case === "toolResult" && e.value.proposalId) {
       const ac = this.open.get(e.value.proposalId);
       if (ac) {
-        if (this.prompting) this.err.write("\n");
+        if (this.prompting) writeText(this.err, "\n");
         this.prompting = false;
         ac.abort();
         const st = e.value.proposalState;
@@ -52,7 +53,7 @@ export class InPlaceApprovals {
   }
 
   private note(text: string): void {
-    this.err.write(`${this.style.dim(text)}\n`);
+    writeText(this.err, `${this.style.dim(text)}\n`);
   }
 
   private async ask(id: string): Promise<void> {
@@ -61,7 +62,7 @@ export class InPlaceApprovals {
     try {
       const p = await this.proposal(id);
       if (!p || ac.signal.aborted) return;
-      this.err.write(preview(p, this.style, PREVIEW_LINES));
+      writeText(this.err, preview(p, this.style, PREVIEW_LINES));
       for (;;) {
         const a = (
           await this.question(
@@ -77,7 +78,7 @@ export class InPlaceApprovals {
           return;
         }
         if (a === "d" || a === "diff") {
-          this.err.write(renderProposal(p, this.style));
+          writeText(this.err, renderProposal(p, this.style));
           continue;
         }
         if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal));
@@ -123,12 +124,12 @@ export class InPlaceApprovals {
       return await new Promise<string | undefined>((resolve) => {
         rl.once("SIGINT", () => {
           this.prompting = false;
-          this.err.write("\n");
+          writeText(this.err, "\n");
           resolve(undefined);
         });
         rl.once("close", () => resolve(undefined));
         // Withdrawn (decided elsewhere): handle() has ended the line already.
-        rl.question(q, { signal }).then(resolve, () => resolve(undefined));
+        rl.question(terminalText(q), { signal }).then(resolve, () => resolve(undefined));
       });
     } finally {
       this.prompting = false;

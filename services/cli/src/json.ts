@@ -1,4 +1,5 @@
 import { toJsonString, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { writeJson } from "./render/terminal-safe.js";
 
 /**
  * The one JSON form of every message the CLI prints: proto field names
@@ -10,5 +11,5 @@ export function jsonOf<D extends DescMessage>(schema: D, msg: MessageShape<D>): 
 }
 
 export function printJson<D extends DescMessage>(schema: D, msg: MessageShape<D>): void {
-  process.stdout.write(`${jsonOf(schema, msg)}\n`);
+  writeJson(process.stdout, `${jsonOf(schema, msg)}\n`);
 }

@@ -23,6 +23,7 @@ import { register as registerSessionAdmin } from "./commands/session-admin.js";
 import { register as registerExport } from "./commands/export.js";
 import { register as registerChanges } from "./commands/changes.js";
 import { register as registerDemo } from "./commands/demo.js";
+import { printErr } from "./render/terminal-safe.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -83,23 +84,23 @@ async function exitCodeFor(err: unknown): Promise<number> {
     return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
   }
   if (err instanceof UsageError) {
-    process.stderr.write(`boxmaker: ${err.message}\n`);
+    printErr(`boxmaker: ${err.message}\n`);
     return ExitCode.usage;
   }
   if (err instanceof DaemonUnreachable) {
-    process.stderr.write(`boxmaker: ${err.message}\n`);
+    printErr(`boxmaker: ${err.message}\n`);
     return ExitCode.unavailable;
   }
   // Loaded here, not at the top: gRPC costs every start ~40 ms, and a failed call has loaded it already.
   const { RpcError, Status } = await import("@boxmaker/common/client");
   if (err instanceof RpcError) {
-    process.stderr.write(`boxmaker: ${err.message} (${err.codeName})\n`);
+    printErr(`boxmaker: ${err.message} (${err.codeName})\n`);
     if (err.code === Status.UNAVAILABLE) return ExitCode.unavailable;
     // loopd rejecting what was asked (a bad cron, an empty message) is a usage error.
     if (err.code === Status.INVALID_ARGUMENT) return ExitCode.usage;
     return ExitCode.failed;
   }
-  process.stderr.write(`boxmaker: ${messageOf(err)}\n`);
+  printErr(`boxmaker: ${messageOf(err)}\n`);
   return ExitCode.failed;
 }
 

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Style } from "./render/style.js";
+import { printErr, terminalText } from "./render/terminal-safe.js";
 
 /** Lines arriving within this window of each other are one paste, so one message. */
 const PASTE_WINDOW_MS = 25;
@@ -81,7 +82,7 @@ export class PromptReader {
         if (r.hadText) continue; // Ctrl-C abandons the line, as in a shell
         if (warned) return undefined;
         warned = true;
-        process.stderr.write(this.style.dim("(Ctrl-C again, Ctrl-D or /exit to quit)\n"));
+        printErr(this.style.dim("(Ctrl-C again, Ctrl-D or /exit to quit)\n"));
         continue;
       }
       const text = r.text.replace(/\s+$/, "");
@@ -121,11 +122,11 @@ export class PromptReader {
         settle({ kind: "text", text: lines.join("\n") });
       };
       rl.on("SIGINT", () => {
-        process.stderr.write("\n");
+        printErr("\n");
         settle({ kind: "interrupt", hadText: rl.line.length > 0 || lines.length > 0 });
       });
       rl.on("close", () => {
-        if (!settled) process.stderr.write("\n");
+        if (!settled) printErr("\n");
         settle({ kind: "eof" });
       });
       rl.on("line", (line) => {
@@ -134,7 +135,7 @@ export class PromptReader {
           if (inBlock) return settle({ kind: "text", text: lines.join("\n") });
           if (lines.length === 0) {
             inBlock = true;
-            rl.setPrompt(this.style.dim("… "));
+            rl.setPrompt(terminalText(this.style.dim("… ")));
             rl.prompt();
             return;
           }
@@ -146,7 +147,7 @@ export class PromptReader {
         }
         timer = setTimeout(finishPaste, PASTE_WINDOW_MS);
       });
-      rl.setPrompt(this.style.bold(this.style.green("› ")));
+      rl.setPrompt(terminalText(this.style.bold(this.style.green("› "))));
       rl.prompt();
     });
   }

@@ -7,6 +7,7 @@ import { TurnOutcome } from "./turn-outcome.js";
 import { styleFor } from "./render/style.js";
 import { CtrlC } from "./ctrl-c.js";
 import { jsonOf } from "./json.js";
+import { printErr, writeJson } from "./render/terminal-safe.js";
 
 export interface StreamOptions {
   json: boolean;
@@ -32,7 +33,7 @@ export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: St
   let exit: ExitCode = ExitCode.interrupted;
   try {
     for await (const ev of events) {
-      if (opts.json) process.stdout.write(`${jsonOf(SessionEventSchema, ev)}\n`);
+      if (opts.json) writeJson(process.stdout, `${jsonOf(SessionEventSchema, ev)}\n`);
       // Before rendering: a withdrawn question must end its line before the result prints.
       opts.onEvent?.(ev);
       if (!opts.json) renderer!.handle(ev);
@@ -68,13 +69,13 @@ export async function sendAndRender(
     approvals = new InPlaceApprovals(client, styleFor(process.stderr));
   }
   const ctrlC = new CtrlC(() => {
-    process.stderr.write("\ncancelling the turn (Ctrl-C again to quit)…\n");
+    printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
   });
   // Stopped by a supervisor or a closed terminal: the turn must not run on
   // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
   const stopHandler = (sig: NodeJS.Signals) => {
-    process.stderr.write(`\n${sig}: cancelling the turn…\n`);
+    printErr(`\n${sig}: cancelling the turn…\n`);
     const exit = () => process.exit(ExitCode.interrupted);
     setTimeout(exit, STOP_CANCEL_TIMEOUT_MS).unref();
     client.cancelTurn({ sessionId }, { timeoutMs: STOP_CANCEL_TIMEOUT_MS }).then(exit, exit);

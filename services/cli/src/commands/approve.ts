@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut, printErr, writeText } from "../render/terminal-safe.js";
 
 interface DecideFlags {
   yes?: boolean;
@@ -69,16 +70,16 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
     // The diff goes to stderr under --json so stdout stays one JSON document.
     const show = opts.json ? process.stderr : process.stdout;
     const s = styleFor(show);
-    show.write(renderProposal(p, s));
+    writeText(show, renderProposal(p, s));
     if (p.state !== "pending") {
-      process.stderr.write(`proposal ${p.id} was already decided (${p.state}); nothing to do\n`);
+      printErr(`proposal ${p.id} was already decided (${p.state}); nothing to do\n`);
       process.exitCode = ExitCode.failed;
       return;
     }
     if (!opts.yes) {
       const { confirm } = await import("../confirm.js");
       if (!(await confirm(approve ? `Apply this ${p.tool}?` : `Reject this ${p.tool}?`))) {
-        process.stderr.write(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
+        printErr(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
         process.exitCode = ExitCode.needsApproval;
         return;
       }
@@ -90,7 +91,7 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
       const { printJson } = await import("../json.js");
       printJson(ProposalSchema, decided);
     } else {
-      process.stdout.write(`${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`);
+      printOut(`${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`);
     }
     process.exitCode = decided.state === (approve ? "applied" : "rejected") ? ExitCode.ok : ExitCode.failed;
   } finally {

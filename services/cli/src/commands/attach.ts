@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printErr } from "../render/terminal-safe.js";
 
 interface AttachFlags {
   follow?: boolean;
@@ -36,9 +37,7 @@ Examples:
         const r = await client.getSession({ id });
         const running = r.session?.state === "running";
         if (!running && !opts.follow) {
-          process.stderr.write(
-            `${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`,
-          );
+          printErr(`${id} is ${r.session?.state ?? "idle"}: no turn to attach to (--follow waits for the next one)\n`);
           return;
         }
         const ac = new AbortController();

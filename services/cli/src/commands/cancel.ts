@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -25,9 +26,7 @@ Examples:
           const { printJson } = await import("../json.js");
           return printJson(CancelTurnResponseSchema, res);
         }
-        process.stdout.write(
-          res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`,
-        );
+        printOut(res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`);
       } finally {
         client.close();
       }

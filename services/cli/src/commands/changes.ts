@@ -3,6 +3,7 @@ import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 /** `changes` lists a session's applied writes with their diffs; `undo` restores them. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -32,7 +33,7 @@ Examples:
           return printJson(ListChangesResponseSchema, res);
         }
         if (!res.changes.length) {
-          process.stderr.write(`session ${id} has changed no files\n`);
+          printErr(`session ${id} has changed no files\n`);
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -48,7 +49,7 @@ Examples:
           );
           if (!opts.stat) out.push(renderDiff(c.diff, s), "");
         }
-        process.stdout.write(`${out.join("\n").trimEnd()}\n`);
+        printOut(`${out.join("\n").trimEnd()}\n`);
       } finally {
         client.close();
       }
@@ -88,13 +89,13 @@ Examples:
           const { printJson } = await import("../json.js");
           printJson(UndoChangesResponseSchema, res);
         } else if (!res.results.length) {
-          process.stderr.write(`session ${id} has no change left to undo\n`);
+          printErr(`session ${id} has no change left to undo\n`);
         } else {
           const { styleFor } = await import("../render/style.js");
           const s = styleFor(process.stdout);
           for (const r of res.results) {
             const tag = r.result === "refused" ? s.red("refused") : s.green(r.result);
-            process.stdout.write(`${tag}  ${r.message}\n`);
+            printOut(`${tag}  ${r.message}\n`);
           }
         }
         if (res.results.some((r) => r.result === "refused")) process.exitCode = ExitCode.failed;

@@ -4,6 +4,7 @@ import { connect } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 interface ChatFlags extends BudgetFlags {
   json?: boolean;
@@ -45,7 +46,7 @@ Examples:
       const { styleFor } = await import("../render/style.js");
       const client = await connect(globals().socket);
       const style = styleFor(process.stderr);
-      const note = (t: string) => void process.stderr.write(`${style.dim(t)}\n`);
+      const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;
       try {
         if (id) {
@@ -53,7 +54,7 @@ Examples:
           note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);
           if (!opts.json && Number(opts.history) > 0) {
             const { renderHistory } = await import("../render/history.js");
-            process.stdout.write(
+            printOut(
               renderHistory(r.messages.slice(-Number(opts.history)), {
                 style: styleFor(process.stdout),
                 reasoning: false,

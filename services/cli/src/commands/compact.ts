@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
 
 /** The one line a compaction is shown as (`boxmaker compact`, `/compact` in chat). */
 export function compactedText(
@@ -52,7 +53,7 @@ Examples:
           const { printJson } = await import("../json.js");
           return printJson(CompactSessionResponseSchema, res);
         }
-        process.stdout.write(compactedText(id, res.compacted));
+        printOut(compactedText(id, res.compacted));
       } finally {
         client.close();
       }

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
 import { ExitCode } from "../exit-codes.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 /** The file the demo's "model" fixes. */
 const DEMO_FILE = "greeting.py";
@@ -59,7 +60,7 @@ Examples:
       const { Supervisor } = await import("../supervisor/supervisor.js");
       const { styleFor } = await import("../render/style.js");
       const s = styleFor(process.stderr);
-      const say = (t: string) => void process.stderr.write(`${s.cyan("demo")} ${t}\n`);
+      const say = (t: string) => void printErr(`${s.cyan("demo")} ${t}\n`);
 
       const dir = mkdtempSync(join(tmpdir(), "bxdemo-"));
       const ws = join(dir, "workspace");
@@ -86,19 +87,19 @@ Examples:
         stopGraceMs: 5_000,
         nodePath: process.execPath,
         out: () => undefined,
-        err: (l) => process.stderr.write(`${s.dim(l)}\n`),
+        err: (l) => printErr(`${s.dim(l)}\n`),
       });
       say(`starting the stack with the llama.cpp simulator in ${dir} (sandbox: ${sandbox}) …`);
       let exit: ExitCode = ExitCode.failed;
       try {
         await sup.start();
         say(`workspace ${ws} holds ${DEMO_FILE}:`);
-        process.stderr.write(indent(DEMO_BEFORE, s));
+        printErr(indent(DEMO_BEFORE, s));
         const { createHttp2Client, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
         const client = createHttp2Client(LoopService, plan.layout.sockets.loopd);
         try {
           const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
-          process.stdout.write(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
+          printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
           const { renderEvents } = await import("../turn-stream.js");
           const tty = Boolean(process.stdin.isTTY);
           let onEvent: (ev: import("@boxmaker/common/client").SessionEvent) => void;
@@ -114,7 +115,7 @@ Examples:
                 void (async () => {
                   const { proposals } = await client.listProposals({ includeDecided: false });
                   const p = proposals.find((x) => x.id === id);
-                  if (p) process.stderr.write((await import("../render/proposal.js")).renderProposal(p, s));
+                  if (p) printErr((await import("../render/proposal.js")).renderProposal(p, s));
                   say(`no terminal: approving ${id} automatically`);
                   await client.decideProposal({ id, approve: true, reason: "" });
                 })();
@@ -127,7 +128,7 @@ Examples:
             onEvent,
           });
           say(`${DEMO_FILE} now reads:`);
-          process.stderr.write(indent(readFileSync(join(ws, DEMO_FILE), "utf8"), s));
+          printErr(indent(readFileSync(join(ws, DEMO_FILE), "utf8"), s));
           say(
             `that was session ${session.id}. With a real model: \`boxmaker up --llama-server BIN --model GGUF\` in your project, then \`boxmaker chat\`.`,
           );

@@ -37,14 +37,18 @@ Examples:
       try {
         const res = await client.getSession({ id });
         const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
+        const { jsonText, printErr, visible, writeJson, writeText } = await import("../render/terminal-safe.js");
+        // A file is read with cat and less as well: it gets the same visible controls as the terminal.
         const text =
-          opts.format === "md" ? transcriptMarkdown(res, { reasoning: !!opts.reasoning }) : transcriptJsonl(res);
+          opts.format === "md"
+            ? visible(transcriptMarkdown(res, { reasoning: !!opts.reasoning }))
+            : jsonText(transcriptJsonl(res));
         if (opts.output) {
           const { writeFileSync } = await import("node:fs");
           writeFileSync(opts.output, text);
-          process.stderr.write(`wrote ${opts.output}\n`);
+          printErr(`wrote ${opts.output}\n`);
         } else {
-          process.stdout.write(text);
+          (opts.format === "md" ? writeText : writeJson)(process.stdout, text);
         }
       } finally {
         client.close();

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -33,7 +34,7 @@ Examples:
           return printJson(ListSessionsResponseSchema, res);
         }
         if (res.sessions.length === 0) {
-          process.stderr.write("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
+          printErr("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -53,12 +54,10 @@ Examples:
             x.title || s.dim("(untitled)"),
           ]),
         ];
-        process.stdout.write(`${table(rows, visibleLength)}\n`);
+        printOut(`${table(rows, visibleLength)}\n`);
         if (res.total > res.sessions.length) {
           // On stderr: `boxmaker ls | grep …` reads only the table.
-          process.stderr.write(
-            s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`),
-          );
+          printErr(s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`));
         }
       } finally {
         client.close();

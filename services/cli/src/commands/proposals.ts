@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -31,7 +32,7 @@ Examples:
           return printJson(ListProposalsResponseSchema, res);
         }
         if (!res.proposals.length) {
-          process.stderr.write(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
+          printErr(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -49,7 +50,7 @@ Examples:
             oneLinePreview(p.tool, p.preview, p.argumentsJson),
           ]),
         ];
-        process.stdout.write(`${table(rows, visibleLength)}\n`);
+        printOut(`${table(rows, visibleLength)}\n`);
       } finally {
         client.close();
       }

@@ -3,6 +3,7 @@ import { connect } from "../connection.js";
 import { readPrompt } from "../prompt-input.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printErr } from "../render/terminal-safe.js";
 
 interface RunFlags extends BudgetFlags {
   json?: boolean;
@@ -36,7 +37,7 @@ Examples:
       try {
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
         if (!opts.json)
-          process.stderr.write(
+          printErr(
             `session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
           );
         process.exitCode = await sendAndRender(client, s.id, text, {

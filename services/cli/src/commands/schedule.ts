@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { readPrompt } from "../prompt-input.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const schedule = program
@@ -33,7 +34,7 @@ Examples:
           const { printJson } = await import("../json.js");
           return printJson(ScheduleSchema, sch);
         }
-        process.stdout.write(`added schedule ${sch.id}; next run ${when(sch.nextRunUnixMs)}\n`);
+        printOut(`added schedule ${sch.id}; next run ${when(sch.nextRunUnixMs)}\n`);
       } finally {
         client.close();
       }
@@ -53,7 +54,7 @@ Examples:
           return printJson(ListSchedulesResponseSchema, res);
         }
         if (!res.schedules.length) {
-          process.stderr.write("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
+          printErr("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -70,7 +71,7 @@ Examples:
             truncate(x.prompt, 60),
           ]),
         ];
-        process.stdout.write(`${table(rows, visibleLength)}\n`);
+        printOut(`${table(rows, visibleLength)}\n`);
       } finally {
         client.close();
       }
@@ -90,7 +91,7 @@ Examples:
           const { printJson } = await import("../json.js");
           return printJson(SessionInfoSchema, s);
         }
-        process.stdout.write(`started session ${s.id}; \`boxmaker attach ${s.id}\` to watch it\n`);
+        printOut(`started session ${s.id}; \`boxmaker attach ${s.id}\` to watch it\n`);
       } finally {
         client.close();
       }
@@ -110,10 +111,10 @@ Examples:
           const { printJson } = await import("../json.js");
           printJson(RemoveScheduleResponseSchema, res);
         } else if (res.removed) {
-          process.stdout.write(`removed schedule ${id}\n`);
+          printOut(`removed schedule ${id}\n`);
         }
         if (!res.removed) {
-          if (!opts.json) process.stderr.write(`no schedule ${id}; \`boxmaker schedule ls\` lists them\n`);
+          if (!opts.json) printErr(`no schedule ${id}; \`boxmaker schedule ls\` lists them\n`);
           process.exitCode = 1;
         }
       } finally {

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 /** archive, rm and rename: a session's lifecycle. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -20,7 +21,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           const { printJson } = await import("../json.js");
           return printJson(SessionInfoSchema, info);
         }
-        process.stdout.write(`archived session ${info.id} (${info.title || "untitled"})\n`);
+        printOut(`archived session ${info.id} (${info.title || "untitled"})\n`);
       } finally {
         client.close();
       }
@@ -53,13 +54,13 @@ Examples:
           const { confirm } = await import("../confirm.js");
           const what = `session ${id} (${session?.title || "untitled"}, ${session?.messages ?? 0} messages)`;
           if (!(await confirm(`Delete ${what} for good?`))) {
-            process.stderr.write("kept it\n");
+            printErr("kept it\n");
             process.exitCode = ExitCode.needsApproval;
             return;
           }
         }
         const res = await client.deleteSession({ id });
-        process.stdout.write(res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`);
+        printOut(res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`);
         if (!res.deleted) process.exitCode = ExitCode.failed;
       } finally {
         client.close();
@@ -76,7 +77,7 @@ Examples:
       const client = await connect(globals().socket);
       try {
         const info = await client.renameSession({ id, title: words.join(" ") });
-        process.stdout.write(`session ${info.id} is now "${info.title}"\n`);
+        printOut(`session ${info.id} is now "${info.title}"\n`);
       } finally {
         client.close();
       }

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -29,7 +30,8 @@ Examples:
             (m) => `{"epoch":${m.epoch},"at_unix_ms":"${m.atUnixMs}","message":${m.messageJson}}`,
           );
           const session = res.session ? jsonOf(SessionInfoSchema, res.session) : "null";
-          process.stdout.write(`{"session":${session},"messages":[${messages.join(",")}]}\n`);
+          const { writeJson } = await import("../render/terminal-safe.js");
+          writeJson(process.stdout, `{"session":${session},"messages":[${messages.join(",")}]}\n`);
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -38,7 +40,7 @@ Examples:
         const s = styleFor(process.stdout);
         const info = res.session;
         if (info) {
-          process.stdout.write(
+          printOut(
             s.bold(`${info.title || "(untitled)"}\n`) +
               s.dim(
                 `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
@@ -46,7 +48,7 @@ Examples:
               s.dim(`project instructions: ${info.instructionsFile || "none"}\n\n`),
           );
         }
-        process.stdout.write(
+        printOut(
           renderHistory(res.messages, {
             style: s,
             reasoning: opts.reasoning,

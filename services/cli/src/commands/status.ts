@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -29,7 +30,7 @@ Examples:
           printJson(LoopStatusResponseSchema, st);
         } else {
           const { styleFor } = await import("../render/style.js");
-          process.stdout.write(renderStatus(st, styleFor(process.stdout)));
+          printOut(renderStatus(st, styleFor(process.stdout)));
         }
         const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
         process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -40,8 +41,8 @@ Examples:
         const { renderTools, renderPrompts } = await import("../render/tools.js");
         const { styleFor } = await import("../render/style.js");
         const style = styleFor(process.stdout);
-        process.stdout.write(renderTools(res, query, !!opts.schema, style));
-        if (opts.prompts) process.stdout.write(`\n${renderPrompts(res.prompts, style)}`);
+        printOut(renderTools(res, query, !!opts.schema, style));
+        if (opts.prompts) printOut(`\n${renderPrompts(res.prompts, style)}`);
       } finally {
         client.close();
       }

@@ -3,6 +3,7 @@ import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
 import type { UpFlags } from "../supervisor/up-options.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -77,17 +78,17 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         settings: { ...plan.settings, overrides },
         stopGraceMs: 10_000,
         nodePath: process.execPath,
-        out: (l) => process.stdout.write(`${l}\n`),
-        err: (l) => process.stderr.write(`${l}\n`),
+        out: (l) => printOut(`${l}\n`),
+        err: (l) => printErr(`${l}\n`),
       });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
         if (signals > 1) {
-          process.stderr.write(`boxmaker up: ${sig} again; exiting without waiting\n`);
+          printErr(`boxmaker up: ${sig} again; exiting without waiting\n`);
           process.exit(ExitCode.interrupted);
         }
-        process.stderr.write(`boxmaker up: ${sig}; stopping the stack\n`);
+        printErr(`boxmaker up: ${sig}; stopping the stack\n`);
         void sup.stop(0);
       };
       process.on("SIGINT", onSignal);

@@ -1,5 +1,6 @@
 import cliProgress from "cli-progress";
 import type { Style } from "./style.js";
+import { terminalText } from "./terminal-safe.js";
 
 /**
  * A progress bar on stderr while the server processes a long prompt, fed by
@@ -19,7 +20,7 @@ export class ProgressLine {
       this.bar = new cliProgress.SingleBar(
         {
           stream: this.err,
-          format: `${this.style.dim("prompt")} {bar} {value}/{total} tokens ({cached} cached)`,
+          format: terminalText(`${this.style.dim("prompt")} {bar} {value}/{total} tokens ({cached} cached)`),
           clearOnComplete: true,
           hideCursor: true,
         },

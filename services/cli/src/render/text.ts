@@ -31,6 +31,4 @@ export function table(rows: string[][], visibleLength: (s: string) => number = (
     .join("\n");
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matches terminal colour escapes, which start with ESC.
-const ANSI = /\x1b\[[0-9;]*m/g;
-export const visibleLength = (s: string) => s.replace(ANSI, "").length;
+export { visibleLength } from "./terminal-safe.js";

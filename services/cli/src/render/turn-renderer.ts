@@ -2,6 +2,7 @@ import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { ProgressLine } from "./progress.js";
 import { truncate } from "./text.js";
+import { writeText } from "./terminal-safe.js";
 
 export interface RenderOptions {
   out: NodeJS.WritableStream;
@@ -24,15 +25,15 @@ export class TurnRenderer {
     this.progress = new ProgressLine(o.err, o.style);
   }
 
-  private write(text: string): void {
+  private emit(text: string): void {
     if (!text) return;
-    this.o.out.write(text);
+    writeText(this.o.out, text);
     this.atLineStart = text.endsWith("\n");
   }
 
   private line(text: string): void {
-    if (!this.atLineStart) this.write("\n");
-    this.write(`${text}\n`);
+    if (!this.atLineStart) this.emit("\n");
+    this.emit(`${text}\n`);
   }
 
   private endReasoning(): void {
@@ -51,7 +52,8 @@ export class TurnRenderer {
       case "turnStarted":
         break;
       case "waiting":
-        this.o.err.write(
+        writeText(
+          this.o.err,
           s.yellow(`waiting for slot ${e.value.slot}: ${e.value.position} ahead (held by ${e.value.heldBySession})\n`),
         );
         break;
@@ -66,11 +68,11 @@ export class TurnRenderer {
         }
         // The server streams one token per delta, so deltas count tokens.
         this.reasoningDeltas++;
-        if (this.o.showReasoning) this.write(s.dim(e.value.text));
+        if (this.o.showReasoning) this.emit(s.dim(e.value.text));
         break;
       case "content":
         this.endReasoning();
-        this.write(e.value.text);
+        this.emit(e.value.text);
         break;
       case "thinkingCap":
         this.endReasoning();
@@ -149,7 +151,7 @@ export class TurnRenderer {
 
   finish(): void {
     this.progress.clear();
-    if (!this.atLineStart) this.write("\n");
+    if (!this.atLineStart) this.emit("\n");
   }
 }
 
