@@ -25,6 +25,14 @@ import { Status } from "./status.js";
 // server-streaming calls only; the daemons talk to each other with grpc-js.
 
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+// A daemon that accepts the connection but never answers must not hang its
+// caller: every unary call has a deadline, every call a time by which the
+// reply's headers must have come, and a connection a time by which the peer
+// must have spoken HTTP/2 at all. Generous, since the daemons are local and
+// answer in milliseconds when they answer.
+const DEFAULT_UNARY_TIMEOUT_MS = 30_000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 // As the daemons' grpc-js channels back off (grpc-client.ts).
 const RECONNECT_BACKOFF = { initialMs: 100, maxMs: 2_000 };
 
@@ -46,12 +54,54 @@ function httpStatus(code: number): Status {
   return Status.UNKNOWN;
 }
 
+/** How long calls may wait for their daemon; a call's own timeoutMs comes first. */
+export interface Http2ClientOptions<T extends GenServiceMethods = GenServiceMethods> {
+  /** The deadline of a unary call made without timeoutMs (default 30 s). */
+  unaryTimeoutMs?: number;
+  /**
+   * A streaming call whose reply headers have not come by then fails
+   * DEADLINE_EXCEEDED (default 30 s). This is what bounds a streaming call,
+   * which has no deadline: once the headers are there, it may run for hours.
+   */
+  headersTimeoutMs?: number;
+  /** Per method: its own unary deadline or headers time; 0 means none (a call that legitimately waits). */
+  methods?: { [K in keyof T]?: { timeoutMs?: number; headersTimeoutMs?: number } };
+  /** The peer must send its HTTP/2 settings this soon after accepting the connection (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
+interface CallLimits {
+  /** Milliseconds for the whole call; undefined: none. */
+  timeoutMs: number | undefined;
+  /** Milliseconds until the reply's headers; undefined: none. */
+  headersTimeoutMs: number | undefined;
+}
+
+const limit = (ms: number | undefined) => (ms ? ms : undefined);
+
 /** A typed client for a protobuf-es service over a Unix socket, on node:http2 alone. */
 export function createHttp2Client<T extends GenServiceMethods>(
   svc: GenService<T>,
   socketPath: string,
+  options: Http2ClientOptions<T> = {},
 ): ServiceClient<T> {
-  const conn = new Connection(socketPath);
+  const conn = new Connection(socketPath, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+  const limitsOf = (m: DescMethod): CallLimits => {
+    const own = (options.methods as Record<string, { timeoutMs?: number; headersTimeoutMs?: number }> | undefined)?.[
+      m.localName
+    ];
+    return {
+      timeoutMs:
+        m.methodKind === "unary"
+          ? limit(own?.timeoutMs ?? options.unaryTimeoutMs ?? DEFAULT_UNARY_TIMEOUT_MS)
+          : undefined,
+      // A unary reply's headers come with the reply: its deadline is its bound.
+      headersTimeoutMs:
+        m.methodKind === "server_streaming"
+          ? limit(own?.headersTimeoutMs ?? options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS)
+          : undefined,
+    };
+  };
   const client: Record<string, unknown> = {
     close: () => conn.close(),
     waitForReady: async (timeoutMs: number) => {
@@ -60,10 +110,11 @@ export function createHttp2Client<T extends GenServiceMethods>(
   };
   for (const m of svc.methods as DescMethod[]) {
     const path = `/${svc.typeName}/${m.name}`;
+    const limits = limitsOf(m);
     if (m.methodKind === "unary") {
       client[m.localName] = async (req: MessageInitShape<DescMessage>, opts?: CallOptions) => {
         let reply: MessageShape<DescMessage> | undefined;
-        for await (const r of call(conn, path, m, req, opts)) {
+        for await (const r of call(conn, path, m, req, opts, limits)) {
           if (reply) throw new RpcError(Status.INTERNAL, `${m.name}: the server sent more than one reply`);
           reply = r;
         }
@@ -72,7 +123,7 @@ export function createHttp2Client<T extends GenServiceMethods>(
       };
     } else if (m.methodKind === "server_streaming") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
-        [Symbol.asyncIterator]: () => call(conn, path, m, req, opts),
+        [Symbol.asyncIterator]: () => call(conn, path, m, req, opts, limits),
       });
     } else {
       client[m.localName] = () => {
@@ -95,12 +146,14 @@ async function* call(
   m: DescMethod,
   req: MessageInitShape<DescMessage>,
   opts: CallOptions | undefined,
+  limits: CallLimits,
 ): AsyncGenerator<MessageShape<DescMessage>> {
   const signal = opts?.signal;
   if (signal?.aborted) throw cancelled();
   // A request that cannot be encoded fails here, before anything is sent.
   const request = encodeFrame(toBinary(m.input, create(m.input, req)));
-  const deadline = opts?.timeoutMs ? Date.now() + opts.timeoutMs : undefined;
+  const timeoutMs = opts?.timeoutMs || limits.timeoutMs;
+  const deadline = timeoutMs ? Date.now() + timeoutMs : undefined;
   const session = await conn.open({ waitForReady: !!opts?.waitForReady, deadline, signal });
   const headers: Record<string, string> = {
     ":method": "POST",
@@ -118,8 +171,8 @@ async function* call(
     // The session began closing since it was opened (the daemon is going away).
     throw new RpcError(Status.UNAVAILABLE, `the connection to ${conn.socketPath} is closing`, {}, { cause: err });
   }
-  let stoppedBy: "cancel" | "deadline" | undefined;
-  const stop = (why: "cancel" | "deadline") => {
+  let stoppedBy: Stop | undefined;
+  const stop = (why: Stop) => {
     if (stream.closed) return;
     stoppedBy ??= why;
     stream.close(constants.NGHTTP2_CANCEL);
@@ -128,9 +181,17 @@ async function* call(
   signal?.addEventListener("abort", onAbort, { once: true });
   if (signal?.aborted) onAbort();
   const timer = deadline !== undefined ? setTimeout(() => stop("deadline"), deadline - Date.now()) : undefined;
+  // Only when it would come before the deadline; cleared by the headers.
+  const headersTimer =
+    limits.headersTimeoutMs !== undefined && (deadline === undefined || Date.now() + limits.headersTimeoutMs < deadline)
+      ? setTimeout(() => stop("headers"), limits.headersTimeoutMs)
+      : undefined;
   let head: IncomingHttpHeaders | undefined;
   let trailers: IncomingHttpHeaders | undefined;
-  stream.on("response", (h) => (head = h));
+  stream.on("response", (h) => {
+    head = h;
+    clearTimeout(headersTimer);
+  });
   stream.on("trailers", (t) => (trailers = t));
   // Failures come out of the iteration below; nothing else listens.
   stream.on("error", () => undefined);
@@ -148,10 +209,10 @@ async function* call(
         const code = err.kind === "too_large" ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL;
         throw new RpcError(code, `${m.name}: ${err.message}`);
       }
-      if (stoppedBy) throw stoppedError(stoppedBy);
+      if (stoppedBy) throw stoppedError(stoppedBy, m, conn.socketPath, timeoutMs, limits);
       throw lostError(stream.rstCode, session, conn.socketPath, err);
     }
-    if (stoppedBy) throw stoppedError(stoppedBy);
+    if (stoppedBy) throw stoppedError(stoppedBy, m, conn.socketPath, timeoutMs, limits);
     const ending = trailers ?? head;
     const raw = ending?.["grpc-status"];
     if (!ending || raw === undefined) {
@@ -166,7 +227,8 @@ async function* call(
     if (code !== Status.OK) throw RpcError.fromTrailers(code, grpcMessage(ending), metadataOf(ending));
     if (reader.pendingBytes > 0) throw new RpcError(Status.INTERNAL, `${m.name}: the last reply was cut off`);
   } finally {
-    if (timer) clearTimeout(timer);
+    clearTimeout(timer);
+    clearTimeout(headersTimer);
     signal?.removeEventListener("abort", onAbort);
     if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
     conn.release();
@@ -188,7 +250,10 @@ class Connection {
   private active = 0;
   private closed = false;
 
-  constructor(readonly socketPath: string) {}
+  constructor(
+    readonly socketPath: string,
+    private readonly connectTimeoutMs: number,
+  ) {}
 
   /**
    * The open session. Without waitForReady a socket that does not accept is
@@ -242,20 +307,46 @@ class Connection {
         createConnection: () => createConnection(this.socketPath),
         settings: { enablePush: false },
       });
+      // Open once the peer has spoken: a socket that accepts and then says
+      // nothing (a hung daemon, something else bound to the path) would
+      // otherwise take every call's request and never answer any.
+      let connected = false;
+      let spoke = false;
+      let settled = false;
+      const silent = setTimeout(() => {
+        failed(
+          new Error(`it accepted the connection but sent no HTTP/2 settings within ${seconds(this.connectTimeoutMs)}`),
+        );
+      }, this.connectTimeoutMs);
       const failed = (err: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(silent);
         session.destroy();
         reject(err);
       };
-      session.once("error", failed);
-      session.once("connect", () => {
+      const opened = () => {
+        if (settled || !connected || !spoke) return;
+        settled = true;
+        clearTimeout(silent);
         session.off("error", failed);
         // Errors after this end the calls on the session, which report them.
         session.on("error", () => undefined);
         this.session = session;
         if (this.active === 0) session.unref();
         resolve(session);
+      };
+      session.once("error", failed);
+      session.once("connect", () => {
+        connected = true;
+        opened();
+      });
+      session.once("remoteSettings", () => {
+        spoke = true;
+        opened();
       });
       const forget = () => {
+        failed(new Error("it closed the connection"));
         if (this.session === session) this.session = undefined;
       };
       session.once("close", forget);
@@ -269,8 +360,24 @@ class Connection {
 
 const cancelled = () => new RpcError(Status.CANCELLED, "cancelled on the client");
 
-function stoppedError(why: "cancel" | "deadline"): RpcError {
-  return why === "deadline" ? new RpcError(Status.DEADLINE_EXCEEDED, "deadline exceeded") : cancelled();
+type Stop = "cancel" | "deadline" | "headers";
+
+const seconds = (ms: number | undefined) => `${Math.round((ms ?? 0) / 100) / 10} s`;
+
+/** What stopped the call, with the method, the daemon and the time it was given: one line a person can act on. */
+function stoppedError(
+  why: Stop,
+  m: DescMethod,
+  socketPath: string,
+  timeoutMs: number | undefined,
+  limits: CallLimits,
+): RpcError {
+  if (why === "cancel") return cancelled();
+  const waited = why === "headers" ? limits.headersTimeoutMs : timeoutMs;
+  return new RpcError(
+    Status.DEADLINE_EXCEEDED,
+    `${m.name}: deadline exceeded: ${socketPath} did not answer within ${seconds(waited)}`,
+  );
 }
 
 /** A call that ended without a status: the connection went, or the server reset the call. */

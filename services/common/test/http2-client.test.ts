@@ -3,6 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { ChildProcess } from "node:child_process";
 import { execFile } from "node:child_process";
 import { createServer as createHttp2Server, type Http2Server } from "node:http2";
+import { createServer as createNetServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
@@ -237,6 +238,124 @@ describe("gRPC client on node:http2", () => {
       loop.close();
       expect([bare!.code, bare!.message]).toEqual([Status.INTERNAL, "ListSessions: the call ended without a status"]);
       c.close();
+    } finally {
+      await new Promise((r) => h2.close(r));
+    }
+  });
+
+  it("gives up on a socket that accepts and never speaks HTTP/2, instead of waiting forever", async () => {
+    const accepted: Socket[] = [];
+    const mute = createNetServer((c) => void accepted.push(c));
+    await new Promise<void>((r) => mute.listen(sock, r));
+    try {
+      const c = createHttp2Client(InferService, sock, { connectTimeoutMs: 200 });
+      const err = await failure(c.status({}));
+      expect([err!.code, err!.message]).toEqual([
+        Status.UNAVAILABLE,
+        `cannot reach ${sock}: it accepted the connection but sent no HTTP/2 settings within 0.2 s`,
+      ]);
+      // Waiting for it to become ready ends at the deadline, attempt after attempt.
+      const waited = await failure(c.status({}, { waitForReady: true, timeoutMs: 700 }));
+      expect(waited!.code).toBe(Status.DEADLINE_EXCEEDED);
+      expect(accepted.length).toBeGreaterThanOrEqual(3);
+      c.close();
+    } finally {
+      for (const a of accepted) a.destroy();
+      await new Promise((r) => mute.close(r));
+    }
+  });
+
+  it("ends a unary call nobody answers at its default deadline and a stream whose headers never come", async () => {
+    // A bare HTTP/2 server: it speaks the protocol, takes every call, answers none.
+    const seen: { path: string; timeout: string | undefined; reset: boolean }[] = [];
+    const h2: Http2Server = createHttp2Server();
+    h2.on("stream", (s, headers) => {
+      s.resume();
+      const call = {
+        path: String(headers[":path"]),
+        timeout: headers["grpc-timeout"] as string | undefined,
+        reset: false,
+      };
+      seen.push(call);
+      s.on("close", () => (call.reset = true));
+    });
+    await new Promise<void>((r) => h2.listen(sock, r));
+    try {
+      // The defaults: 30 s for a unary reply, sent as the call's grpc-timeout.
+      const d = createHttp2Client(InferService, sock);
+      const ac = new AbortController();
+      const pending = failure(d.status({}, { signal: ac.signal }));
+      await expect.poll(() => seen.length).toBe(1);
+      // What is left of 30 s once the connection is open, in milliseconds.
+      expect(seen[0]!.timeout).toMatch(/^\d+m$/);
+      expect(Number.parseInt(seen[0]!.timeout!, 10)).toBeGreaterThan(20_000);
+      expect(Number.parseInt(seen[0]!.timeout!, 10)).toBeLessThanOrEqual(30_000);
+      ac.abort();
+      expect((await pending)!.code).toBe(Status.CANCELLED);
+      d.close();
+
+      const c = createHttp2Client(InferService, sock, { unaryTimeoutMs: 300, headersTimeoutMs: 300 });
+      const unary = await failure(c.status({}));
+      expect([unary!.code, unary!.message]).toEqual([
+        Status.DEADLINE_EXCEEDED,
+        `Status: deadline exceeded: ${sock} did not answer within 0.3 s`,
+      ]);
+      const stream = await failure(
+        (async () => {
+          for await (const _ of c.complete({})) void _;
+        })(),
+      );
+      expect([stream!.code, stream!.message]).toEqual([
+        Status.DEADLINE_EXCEEDED,
+        `Complete: deadline exceeded: ${sock} did not answer within 0.3 s`,
+      ]);
+      // A stream has no deadline of its own (none is sent), and the server saw each call given up.
+      expect(seen.find((x) => x.path.endsWith("/Complete"))!.timeout).toBeUndefined();
+      await expect.poll(() => seen.every((x) => x.reset)).toBe(true);
+      c.close();
+    } finally {
+      await new Promise((r) => h2.close(r));
+    }
+  });
+
+  it("lets a stream whose headers came run past the headers time, and a method waive it", async () => {
+    const h2: Http2Server = createHttp2Server();
+    let calls = 0;
+    h2.on("stream", (s, headers) => {
+      s.resume();
+      calls++;
+      if (String(headers[":path"]).endsWith("/Follow")) return; // waived below: it may wait
+      s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+      // Silent for three headers times after the headers, then one event.
+      setTimeout(() => {
+        if (!s.closed) s.end(encodeFrame(Buffer.from([0x0a, 0x02, 0x6f, 0x6b])));
+      }, 600);
+    });
+    await new Promise<void>((r) => h2.listen(sock, r));
+    try {
+      const c = createHttp2Client(LoopService, sock, { headersTimeoutMs: 200 });
+      const got: string[] = [];
+      for await (const ev of c.send({ sessionId: "s" })) got.push(ev.sessionId);
+      expect(got).toEqual(["ok"]);
+
+      const w = createHttp2Client(LoopService, sock, {
+        headersTimeoutMs: 200,
+        methods: { follow: { headersTimeoutMs: 0 } },
+      });
+      const ac = new AbortController();
+      const waiting = failure(
+        (async () => {
+          for await (const _ of w.follow({ sessionId: "s" }, { signal: ac.signal })) void _;
+        })(),
+      );
+      await new Promise((r) => setTimeout(r, 600));
+      ac.abort();
+      // Ended by the signal, three headers times later, not by a timer.
+      expect((await waiting)!.code).toBe(Status.CANCELLED);
+      expect(calls).toBe(2);
+      c.close();
+      w.close();
     } finally {
       await new Promise((r) => h2.close(r));
     }
