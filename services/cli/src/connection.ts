@@ -1,7 +1,8 @@
 import { DEFAULT_SOCKETS } from "@boxmaker/common/lite";
 import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
-import { DaemonUnreachable } from "./errors.js";
+import { DaemonUnreachable, UsageError } from "./errors.js";
+import type { GlobalOptions } from "./global-options.js";
 
 /** --socket, then BOXMAKER_SOCKET, then the system default. */
 export function resolveSocket(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -29,11 +30,41 @@ function probe(socket: string): Promise<void> {
   });
 }
 
+/** --timeout SECONDS, checked: a positive number. */
+export function parseTimeout(flag: string | undefined): number | undefined {
+  if (flag === undefined) return undefined;
+  const s = Number(flag);
+  if (!Number.isFinite(s) || s <= 0)
+    throw new UsageError(`--timeout needs a positive number of seconds, not "${flag}"`);
+  return Math.ceil(s * 1000);
+}
+
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
-export async function connect(socket: string) {
+export async function connect({ socket, timeoutMs }: GlobalOptions) {
   if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
   const [{ createHttp2Client, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
-  return createHttp2Client(LoopService, socket);
+  return createHttp2Client(LoopService, socket, {
+    ...CALL_LIMITS,
+    ...(timeoutMs
+      ? { unaryTimeoutMs: timeoutMs, headersTimeoutMs: timeoutMs, connectTimeoutMs: Math.min(timeoutMs, 10_000) }
+      : {}),
+  });
 }
+
+/**
+ * Every call ends even if loopd never answers (the client's defaults, or
+ * --timeout: 30 s for a unary reply, 30 s for a stream's headers, 10 s for
+ * the connection to speak HTTP/2). Two calls do real work before they answer — approving a
+ * command runs it (sandbox.timeout_ms, 2 min unless raised), compacting asks
+ * the model for a summary — and `attach --follow` on an idle session gets
+ * no headers until the next turn starts.
+ */
+const CALL_LIMITS = {
+  methods: {
+    decideProposal: { timeoutMs: 15 * 60_000 },
+    compactSession: { timeoutMs: 15 * 60_000 },
+    follow: { headersTimeoutMs: 0 },
+  },
+} as const;
 
 export type LoopClient = Awaited<ReturnType<typeof connect>>;

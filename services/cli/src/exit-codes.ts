@@ -21,4 +21,4 @@ Exit codes:
   3  budget          a budget (iterations, tokens, time) ended the turn
   4  approval        a tool call was denied or waits for approval
   5  interrupted     the turn was cancelled or interrupted
-  6  unavailable     loopd could not be reached`;
+  6  unavailable     loopd could not be reached or did not answer`;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { messageOf } from "@boxmaker/common/lite";
 import { Command, CommanderError } from "commander";
-import { resolveSocket } from "./connection.js";
+import { parseTimeout, resolveSocket } from "./connection.js";
 import { DaemonUnreachable, UsageError } from "./errors.js";
 import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
 import { cliVersion } from "./version.js";
@@ -29,11 +29,15 @@ const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
   .version(cliVersion(), "-V, --version", "print boxmaker's version")
   .option("--socket <path>", "loopd's socket (default: $BOXMAKER_SOCKET or /run/boxmaker/loopd.sock)")
+  .option("--timeout <seconds>", "give up on loopd when it does not answer a call within this (default 30)")
   .showHelpAfterError()
   .exitOverride()
   .addHelpText("after", EXIT_CODES_HELP);
 
-const globals = (): GlobalOptions => ({ socket: resolveSocket(program.opts<{ socket?: string }>().socket) });
+const globals = (): GlobalOptions => {
+  const o = program.opts<{ socket?: string; timeout?: string }>();
+  return { socket: resolveSocket(o.socket), timeoutMs: parseTimeout(o.timeout) };
+};
 
 for (const register of [
   registerRun,
@@ -95,7 +99,8 @@ async function exitCodeFor(err: unknown): Promise<number> {
   const { RpcError, Status } = await import("@boxmaker/common/client");
   if (err instanceof RpcError) {
     printErr(`boxmaker: ${err.message} (${err.codeName})\n`);
-    if (err.code === Status.UNAVAILABLE) return ExitCode.unavailable;
+    // A daemon that does not answer in time is as unavailable as one that is not there.
+    if (err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED) return ExitCode.unavailable;
     // loopd rejecting what was asked (a bad cron, an empty message) is a usage error.
     if (err.code === Status.INVALID_ARGUMENT) return ExitCode.usage;
     return ExitCode.failed;

@@ -64,7 +64,7 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
   const { findProposal } = await import("../proposals.js");
   const { renderProposal, stateText } = await import("../render/proposal.js");
   const { styleFor } = await import("../render/style.js");
-  const client = await connect(globals().socket);
+  const client = await connect(globals());
   try {
     const p = await findProposal(client, id);
     // The diff goes to stderr under --json so stdout stays one JSON document.

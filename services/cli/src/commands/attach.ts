@@ -32,7 +32,7 @@ Examples:
       const { renderEvents } = await import("../turn-stream.js");
       const { followFrom, fromTurnStart } = await import("../attach-filter.js");
       const { CtrlC } = await import("../ctrl-c.js");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const r = await client.getSession({ id });
         const running = r.session?.state === "running";

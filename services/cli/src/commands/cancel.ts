@@ -18,7 +18,7 @@ Examples:
   boxmaker cancel 01JD3K8Q2W`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.cancelTurn({ sessionId: id });
         if (opts.json) {

@@ -24,7 +24,7 @@ Examples:
   boxmaker changes --stat s-mx2icmrq-ac4d6343`,
     )
     .action(async (id: string, opts: { stat?: boolean; json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.listChanges({ sessionId: id });
         if (opts.json) {
@@ -81,7 +81,7 @@ Examples:
       const last = opts.all ? 0 : Number(opts.last);
       if (!opts.all && (!Number.isInteger(last) || last < 1))
         throw new UsageError(`--last needs a positive number, not "${opts.last}"`);
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.undoChanges({ sessionId: id, last, force: !!opts.force });
         if (opts.json) {

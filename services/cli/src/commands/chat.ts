@@ -44,7 +44,7 @@ Examples:
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const { styleFor } = await import("../render/style.js");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       const style = styleFor(process.stderr);
       const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;

@@ -45,7 +45,7 @@ Examples:
   boxmaker compact 01JD3K8Q2W`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.compactSession({ sessionId: id });
         if (opts.json) {

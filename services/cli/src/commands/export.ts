@@ -33,7 +33,7 @@ Examples:
     .action(async (id: string, opts: ExportFlags) => {
       if (opts.format !== "md" && opts.format !== "jsonl")
         throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.getSession({ id });
         const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");

@@ -25,7 +25,7 @@ Examples:
       // Scripts reading --json get every session unless they asked for fewer.
       const limit = opts.json && cmd.getOptionValueSource("limit") === "default" ? 0 : n;
       const { ListSessionsResponseSchema, SessionRole } = await import("@boxmaker/common/client");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.listSessions({ includeArchived: !!opts.all, limit });
         res.sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));

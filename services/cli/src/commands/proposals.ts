@@ -22,7 +22,7 @@ Examples:
   boxmaker proposals --json | jq -r '.proposals[].id'`,
     )
     .action(async (opts: { all?: boolean; session?: string; json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.listProposals({ includeDecided: !!opts.all, sessionId: opts.session ?? "" });
         res.proposals.sort((a, b) => Number(a.createdUnixMs - b.createdUnixMs));

@@ -33,7 +33,7 @@ Examples:
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
         if (!opts.json)

@@ -26,7 +26,7 @@ Examples:
     .option("--json", "print the new schedule as JSON")
     .action(async (cron: string, words: string[], opts: { json?: boolean }) => {
       const prompt = await readPrompt(words);
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const sch = await client.addSchedule({ cron, prompt });
         if (opts.json) {
@@ -45,7 +45,7 @@ Examples:
     .description("list schedules with their last and next run")
     .option("--json", "print the ListSchedules response as JSON")
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.listSchedules({});
         if (opts.json) {
@@ -83,7 +83,7 @@ Examples:
     .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
     .option("--json", "print the new session as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const s = await client.runSchedule({ id });
         if (opts.json) {
@@ -103,7 +103,7 @@ Examples:
     .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
     .option("--json", "print the RemoveSchedule response as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.removeSchedule({ id });
         if (opts.json) {

@@ -13,7 +13,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "print the archived session as JSON")
     .addHelpText("after", "\nExamples:\n  boxmaker archive s-mx2icmrq-ac4d6343")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const info = await client.archiveSession({ id });
         if (opts.json) {
@@ -47,7 +47,7 @@ Examples:
         const { UsageError } = await import("../errors.js");
         throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
       }
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const { session } = await client.getSession({ id });
         if (!opts.yes) {
@@ -74,7 +74,7 @@ Examples:
     .argument("<title...>", "the new title")
     .addHelpText("after", '\nExamples:\n  boxmaker rename s-mx2icmrq-ac4d6343 "fix the flaky parser test"')
     .action(async (id: string, words: string[]) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const info = await client.renameSession({ id, title: words.join(" ") });
         printOut(`session ${info.id} is now "${info.title}"\n`);

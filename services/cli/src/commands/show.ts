@@ -20,7 +20,7 @@ Examples:
     )
     .action(async (id: string, opts: { reasoning: boolean; resultLines: string; json?: boolean }) => {
       const { SessionInfoSchema } = await import("@boxmaker/common/client");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.getSession({ id });
         if (opts.json) {

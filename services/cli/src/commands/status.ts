@@ -20,7 +20,7 @@ Examples:
   boxmaker status --json | jq '.infer.self_test.passed'`,
     )
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const st = await client.status({});
         const { healthy, renderStatus } = await import("../render/status.js");

@@ -26,7 +26,7 @@ Examples:
     )
     .action(async (words: string[], opts: { limit: string; schema?: boolean; prompts?: boolean; json?: boolean }) => {
       const query = words.join(" ");
-      const client = await connect(globals().socket);
+      const client = await connect(globals());
       try {
         const res = await client.searchTools({
           query,
