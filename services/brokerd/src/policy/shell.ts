@@ -1,4 +1,7 @@
 import { createRequire } from "node:module";
+import { DYNAMIC } from "./dynamic.js";
+import { effectsOf, type ProgramEffect } from "./program-effects.js";
+import { parseOptions, WRAPPERS } from "./program-options.js";
 
 /**
  * What a shell command line will run, as far as a real parser can see
@@ -6,9 +9,11 @@ import { createRequire } from "node:module";
  * simple command anywhere in the line (pipelines, lists, subshells, if/while/
  * case bodies, functions, command substitutions) is one entry, with wrappers
  * (`command`, `env`, `exec`, `nice`, `timeout`, `sudo`, `xargs`, `find -exec` …)
- * unwrapped, path-qualified names reduced to their base name and backslash
- * quoting removed. What the parser cannot see through (eval, `sh -c "$x"`,
- * a computed command name, `source`, parse errors) is listed in `opaque`.
+ * unwrapped by their option syntax (`program-options.ts`), path-qualified names
+ * reduced to their base name and backslash quoting removed. What the parser
+ * cannot see through (eval, `sh -c "$x"`, a computed command name, `source`,
+ * a wrapper option it does not know, parse errors) is listed in `opaque`; the
+ * options that make a program write or run others are listed in `effects`.
  */
 export interface CommandAnalysis {
   /** argv of every simple command; a word that is computed at run time is DYNAMIC. */
@@ -17,10 +22,9 @@ export interface CommandAnalysis {
   opaque: string[];
   /** Output redirections to anything but /dev/null or another descriptor. */
   writesFiles: boolean;
+  /** Options that make a program write files or run programs (`sed -i`, `find -exec`, `git -c`). */
+  effects: ProgramEffect[];
 }
-
-/** Stands for a word whose value is only known at run time. */
-export const DYNAMIC = "\u0000dynamic";
 
 /**
  * The part of mvdan-sh (a GopherJS build with no types) this file uses, and
@@ -108,74 +112,38 @@ const base = (name: string) => (name.includes("/") ? name.slice(name.lastIndexOf
 const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"]);
 const OPAQUE = new Set(["eval", "source", ".", "trap", "coproc", "fc"]);
 
-/** Skips a wrapper's options; returns the index of the wrapped command, or -1 when it cannot tell. */
-function unwrap(argv: string[]): number | undefined {
+/**
+ * Where the command a wrapper runs starts: an index, undefined when `argv` is no wrapper
+ * (or runs nothing, like `command -v`), or the reason it cannot tell (an option computed at
+ * run time or one the table does not know: it could take the next word as its value).
+ */
+function unwrap(argv: string[]): number | string | undefined {
   const name = argv[0]!;
-  let i = 1;
-  const skipOpts = (withArg: Set<string> = new Set()) => {
-    while (i < argv.length) {
-      const a = argv[i]!;
-      if (a === DYNAMIC) return false;
-      if (a === "--") {
-        i++;
-        return true;
-      }
-      if (!a.startsWith("-") || a === "-") break;
-      i++;
-      if (withArg.has(a)) i++;
-    }
-    return true;
-  };
-  switch (name) {
-    case "!": // `time ! rm` in bash negates a pipeline that runs rm
-      return 1;
-    case "command":
-    case "builtin":
-    case "exec":
-    case "nohup":
-    case "time":
-    case "setsid":
-    case "stdbuf":
-    case "ionice":
-    case "chrt":
-    case "taskset":
-    case "unbuffer":
-    case "doas":
-    case "fakeroot":
-    case "flock":
-      if (name === "command" && (argv[1] === "-v" || argv[1] === "-V")) return undefined; // lookup only
-      if (!skipOpts(new Set(["-n", "-c", "-p", "-u", "-o", "-e", "-i", "-w", "-E"]))) return -1;
-      if (name === "flock" || name === "chrt" || name === "taskset") i++; // their first operand is not the command
-      return i;
-    case "sudo":
-      if (!skipOpts(new Set(["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"]))) return -1;
-      return i;
-    case "nice":
-      if (!skipOpts(new Set(["-n"]))) return -1;
-      return i;
-    case "timeout":
-      if (!skipOpts(new Set(["-s", "-k", "--signal", "--kill-after"]))) return -1;
-      return i + 1; // DURATION, then the command
-    case "env":
-      if (!skipOpts(new Set(["-u", "-C", "-S", "--unset", "--chdir"]))) return -1;
-      if (argv.slice(1, i).some((a) => a === "-S" || a.startsWith("--split-string"))) return -1;
-      while (i < argv.length && argv[i] !== DYNAMIC && /^[A-Za-z_][A-Za-z0-9_]*=/.test(argv[i]!)) i++;
-      return i;
-    case "xargs":
-      if (!skipOpts(new Set(["-I", "-i", "-L", "-l", "-n", "-P", "-s", "-d", "-E", "-a"]))) return -1;
-      return i;
-    default:
-      return undefined;
-  }
+  if (name === "!") return 1; // `time ! rm` in bash negates a pipeline that runs rm
+  const syntax = WRAPPERS[name];
+  if (!syntax) return undefined;
+  if (name === "command" && /^-p?[vV]/.test(argv[1] ?? "")) return undefined; // lookup only
+  const p = parseOptions(argv, syntax);
+  if (p.unknown) return p.unknown;
+  if (p.options.some((o) => o.name === "-S" || o.name === "--split-string") && name === "env")
+    return "env -S splits a string into a command";
+  let i = p.next;
+  // `env - rm` is `env -i rm`; env and sudo take VAR=value words before the command.
+  if (name === "env") while (argv[i] === "-") i++;
+  if (name === "env" || name === "sudo")
+    while (i < argv.length && argv[i] !== DYNAMIC && /^[A-Za-z_][A-Za-z0-9_]*=/.test(argv[i]!)) i++;
+  return i + (syntax.operands ?? 0);
 }
 
 export function analyzeCommand(line: string): CommandAnalysis {
-  const out: CommandAnalysis = { commands: [], opaque: [], writesFiles: false };
+  const out: CommandAnalysis = { commands: [], opaque: [], writesFiles: false, effects: [] };
   if (Buffer.byteLength(line) > MAX_COMMAND_BYTES) {
     out.opaque.push(`the command line is longer than ${MAX_COMMAND_BYTES} bytes`);
     return out;
   }
   analyze(line, out, 0);
+  // Both parses (bash and POSIX) see most commands: one entry per reason is enough.
+  out.effects = [...new Map(out.effects.map((e) => [e.why, e])).values()];
   return out;
 }
 
@@ -240,6 +208,7 @@ function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
     }
     argv = [base(argv[0]!), ...argv.slice(1)];
     out.commands.push(argv);
+    out.effects.push(...effectsOf(argv));
     const name = argv[0]!;
     if (OPAQUE.has(name)) {
       out.opaque.push(`${name} runs code the policy cannot see`);
@@ -276,10 +245,21 @@ function addCommand(argv: string[], out: CommandAnalysis, depth: number): void {
       }
       return;
     }
+    if (name === "flock") {
+      // `flock FILE -c 'cmd'` runs cmd with sh -c.
+      const p = parseOptions(argv, WRAPPERS.flock!);
+      const c = argv[p.next + 1];
+      if (!p.unknown && (c === "-c" || c === "--command")) {
+        const script = argv[p.next + 2];
+        if (script === undefined || script === DYNAMIC) out.opaque.push("flock -c runs a computed script");
+        else analyze(script, out, depth + 1);
+        return;
+      }
+    }
     const next = unwrap(argv);
     if (next === undefined) return;
-    if (next === -1) {
-      out.opaque.push(`the options of ${name} are computed, so what it runs is unknown`);
+    if (typeof next === "string") {
+      out.opaque.push(`${name}: ${next}, so what it runs is unknown`);
       return;
     }
     if (next >= argv.length) return;

@@ -1,0 +1,2 @@
+/** Stands for a shell word whose value is only known at run time. */
+export const DYNAMIC = "\u0000dynamic";
