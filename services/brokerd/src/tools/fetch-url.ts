@@ -1,12 +1,14 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import type { IncomingMessage } from "node:http";
-import { BlockList, isIP, type LookupFunction } from "node:net";
+import { isIP, type LookupFunction } from "node:net";
+import ipaddr from "ipaddr.js";
+import { canonicalHost } from "../policy/hosts.js";
 import { decide } from "../policy/rules.js";
 import { ToolError } from "../errors.js";
 import type { ToolContext, ToolDef } from "../tool-table.js";
 import { messageOf } from "@boxmaker/common";
 
-type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+type Resolver = (host: string, signal: AbortSignal) => Promise<{ address: string; family: number }[]>;
 
 // Not `import ... from "node:http"`: an ES import of node:http reads every export, and its
 // lazy WebSocket and event getters load Node's bundled undici (~3 MB of an idle brokerd's
@@ -16,43 +18,47 @@ const https = process.getBuiltinModule("node:https");
 
 const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 
-/** Addresses no fetch may reach unless a person allowed the host: the machine itself, its LAN, link-local, metadata services. */
-const PRIVATE = new BlockList();
-for (const [net, bits] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const) {
-  PRIVATE.addSubnet(net, bits, "ipv4");
-}
-for (const [net, bits] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-] as const) {
-  PRIVATE.addSubnet(net, bits, "ipv6");
+/**
+ * Whether fetch_url must not connect to an address unless a person allowed the host: anything
+ * but public unicast. ipaddr.js names the special ranges (loopback, private, link-local,
+ * carrier-grade NAT, reserved, benchmarking, documentation, site-local, ORCHID, …); IPv6 must
+ * also be global unicast (2000::/3). An IPv6 address that carries an IPv4 one — mapped,
+ * SIIT (rfc6145), NAT64 (rfc6052), 6to4, Teredo (server and client), IPv4-compatible
+ * `::a.b.c.d` — reaches that IPv4 address, so it is judged by it: `64:ff9b::7f00:1` is
+ * 127.0.0.1.
+ */
+export function isPrivateAddress(address: string): boolean {
+  if (!isIP(address)) return true;
+  const addr = ipaddr.parse(address);
+  if (addr.kind() === "ipv4") return (addr as ipaddr.IPv4).range() !== "unicast";
+  const v6 = addr as ipaddr.IPv6;
+  const embedded = embeddedIPv4(v6);
+  if (embedded) return embedded.length === 0 || embedded.some((v4) => v4.range() !== "unicast");
+  return v6.range() !== "unicast" || !GLOBAL_UNICAST.some((net) => v6.match(net));
 }
 
-export function isPrivateAddress(address: string): boolean {
-  const fam = isIP(address);
-  if (fam === 4) return PRIVATE.check(address, "ipv4");
-  if (fam === 6) {
-    // An IPv4-mapped address (::ffff:127.0.0.1) is the IPv4 address.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return PRIVATE.check(mapped[1]!, "ipv4");
-    return PRIVATE.check(address, "ipv6");
+const GLOBAL_UNICAST: Array<[ipaddr.IPv6, number]> = [[ipaddr.IPv6.parse("2000::"), 3]];
+const COMPATIBLE: [ipaddr.IPv6, number] = [ipaddr.IPv6.parse("::"), 96];
+
+/** The IPv4 addresses an IPv6 address stands for, or undefined when it embeds none. */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
+  const p = v6.parts;
+  const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  switch (v6.range()) {
+    case "ipv4Mapped":
+    case "rfc6145":
+      return [v4(p[6]!, p[7]!)];
+    case "rfc6052":
+      // 64:ff9b::/96 carries it in the last 32 bits; the local-use 64:ff9b:1::/48 is a local network.
+      return v6.match(ipaddr.IPv6.parse("64:ff9b::"), 96) ? [v4(p[6]!, p[7]!)] : [];
+    case "6to4":
+      return [v4(p[1]!, p[2]!)];
+    case "teredo":
+      return [v4(p[2]!, p[3]!), v4(p[6]! ^ 0xffff, p[7]! ^ 0xffff)];
+    default:
+      // `::` and `::1` are unspecified and loopback; any other ::/96 is IPv4-compatible.
+      return v6.match(...COMPATIBLE) && v6.range() === "unicast" ? [v4(p[6]!, p[7]!)] : undefined;
   }
-  return true;
 }
 
 export interface FetchOptions {
@@ -119,7 +125,22 @@ function parseUrl(raw: string): URL {
   return u;
 }
 
-const hostOf = (u: URL) => u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+/** The host as policy rules and allow_private_hosts see it: one spelling for every way of writing it. */
+const hostOf = (u: URL) => canonicalHost(u.hostname);
+
+/**
+ * `lookup` runs getaddrinfo on libuv's thread pool, which cannot be cancelled: the answer is
+ * abandoned at the fetch's time limit (or the call's cancel) instead of waited for, so a slow
+ * or silent DNS server cannot hold the call past timeout_ms.
+ */
+function bounded<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 /**
  * The address to connect to: every address the name resolves to must be
@@ -130,11 +151,13 @@ async function checkedAddress(
   host: string,
   allowPrivate: readonly string[],
   resolve: Resolver,
+  signal: AbortSignal,
 ): Promise<{ address: string; family: number }> {
-  const allowed = allowPrivate.map((h) => h.toLowerCase()).includes(host);
+  const allowed = allowPrivate.map(canonicalHost).includes(host);
   const addrs = isIP(host)
     ? [{ address: host, family: isIP(host) }]
-    : await resolve(host).catch((err: Error) => {
+    : await bounded(resolve(host, signal), signal).catch((err: Error) => {
+        if (signal.aborted) throw err; // the time limit or a cancel, reported as such by the caller
         throw new ToolError(`cannot resolve ${host}: ${err.message}`);
       });
   if (!addrs.length) throw new ToolError(`cannot resolve ${host}: no addresses`);
@@ -241,7 +264,7 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
           );
         }
       }
-      const addr = await checkedAddress(host, cfg.allow_private_hosts, resolve);
+      const addr = await checkedAddress(host, cfg.allow_private_hosts, resolve, signal);
       const res = await get(u, addr, signal);
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400 && res.headers.location) {
