@@ -49,6 +49,11 @@ export class Tmux {
     return stdout.trim();
   }
 
+  /** Any tmux command against this server (an option, a pane's title, the paste buffers); its output. */
+  async command(...args: string[]): Promise<string> {
+    return (await this.tmux(...args)).stdout;
+  }
+
   async keys(target: string, ...keys: string[]): Promise<void> {
     await this.tmux("send-keys", "-t", target, ...keys);
   }

@@ -1,0 +1,112 @@
+// The CLI against a loopd socket that accepts and then never answers, or answers with hostile error text.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Stream } from "node:http2";
+import { createServer as createNetServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { SessionInfoSchema } from "@boxmaker/common/client";
+import { runCli } from "../../../test/support/stack.js";
+import { tempDir } from "../../../test/support/tmp.js";
+import { HOSTILE, obeyed, SHOWN } from "./support/terminal-bytes.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let sock: string;
+const closers: (() => Promise<unknown>)[] = [];
+beforeEach(() => {
+  tmp = tempDir("bx-silent-");
+  sock = join(tmp.dir, "loopd.sock");
+});
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+  tmp.cleanup();
+});
+
+/** One gRPC message frame: uncompressed, its length, the bytes. */
+function frame(bytes: Uint8Array): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(bytes.length, 1);
+  return Buffer.concat([head, bytes]);
+}
+
+const cli = (args: string[]) => runCli(args, { env: { BOXMAKER_SOCKET: sock }, timeoutMs: 15_000 });
+
+/** A bare HTTP/2 server on the socket: `answer` decides what each method gets (nothing, by default). */
+async function http2Loopd(answer: (method: string, s: ServerHttp2Stream) => void = () => undefined) {
+  const h2: Http2Server = createHttp2Server();
+  h2.on("stream", (s, headers) => {
+    s.resume();
+    answer(String(headers[":path"]).split("/").pop()!, s);
+  });
+  await new Promise<void>((r) => h2.listen(sock, r));
+  closers.push(() => new Promise((r) => h2.close(r)));
+}
+
+describe("a loopd that does not answer", () => {
+  it("that never speaks HTTP/2: one line naming the socket, exit 6", async () => {
+    const accepted: Socket[] = [];
+    const mute: Server = createNetServer((c) => void accepted.push(c));
+    await new Promise<void>((r) => mute.listen(sock, r));
+    closers.push(async () => {
+      for (const a of accepted) a.destroy();
+      await new Promise((r) => mute.close(r));
+    });
+    const r = await cli(["--timeout", "1", "ls"]);
+    expect(r.code).toBe(6);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `boxmaker: cannot reach ${sock}: it accepted the connection but sent no HTTP/2 settings within 1 s (UNAVAILABLE)\n`,
+    );
+  });
+
+  it("that takes a call and never answers it: one line naming the call, exit 6", async () => {
+    await http2Loopd();
+    const r = await cli(["--timeout", "1", "ls"]);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toBe(
+      `boxmaker: ListSessions: deadline exceeded: ${sock} did not answer within 1 s (DEADLINE_EXCEEDED)\n`,
+    );
+  });
+
+  it("that creates the session and never starts the turn's stream: run ends, exit 6", async () => {
+    await http2Loopd((method, s) => {
+      if (method !== "CreateSession") return;
+      s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+      s.end(frame(toBinary(SessionInfoSchema, create(SessionInfoSchema, { id: "s-1" }))));
+    });
+    const r = await cli(["--timeout", "1", "run", "hello"]);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toBe(
+      `session s-1\nboxmaker: Send: deadline exceeded: ${sock} did not answer within 1 s (DEADLINE_EXCEEDED)\n`,
+    );
+  });
+
+  it("rejects a --timeout that is not a positive number", async () => {
+    const r = await cli(["--timeout", "soon", "ls"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--timeout needs a positive number of seconds, not "soon"');
+  });
+});
+
+describe("a loopd whose error text holds terminal escapes", () => {
+  it("the grpc-message is printed with its controls visible", async () => {
+    const text = `boom ${HOSTILE.title}${HOSTILE.clear}${HOSTILE.clipboard}${HOSTILE.overwrite}${HOSTILE.bidi}`;
+    await http2Loopd((_m, s) => {
+      s.respond(
+        {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": "13",
+          "grpc-message": encodeURIComponent(text),
+        },
+        { endStream: true },
+      );
+    });
+    const r = await cli(["ls"]);
+    expect(r.code).toBe(1);
+    expect(obeyed(r.stderr)).toEqual([]);
+    expect(r.stderr).toBe(
+      `boxmaker: boom ${SHOWN.title}${SHOWN.clear}${SHOWN.clipboard}${SHOWN.overwrite}${SHOWN.bidi} (INTERNAL)\n`,
+    );
+  });
+});
