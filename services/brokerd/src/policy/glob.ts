@@ -29,6 +29,8 @@ interface CompileOpts {
   ignoreCase?: boolean;
   /** Match starting at any segment boundary and ending at one (PathMatcher's unanchored forms). */
   floating?: boolean;
+  /** Match from the start and ending at any segment boundary (PathMatcher's `./` forms: the root and below). */
+  rooted?: boolean;
   /** Tool-name mode: `*` crosses everything, `?` is a literal. */
   names?: boolean;
 }
@@ -62,11 +64,17 @@ class Nfa implements Glob {
   private readonly toks: Tok[];
   private readonly ignoreCase: boolean;
   private readonly floating: boolean;
+  private readonly endAtBoundary: boolean;
+  private readonly bufA: Uint8Array;
+  private readonly bufB: Uint8Array;
 
   constructor(glob: string, opts: CompileOpts) {
     this.ignoreCase = opts.ignoreCase ?? false;
     this.floating = opts.floating ?? false;
+    this.endAtBoundary = this.floating || (opts.rooted ?? false);
     this.toks = tokenize(this.ignoreCase ? glob.toLowerCase() : glob, opts.names ?? false);
+    this.bufA = new Uint8Array(this.toks.length + 1);
+    this.bufB = new Uint8Array(this.toks.length + 1);
   }
 
   /** Adds the states reachable without input (every wildcard may match nothing). */
@@ -82,13 +90,15 @@ class Nfa implements Glob {
   test(input: string): boolean {
     const s = this.ignoreCase ? input.toLowerCase() : input;
     const m = this.toks.length;
-    let cur = new Uint8Array(m + 1);
-    let next = new Uint8Array(m + 1);
+    // Two state sets reused across calls (test never re-enters): a matcher runs per segment of every path.
+    let cur = this.bufA;
+    let next = this.bufB;
+    cur.fill(0);
     cur[0] = 1;
     this.close(cur);
     for (let k = 0; k < s.length; k++) {
       const ch = s[k]!;
-      if (this.floating && ch === "/" && cur[m]) return true;
+      if (this.endAtBoundary && ch === "/" && cur[m]) return true;
       next.fill(0);
       let live = false;
       for (let i = 0; i < m; i++) {
@@ -137,26 +147,81 @@ export function globToRegExp(glob: string): Glob {
   return compileGlob(glob);
 }
 
-/** Matches a `/`-separated path against a glob, anchored at the start unless the glob has no `/`. */
+/**
+ * Matches a `/`-separated path against globs: `/abs/…` whole absolute paths,
+ * `./x` the workspace-relative path from the root (and anything below it),
+ * any other glob at any depth.
+ *
+ * Most globs in the secret and protected lists are plain names (`.env`,
+ * `.aws/credentials`) or one segment with a wildcard (`*.pem`): those are
+ * matched segment by segment (a map lookup, a one-segment automaton), so a
+ * hundred of them cost about what one did against a 4,000-segment path. The
+ * rest run the general automaton over the whole path.
+ */
 export class PathMatcher {
-  private readonly floating: Glob[] = [];
-  private readonly anchored: Glob[] = [];
+  private readonly ignoreCase: boolean;
+  /** Plain floating globs, by their first segment. */
+  private readonly plain = new Map<string, { glob: string; segs: string[] }[]>();
+  /** Plain `./` globs. */
+  private readonly plainRooted: { glob: string; segs: string[] }[] = [];
+  /** One segment with wildcards, floating or rooted. */
+  private readonly oneSegment: { glob: string; rooted: boolean; g: Glob }[] = [];
+  private readonly general: { glob: string; abs: boolean; g: Glob }[] = [];
 
   constructor(globs: readonly string[], opts: { ignoreCase?: boolean } = {}) {
-    const ignoreCase = opts.ignoreCase ?? false;
-    for (const g of globs) {
-      // `.env` matches any one segment; `.aws/credentials` that run of segments wherever it sits,
-      // and anything below either: both are "start at a segment boundary, end at one".
-      if (g.startsWith("/")) this.anchored.push(compileGlob(g, { ignoreCase }));
-      else this.floating.push(compileGlob(g, { ignoreCase, floating: true }));
+    const ignoreCase = (this.ignoreCase = opts.ignoreCase ?? false);
+    const fold = (x: string) => (ignoreCase ? x.toLowerCase() : x);
+    for (const glob of globs) {
+      if (glob.startsWith("/")) {
+        this.general.push({ glob, abs: true, g: compileGlob(glob, { ignoreCase }) });
+        continue;
+      }
+      const rooted = glob.startsWith("./");
+      const body = rooted ? glob.slice(2) : glob;
+      const segs = fold(body).split("/").filter(Boolean);
+      const wild = /[*?]/.test(body);
+      if (!wild && segs.length > 0) {
+        if (rooted) this.plainRooted.push({ glob, segs });
+        else {
+          const list = this.plain.get(segs[0]!) ?? [];
+          list.push({ glob, segs });
+          this.plain.set(segs[0]!, list);
+        }
+      } else if (segs.length === 1 && !body.includes("**")) {
+        this.oneSegment.push({ glob, rooted, g: compileGlob(segs[0]!, {}) });
+      } else {
+        // `.env`-style globs start at a segment boundary and end at one, wherever they sit.
+        this.general.push({
+          glob,
+          abs: false,
+          g: compileGlob(body, { ignoreCase, ...(rooted ? { rooted: true } : { floating: true }) }),
+        });
+      }
     }
   }
 
   /** `rel` is workspace-relative; `abs` is the canonical absolute path. */
   matches(rel: string, abs: string): boolean {
-    if (this.anchored.some((r) => r.test(abs))) return true;
-    const norm = rel.split("/").filter(Boolean).join("/");
-    return this.floating.some((r) => r.test(norm));
+    return this.firstMatch(rel, abs) !== undefined;
+  }
+
+  /** A glob that matches, as written (for the reason a person is shown). */
+  firstMatch(rel: string, abs: string): string | undefined {
+    const parts = rel.split("/").filter(Boolean);
+    const norm = parts.join("/");
+    const segs = this.ignoreCase ? norm.toLowerCase().split("/").filter(Boolean) : parts;
+    const runAt = (i: number, want: readonly string[]) =>
+      i + want.length <= segs.length && want.every((w, k) => segs[i + k] === w);
+    for (const p of this.plainRooted) if (runAt(0, p.segs)) return p.glob;
+    if (this.plain.size > 0)
+      for (let i = 0; i < segs.length; i++) {
+        for (const p of this.plain.get(segs[i]!) ?? []) if (runAt(i, p.segs)) return p.glob;
+      }
+    for (const p of this.oneSegment) {
+      if (p.rooted ? segs.length > 0 && p.g.test(segs[0]!) : segs.some((s) => p.g.test(s))) return p.glob;
+    }
+    for (const c of this.general) if (c.g.test(c.abs ? abs : norm)) return c.glob;
+    return undefined;
   }
 }
 
