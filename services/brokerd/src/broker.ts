@@ -13,7 +13,9 @@ import type { BrokerConfig } from "./config-types.js";
 import { Disclosure } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
 import { openMcpServers, type McpServers } from "./mcp/servers.js";
+import { checkHomeWorkspace } from "./home-workspace.js";
 import { PathGuard } from "./policy/paths.js";
+import { protectionOf } from "./policy/protected-paths.js";
 import { BLOB_READERS } from "./result-cap.js";
 import { Sandbox } from "./sandbox.js";
 import { ProposalStore, type ProposalRecord } from "./staging.js";
@@ -71,6 +73,7 @@ export class Broker {
 
   static async open(config: BrokerConfig, opts: { log: Logger; configPath?: string }): Promise<Broker> {
     checkBoundary(config);
+    checkHomeWorkspace(config);
     try {
       mkdirSync(config.state_dir, { recursive: true, mode: 0o750 });
     } catch (err) {
@@ -78,12 +81,12 @@ export class Broker {
     }
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
-    const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns);
+    const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns, protectionOf(config));
     const sandbox = Sandbox.probe(
       config.sandbox,
       guard.roots,
       guard.roots.flatMap((r) => guard.protectedInside(r)),
-      () => guard.secretsInside(),
+      () => guard.scan(),
     );
     const table = builtinTable(config.extra_core_tools);
     const mcp = await openMcpServers(config, table, opts.log, { sandbox, roots: guard.roots });

@@ -82,6 +82,14 @@ export interface BrokerConfig {
   workspace_roots: string[];
   protected_paths: string[];
   secret_patterns: string[];
+  /** Workspace globs the model never writes, beyond the defaults (policy/protected-paths.ts). */
+  protected_patterns: string[];
+  /** Workspace globs the model writes only with a person's approval, beyond the defaults. */
+  reviewed_patterns: string[];
+  /** Default protected or reviewed globs the operator explicitly removes. */
+  unprotect: string[];
+  /** A workspace root at (or above) a home directory is refused unless this is true. */
+  allow_home_workspace: boolean;
   policy: {
     defaults: Record<Risk, Effect>;
     rules: PolicyRule[];

@@ -3,7 +3,7 @@ import type { BlobStore } from "./blobs.js";
 import { denied, type StepOutcome } from "./call-outcome.js";
 import type { BrokerConfig } from "./config-types.js";
 import { Refused, ToolError } from "./errors.js";
-import { pathRuledFor, subjectOf } from "./policy/gate.js";
+import { pathRuledFor, subjectOf, withFloor } from "./policy/gate.js";
 import type { PathGuard } from "./policy/paths.js";
 import { decide, type Decision } from "./policy/rules.js";
 import type { Sandbox } from "./sandbox.js";
@@ -56,7 +56,14 @@ export async function planCall(
     if (err instanceof ToolError) return denied("tool:invalid-call", err.message);
     throw err;
   }
-  return { plan, decision: decide(d.config.policy.rules, d.config.policy.defaults, subjectOf(tool, plan)) };
+  const decision = decide(d.config.policy.rules, d.config.policy.defaults, subjectOf(tool, plan));
+  // A reviewed path (AGENTS.md, .vscode/, package.json…) is written only with a person's approval, whatever
+  // the rules say; a deny still wins.
+  const reviewed = plan.paths.find((p) => p.reviewed)?.reviewed;
+  return {
+    plan,
+    decision: reviewed ? withFloor({ effect: "ask", rule: `protected:${reviewed}` }, decision) : decision,
+  };
 }
 
 export const isChecked = (c: Checked | StepOutcome): c is Checked => "plan" in c;

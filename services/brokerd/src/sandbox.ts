@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import type { BrokerConfig, SandboxLimits } from "./config-types.js";
 import { Refused } from "./errors.js";
+import type { WorkspaceScan } from "./policy/paths.js";
 
 export interface SandboxRequest {
   command: string;
@@ -15,6 +16,8 @@ export interface SandboxResult {
   output: string;
   droppedBytes: number;
   timedOut: boolean;
+  /** The workspace as the sandbox saw it before the run (bwrap only): what a sweep after it compares with. */
+  before?: WorkspaceScan;
 }
 
 export interface BwrapLayout {
@@ -26,6 +29,10 @@ export interface BwrapLayout {
   roInside: string[];
   /** Secrets inside a root, masked: files by /dev/null, directories by an empty tmpfs. */
   hidden: { path: string; dir: boolean }[];
+  /** Protected workspace paths that exist (git's directory, dotfiles, AGENTS.md…), bound read-only. */
+  readOnly?: string[];
+  /** Directories bound onto themselves so they cannot be renamed (the parents of the above). */
+  pinned?: string[];
   network: boolean;
   cwd: string;
   command: string;
@@ -56,7 +63,12 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   for (const r of l.rw) a.push("--bind", r, r);
-  for (const p of l.roInside) a.push("--ro-bind", p, p);
+  // Outermost first: a pinned parent bound after its child's mount would not cover it. `-try`: a path
+  // that vanished between the scan and the start (or a protected path not created yet) skips its bind
+  // instead of failing every command.
+  for (const d of l.pinned ?? []) a.push("--bind-try", d, d);
+  for (const p of l.roInside) a.push("--ro-bind-try", p, p);
+  for (const p of l.readOnly ?? []) a.push("--ro-bind-try", p, p);
   for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
   a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits)));
   return a;
@@ -88,6 +100,8 @@ export const CLEAN_ENV: Readonly<Record<string, string>> = {
 
 export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
 
+const emptyScan = (): WorkspaceScan => ({ hidden: [], readOnly: [], pinned: [], protectedIds: new Map() });
+
 /** A long-lived program (an MCP server over stdio) in the same sandbox as commands, with its own extra binds. */
 export interface WrapRequest {
   argv: string[];
@@ -107,8 +121,8 @@ export class Sandbox {
     private readonly config: BrokerConfig["sandbox"],
     private readonly rw: string[],
     private readonly roInside: string[],
-    /** Finds the secrets to mask at each run: files appear and vanish between commands. */
-    private readonly secrets: () => { path: string; dir: boolean }[] = () => [],
+    /** Walks the workspace at each run: secrets and protected files appear and vanish between commands. */
+    private readonly scan: () => WorkspaceScan = emptyScan,
   ) {}
 
   /**
@@ -119,7 +133,7 @@ export class Sandbox {
     config: BrokerConfig["sandbox"],
     rw: string[],
     roInside: string[],
-    secrets?: () => { path: string; dir: boolean }[],
+    scan?: () => WorkspaceScan,
   ): Sandbox {
     const fallback = (why: string) =>
       config.allow_unsandboxed
@@ -129,7 +143,7 @@ export class Sandbox {
             config,
             rw,
             roInside,
-            secrets,
+            scan,
           )
         : new Sandbox(
             "unavailable",
@@ -137,7 +151,7 @@ export class Sandbox {
             config,
             rw,
             roInside,
-            secrets,
+            scan,
           );
     if (config.mode === "none") return fallback("sandbox.mode is none");
     if (!existsSync(config.bwrap_path)) return fallback(`${config.bwrap_path} does not exist`);
@@ -161,10 +175,10 @@ export class Sandbox {
       return fallback(
         `bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`,
       );
-    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, secrets);
+    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, scan);
   }
 
-  private layout(req: SandboxRequest): BwrapLayout {
+  private layout(req: SandboxRequest, view: WorkspaceScan = this.scan()): BwrapLayout {
     const ro: BwrapLayout["ro"] = [];
     for (const path of this.config.ro_paths) {
       const st = lstatSync(path, { throwIfNoEntry: false });
@@ -175,7 +189,9 @@ export class Sandbox {
       ro,
       rw: this.rw,
       roInside: this.roInside,
-      hidden: this.secrets(),
+      hidden: view.hidden,
+      readOnly: view.readOnly,
+      pinned: view.pinned,
       limits: this.config.limits,
       network: this.config.network,
       cwd: req.cwd,
@@ -208,10 +224,10 @@ export class Sandbox {
   run(req: SandboxRequest, signal?: AbortSignal): Promise<SandboxResult> {
     if (this.state === "unavailable")
       throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
-    const [cmd, args] =
-      this.state === "bwrap"
-        ? [this.config.bwrap_path, bwrapArgs(this.layout(req))]
-        : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
+    const before = this.state === "bwrap" ? this.scan() : undefined;
+    const [cmd, args] = before
+      ? [this.config.bwrap_path, bwrapArgs(this.layout(req, before))]
+      : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
     const cap = this.config.output_cap_bytes;
     return new Promise((resolve, reject) => {
       const child = spawn(cmd, args, {
@@ -262,6 +278,7 @@ export class Sandbox {
           output: Buffer.concat(chunks).toString("utf8"),
           droppedBytes: dropped,
           timedOut,
+          ...(before ? { before } : {}),
         });
       };
       const killAndWait = () => {

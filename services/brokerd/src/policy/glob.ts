@@ -169,7 +169,8 @@ export class PathMatcher {
   private readonly general: { glob: string; abs: boolean; g: Glob }[] = [];
 
   constructor(globs: readonly string[], opts: { ignoreCase?: boolean } = {}) {
-    const ignoreCase = (this.ignoreCase = opts.ignoreCase ?? false);
+    const ignoreCase = opts.ignoreCase ?? false;
+    this.ignoreCase = ignoreCase;
     const fold = (x: string) => (ignoreCase ? x.toLowerCase() : x);
     for (const glob of globs) {
       if (glob.startsWith("/")) {

@@ -1,6 +1,8 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PathMatcher } from "./glob.js";
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
+import { guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
 
 export interface ResolvedPath {
@@ -12,6 +14,36 @@ export interface ResolvedPath {
   rel: string;
   root: string;
   exists: boolean;
+  /** A write to a path only a person may approve: the protected-path glob it matched. */
+  reviewed?: string;
+}
+
+/** Workspace globs beyond the secrets: what the model never writes, and what it writes only with approval. */
+export interface WorkspaceProtection {
+  protected: readonly string[];
+  reviewed: readonly string[];
+}
+
+export const DEFAULT_PROTECTION: WorkspaceProtection = {
+  protected: DEFAULT_PROTECTED_PATTERNS,
+  reviewed: DEFAULT_REVIEWED_PATTERNS,
+};
+
+/** What the sandbox must do to the workspace for one run, found by one walk. */
+export interface WorkspaceScan {
+  /** Secrets, masked: files by /dev/null, directories by an empty tmpfs. */
+  hidden: { path: string; dir: boolean }[];
+  /** Protected and reviewed paths that exist, bound read-only over the writable workspace. */
+  readOnly: string[];
+  /**
+   * Every directory between a root and a hidden or read-only path, bound onto
+   * itself: a mount point cannot be renamed (EBUSY), so `mv .aws awsx` or
+   * `mv .git .gitx` fails instead of moving a secret or git's config out from
+   * under its name.
+   */
+  pinned: string[];
+  /** Each protected or reviewed path found (symlinks too) with its inode, to see what a run planted. */
+  protectedIds: Map<string, number>;
 }
 
 /** realpath of the longest existing prefix, then the rest appended: works for files not yet created. */
@@ -61,12 +93,25 @@ export class PathGuard {
   readonly roots: string[];
   private readonly protectedPaths: string[];
   private readonly secrets: PathMatcher;
+  private readonly protectedGlobs: PathMatcher;
+  private readonly reviewedGlobs: PathMatcher;
+  /** Secrets by what they are, not what they are called: a rename or a hard link keeps them secret. */
+  readonly secretIds = new SecretIdentities();
 
-  constructor(roots: readonly string[], protectedPaths: readonly string[], secretPatterns: readonly string[]) {
+  constructor(
+    roots: readonly string[],
+    protectedPaths: readonly string[],
+    secretPatterns: readonly string[],
+    protection: WorkspaceProtection = DEFAULT_PROTECTION,
+  ) {
     this.roots = roots.map((r) => canonicalize(resolve(r)));
     this.protectedPaths = protectedPaths.map((p) => canonicalize(resolve(p)));
-    // Case-insensitive: KEY.PEM and .ENV are the same secrets on every filesystem a person copies them to.
+    // Case-insensitive: KEY.PEM and .ENV are the same secrets on every filesystem a person copies them to,
+    // and .GIT/hooks is git's on a case-insensitive one.
     this.secrets = new PathMatcher(secretPatterns, { ignoreCase: true });
+    this.protectedGlobs = new PathMatcher(protection.protected, { ignoreCase: true });
+    this.reviewedGlobs = new PathMatcher(protection.reviewed, { ignoreCase: true });
+    for (const r of this.roots) guardRoot(r, this.secretIds);
   }
 
   /**
@@ -110,7 +155,25 @@ export class PathGuard {
         `${input} is part of Boxmaker's own source, config or state; it is never writable`,
       );
     }
-    return { input, abs, rel, root, exists: existsSync(abs) };
+    const reviewed = opts.write ? this.writeProtection(rel, abs, lexRel, lexical, input) : undefined;
+    return { input, abs, rel, root, exists: existsSync(abs), ...(reviewed ? { reviewed } : {}) };
+  }
+
+  /** Refuses a write git or a shell would later run; names the glob when a person must review it. */
+  private writeProtection(rel: string, abs: string, lexRel: string, lexical: string, input: string) {
+    const never = this.protectedGlobs.firstMatch(rel, abs) ?? this.protectedGlobs.firstMatch(lexRel, lexical);
+    if (never) {
+      throw new Refused(
+        "path:protected",
+        `${input} matches the protected path ${never}: a program outside the sandbox (git, a shell, an editor) runs or obeys it, so the model never writes it`,
+      );
+    }
+    return this.reviewedGlobs.firstMatch(rel, abs) ?? this.reviewedGlobs.firstMatch(lexRel, lexical);
+  }
+
+  /** Whether a workspace path is in either protected tier. */
+  isWorkspaceProtected(rel: string, abs: string): boolean {
+    return this.protectedGlobs.matches(rel, abs) || this.reviewedGlobs.matches(rel, abs);
   }
 
   isSecret(rel: string, abs: string): boolean {
@@ -121,17 +184,27 @@ export class PathGuard {
     return this.protectedPaths.some((p) => within(p, abs));
   }
 
-  /**
-   * Secret files and directories inside the roots, for the sandbox to mask:
-   * a command must not read what read_file may not, so node_modules/ and .git/
-   * are walked too. Symlinks are not followed (a link to a secret outside is
-   * outside the sandbox anyway). Fails closed: past `limit` entries it throws
-   * a Refused instead of returning a partial list.
-   */
+  /** Secret files and directories inside the roots (the walk of `scan`). */
   secretsInside(limit = SECRET_WALK_LIMIT): { path: string; dir: boolean }[] {
-    const found: { path: string; dir: boolean }[] = [];
+    return this.scan(limit).hidden;
+  }
+
+  /**
+   * One walk of the roots for the sandbox: the secrets to mask (a command must
+   * not read what read_file may not, so node_modules/ and .git/ are walked
+   * too), the protected paths to bind read-only, the directories to pin, and
+   * each secret's identity for the file tools. Symlinks are not followed (a
+   * link to a secret outside is outside the sandbox anyway). Fails closed: past
+   * `limit` entries, or on a directory it cannot list, it throws a Refused
+   * instead of returning a partial view.
+   */
+  scan(limit = SECRET_WALK_LIMIT): WorkspaceScan {
+    const hidden: WorkspaceScan["hidden"] = [];
+    const readOnly: string[] = [];
+    const protectedIds = new Map<string, number>();
+    const identities: { dev: number; ino: number }[] = [];
     let seen = 0;
-    const walk = (root: string, dir: string, depth: number) => {
+    const walk = (root: string, dir: string, depth: number, underReadOnly: boolean, underSecret: boolean) => {
       let entries: Dirent[];
       try {
         entries = readdirSync(dir, { withFileTypes: true });
@@ -152,24 +225,77 @@ export class PathGuard {
       }
       for (const e of entries) {
         const abs = join(dir, e.name);
+        const rel = relative(root, abs);
+        if (underSecret) {
+          // Inside a secret directory: every file in it is a secret by identity too.
+          if (e.isFile()) identities.push(idOf(abs));
+          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true);
+          continue;
+        }
+        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs);
+        if (isProtected) {
+          protectedIds.set(abs, idOf(abs).ino);
+          if (e.isDirectory() || e.isFile()) readOnly.push(abs);
+        }
         if (e.isSymbolicLink()) continue;
-        if (this.isSecret(relative(root, abs), abs)) {
-          if (e.isDirectory() || e.isFile()) found.push({ path: abs, dir: e.isDirectory() });
+        if (this.isSecret(rel, abs)) {
+          if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
+          if (e.isFile()) identities.push(idOf(abs));
+          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true);
           continue;
         }
         if (e.isDirectory()) {
           if (depth >= 4 * MAX_INPUT_DEPTH)
             throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
-          walk(root, abs, depth + 1);
+          walk(root, abs, depth + 1, underReadOnly || isProtected, false);
         }
       }
     };
-    for (const r of this.roots) walk(r, r, 0);
-    return found;
+    for (const r of this.roots) walk(r, r, 0, false, false);
+    this.secretIds.add(identities);
+    const pinned = new Set<string>();
+    const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));
+    for (const p of [...hidden.map((h) => h.path), ...readOnly]) {
+      const root = this.roots.find((r) => within(r, p));
+      if (!root) continue;
+      for (let d = dirname(p); d !== root && within(root, d); d = dirname(d)) {
+        if (!inReadOnly(d)) pinned.add(d);
+      }
+    }
+    const byDepth = (a: string, b: string) => a.split(sep).length - b.split(sep).length || a.localeCompare(b);
+    return {
+      hidden,
+      readOnly: readOnly.sort(byDepth),
+      pinned: [...pinned].sort(byDepth),
+      protectedIds,
+    };
+  }
+
+  /**
+   * The protected paths a run created or replaced, by comparing a walk after it
+   * with the one before: what a command (or an MCP server) planted for git or a
+   * shell to run later, outside the sandbox.
+   */
+  plantedSince(before: WorkspaceScan): string[] {
+    const after = this.scan();
+    const planted: string[] = [];
+    for (const [p, ino] of after.protectedIds) {
+      if (before.protectedIds.get(p) !== ino && !planted.some((q) => within(q, p))) planted.push(p);
+    }
+    return planted;
   }
 
   /** Protected paths inside a root: the sandbox binds them read-only over the writable workspace. */
   protectedInside(root: string): string[] {
     return this.protectedPaths.filter((p) => p !== root && within(root, p));
+  }
+}
+
+function idOf(abs: string): { dev: number; ino: number } {
+  try {
+    const st = lstatSync(abs);
+    return { dev: st.dev, ino: st.ino };
+  } catch {
+    return { dev: -1, ino: -1 };
   }
 }

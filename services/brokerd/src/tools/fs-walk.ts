@@ -1,6 +1,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { messageOf } from "@boxmaker/common";
 import { NotADirectory, Refused, ToolError } from "../errors.js";
+import { secretIdentitiesOf } from "../policy/secret-identity.js";
 
 /**
  * Race-free file access. Node has no openat(), but `/proc/self/fd/<dirfd>/<name>`
@@ -124,6 +125,14 @@ export function openFileAt(root: string, rel: string): { fd: number; st: Stats }
     if (!st.isFile()) {
       closeSync(fd);
       throw new ToolError(`${rel} is ${describeType(st)}; only regular files are read`);
+    }
+    // Checked on what was opened: a secret renamed or hard-linked to an innocent name is still the secret.
+    if (secretIdentitiesOf(root)?.has(st)) {
+      closeSync(fd);
+      throw new Refused(
+        "path:secret",
+        `${rel} is a secret file under another name (renamed or hard-linked); it is never readable`,
+      );
     }
     return { fd, st };
   } finally {

@@ -1,5 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsyncSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  renameSync,
+  type Stats,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { ToolError } from "../errors.js";
 import { components, describeType, fdPath, openDirAt } from "./fs-walk.js";
 
@@ -24,6 +36,9 @@ export function writeFileAt(root: string, rel: string, content: string | Buffer)
     const tmp = `.${name.slice(0, 200)}.bx-${randomBytes(6).toString("hex")}`;
     const fd = openSync(fdPath(dirfd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
     try {
+      // The new file replaces the old one's inode: it keeps the old file's mode (an edited script stays
+      // executable) and, where this account may give it, its owner and group.
+      if (existing?.isFile()) keepOwnership(fd, existing);
       const data = typeof content === "string" ? Buffer.from(content) : content;
       let off = 0;
       while (off < data.length) off += writeSync(fd, data, off, data.length - off);
@@ -44,4 +59,20 @@ export function writeFileAt(root: string, rel: string, content: string | Buffer)
   } finally {
     closeSync(dirfd);
   }
+}
+
+function keepOwnership(fd: number, was: Stats): void {
+  try {
+    fchownSync(fd, was.uid, was.gid);
+  } catch (err) {
+    // Only root may give a file away; the group may still be ours to keep.
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") throw err;
+    try {
+      fchownSync(fd, -1, was.gid);
+    } catch {
+      /* not a member of that group: the file is ours, as a new one would be */
+    }
+  }
+  // After chown, which clears set-id bits; those are not kept (a model's write must not make a set-id program).
+  fchmodSync(fd, was.mode & 0o777);
 }

@@ -1,4 +1,5 @@
 import { Refused } from "../errors.js";
+import { quarantinePlanted } from "../planted-files.js";
 import type { ToolDef } from "../tool-table.js";
 
 export const runCommand: ToolDef = {
@@ -33,6 +34,12 @@ export const runCommand: ToolDef = {
       async execute() {
         const r = await ctx.sandbox.run({ command: args.command, cwd: cwd.abs, timeoutMs }, ctx.signal);
         const notes: string[] = [];
+        // Nothing of the run is alive now (bwrap's pid namespace died with it): what it left is final.
+        if (r.before) {
+          const planted = ctx.guard.plantedSince(r.before);
+          for (const line of quarantinePlanted(planted, ctx.guard.roots, ctx.config.state_dir, `run-${Date.now()}`))
+            notes.push(`[${line}; to create or change such a file, propose it with write_file or edit_file]`);
+        }
         if (r.timedOut) notes.push(`[killed: the time limit of ${timeoutMs} ms was reached]`);
         else if (r.signal) notes.push(`[killed by ${r.signal}]`);
         if (r.droppedBytes > 0) notes.push(`[output cap reached: ${r.droppedBytes} further bytes were dropped]`);

@@ -80,6 +80,7 @@ export const searchFiles: ToolDef = {
             const childAbs = join(abs, n);
             const st = lstatSync(fdPath(dirfd, n), { throwIfNoEntry: false });
             if (!st || st.isSymbolicLink()) continue;
+            if (st.isFile() && ctx.guard.secretIds.has(st)) continue; // a secret under another name
             if (!admit(childRel, childAbs)) continue;
             if (st.isFile()) take(childRel, childAbs);
             else if (st.isDirectory() && depth < MAX_DEPTH) {
