@@ -54,6 +54,11 @@ export async function planCall(
   } catch (err) {
     if (err instanceof Refused) return denied(err.rule, `Refused: ${err.message}.`);
     if (err instanceof ToolError) return denied("tool:invalid-call", err.message);
+    // A path the file system itself rejects (ELOOP, ENAMETOOLONG, EISDIR, …) is a refusal, not a crash:
+    // planning failed, so nothing may run.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code))
+      return denied("path:unusable", `Refused: the path cannot be used (${code}: ${messageOf(err).slice(0, 200)}).`);
     throw err;
   }
   const decision = decide(d.config.policy.rules, d.config.policy.defaults, subjectOf(tool, plan));

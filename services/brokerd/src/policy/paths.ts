@@ -60,6 +60,15 @@ export function canonicalize(p: string): string {
       if (code === "ENOENT" && isDanglingLink(head)) {
         throw new Refused("path:dangling-symlink", `${head} is a symlink to something that does not exist`);
       }
+      if (code === "ELOOP")
+        throw new Refused("path:symlink-loop", `${head} is a loop of symlinks; it names nothing that can be used`);
+      if (code === "ENAMETOOLONG")
+        throw new Refused(
+          "path:invalid",
+          `a component of ${basename(head).slice(0, 80)}… is longer than a file name may be`,
+        );
+      if (code === "EACCES" || code === "EPERM")
+        throw new Refused("path:inaccessible", `${head} cannot be resolved (${code}): brokerd may not look inside it`);
       if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
       const parent = dirname(head);
       if (parent === head) return p;

@@ -44,6 +44,9 @@ function walkError(err: unknown, rel: string): Error {
   if (code === "ENOTDIR") return new NotADirectory(`a component of ${rel} is not a directory`, { cause: err });
   if (code === "ENOENT") return new ToolError(`${rel} does not exist`);
   if (code === "EACCES" || code === "EPERM") return new ToolError(`${rel} is not accessible (${code})`);
+  if (code === "ENAMETOOLONG")
+    return new Refused("path:invalid", "a component of the path is longer than a file name may be");
+  if (code === "EISDIR") return new ToolError(`${rel} is a directory`);
   return err as Error;
 }
 
