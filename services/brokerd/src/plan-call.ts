@@ -1,7 +1,8 @@
 import { messageOf, type Logger } from "@boxmaker/common";
 import type { BlobStore } from "./blobs.js";
 import { denied, type StepOutcome } from "./call-outcome.js";
-import type { BrokerConfig } from "./config-types.js";
+import { resolve } from "node:path";
+import type { BrokerConfig, PolicyRule } from "./config-types.js";
 import { Refused, ToolError } from "./errors.js";
 import { pathRuledFor, subjectOf, withFloor } from "./policy/gate.js";
 import type { PathGuard } from "./policy/paths.js";
@@ -62,6 +63,8 @@ export async function planCall(
     throw err;
   }
   const decision = decide(d.config.policy.rules, d.config.policy.defaults, subjectOf(tool, plan));
+  const scope = ruleNamed(d.config.policy.rules, decision.rule)?.paths;
+  if (scope && plan.scopeWrites) plan.scopeWrites(writableDirs(scope, d.guard.roots));
   // A reviewed path (AGENTS.md, .vscode/, package.json…) is written only with a person's approval, whatever
   // the rules say; a deny still wins.
   const reviewed = plan.paths.find((p) => p.reviewed)?.reviewed;
@@ -69,6 +72,34 @@ export async function planCall(
     plan,
     decision: reviewed ? withFloor({ effect: "ask", rule: `protected:${reviewed}` }, decision) : decision,
   };
+}
+
+/** The rule a decision names (`name`, or `rule[i]` for an unnamed one). */
+function ruleNamed(rules: readonly PolicyRule[], name: string): PolicyRule | undefined {
+  const i = /^rule\[(\d+)\]$/.exec(name);
+  return i ? rules[Number(i[1])] : rules.find((r) => r.name === name);
+}
+
+/**
+ * The directories a rule's path globs name: each glob's segments before its
+ * first wildcard. A glob with no such prefix (\`**\/*.ts\`) names no directory
+ * a bind can express, so it grants no writes at all: narrower, never wider.
+ */
+export function writableDirs(globs: readonly string[], roots: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const g of globs) {
+    const segs = g.split("/");
+    const lit: string[] = [];
+    for (const s of segs) {
+      if (/[*?[]/.test(s)) break;
+      lit.push(s);
+    }
+    const fixed = lit.join("/");
+    if (g.startsWith("/")) {
+      if (fixed && fixed !== "/" && roots.some((r) => fixed === r || fixed.startsWith(`${r}/`))) out.add(fixed);
+    } else if (fixed) for (const r of roots) out.add(resolve(r, fixed));
+  }
+  return [...out].filter((d) => roots.some((r) => d.startsWith(`${r}/`) || d === r));
 }
 
 export const isChecked = (c: Checked | StepOutcome): c is Checked => "plan" in c;

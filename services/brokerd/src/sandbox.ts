@@ -8,6 +8,8 @@ export interface SandboxRequest {
   command: string;
   cwd: string;
   timeoutMs: number;
+  /** Only these directories are writable (a rule's `paths`); the rest of the workspace is read-only. */
+  writable?: string[];
 }
 
 export interface SandboxResult {
@@ -33,6 +35,8 @@ export interface BwrapLayout {
   readOnly?: string[];
   /** Directories bound onto themselves so they cannot be renamed (the parents of the above). */
   pinned?: string[];
+  /** When set, the roots are bound read-only and only these directories writable. */
+  writable?: string[];
   network: boolean;
   cwd: string;
   command: string;
@@ -62,11 +66,13 @@ export function bwrapArgs(l: BwrapLayout): string[] {
     a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
   // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-  for (const r of l.rw) a.push("--bind", r, r);
+  const inWritable = (p: string) => !l.writable || l.writable.some((w) => p === w || p.startsWith(`${w}/`));
+  for (const r of l.rw) a.push(l.writable ? "--ro-bind" : "--bind", r, r);
+  for (const w of l.writable ?? []) a.push("--bind-try", w, w);
   // Outermost first: a pinned parent bound after its child's mount would not cover it. `-try`: a path
   // that vanished between the scan and the start (or a protected path not created yet) skips its bind
   // instead of failing every command.
-  for (const d of l.pinned ?? []) a.push("--bind-try", d, d);
+  for (const d of (l.pinned ?? []).filter(inWritable)) a.push("--bind-try", d, d);
   for (const p of l.roInside) a.push("--ro-bind-try", p, p);
   for (const p of l.readOnly ?? []) a.push("--ro-bind-try", p, p);
   for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
@@ -129,12 +135,7 @@ export class Sandbox {
    * Runs bwrap once with the namespaces brokerd will ask for, so "bwrap is
    * installed but user namespaces are off" is found at start, not on first use.
    */
-  static probe(
-    config: BrokerConfig["sandbox"],
-    rw: string[],
-    roInside: string[],
-    scan?: () => WorkspaceScan,
-  ): Sandbox {
+  static probe(config: BrokerConfig["sandbox"], rw: string[], roInside: string[], scan?: () => WorkspaceScan): Sandbox {
     const fallback = (why: string) =>
       config.allow_unsandboxed
         ? new Sandbox(
@@ -196,6 +197,7 @@ export class Sandbox {
       network: this.config.network,
       cwd: req.cwd,
       command: req.command,
+      ...(req.writable ? { writable: req.writable } : {}),
     };
   }
 

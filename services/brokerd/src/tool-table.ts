@@ -39,6 +39,8 @@ export interface Plan {
   checks?: Record<string, string>;
   /** A file write: its content before (null: absent) and after, kept as a checkpoint once applied (undo). */
   change?: { path: ResolvedPath; before: string | null; after: string };
+  /** Narrows where a command may write, to what the deciding rule's `paths` name (run_command). */
+  scopeWrites?(dirs: string[]): void;
   execute(): Promise<ToolText>;
 }
 

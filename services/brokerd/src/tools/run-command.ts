@@ -26,13 +26,20 @@ export const runCommand: ToolDef = {
     const cwd = ctx.guard.resolve(args.cwd ?? ".", { write: false });
     const limit = ctx.config.sandbox.timeout_ms;
     const timeoutMs = Math.min(args.timeout_ms ?? limit, limit);
+    let writable: string[] | undefined;
     return {
       paths: [cwd],
       command: args.command,
       preview: `$ ${args.command}\n(in ${cwd.abs}, time limit ${timeoutMs} ms, sandbox: ${ctx.sandbox.state})`,
       checks: { cwd: cwd.abs, command: args.command },
+      scopeWrites(dirs) {
+        writable = dirs;
+      },
       async execute() {
-        const r = await ctx.sandbox.run({ command: args.command, cwd: cwd.abs, timeoutMs }, ctx.signal);
+        const r = await ctx.sandbox.run(
+          { command: args.command, cwd: cwd.abs, timeoutMs, ...(writable ? { writable } : {}) },
+          ctx.signal,
+        );
         const notes: string[] = [];
         // Nothing of the run is alive now (bwrap's pid namespace died with it): what it left is final.
         if (r.before) {

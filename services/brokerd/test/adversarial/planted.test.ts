@@ -321,3 +321,36 @@ describe("file tools and protected paths, whatever the policy allows", () => {
     expect(readFileSync(join(r.ws, "tool.sh"), "utf8")).toContain("hello");
   });
 });
+
+describe.skipIf(!hasBwrap)("a run_command rule scoped by paths scopes where the command writes", () => {
+  it("writes land only under the rule's paths; the rest of the workspace is read-only for that call", async () => {
+    r = await rig(
+      {
+        policy: {
+          rules: [{ name: "scratch", tool: "run_command", effect: "allow", paths: ["scratch", "scratch/**"] }],
+        },
+      },
+      ({ ws }) => {
+        mkdirSync(join(ws, "scratch"));
+        mkdirSync(join(ws, "src"));
+        writeFileSync(join(ws, "src", "a.ts"), "original\n");
+      },
+    );
+    const res = await r.call("run_command", {
+      cwd: "scratch",
+      command:
+        "cp ../src/a.ts out.txt; cp out.txt ../src/b.ts; touch ../new.txt; cp /dev/null ../src/a.ts; ln ../src/a.ts hard; mv ../src ../src2; mkdir sub; cp out.txt sub/f; echo end",
+    });
+    expect(res.decision, `${res.rule}: ${res.content}`).toBe(ToolDecision.ALLOWED);
+    expect(res.content).toContain("end");
+    expect(readFileSync(join(r.ws, "scratch", "out.txt"), "utf8")).toBe("original\n");
+    expect(readFileSync(join(r.ws, "scratch", "sub", "f"), "utf8")).toBe("original\n");
+    expect(existsSync(join(r.ws, "src", "b.ts"))).toBe(false);
+    expect(readFileSync(join(r.ws, "src", "a.ts"), "utf8")).toBe("original\n");
+    expect(existsSync(join(r.ws, "new.txt"))).toBe(false);
+    expect(existsSync(join(r.ws, "scratch", "hard"))).toBe(false);
+    expect(existsSync(join(r.ws, "src2"))).toBe(false);
+    // Outside the rule's paths the command is not covered by it (default: ask).
+    expect((await r.call("run_command", { cwd: "src", command: "touch x" })).decision).toBe(ToolDecision.STAGED);
+  });
+});
