@@ -145,6 +145,7 @@ export class Checkpoints {
     }
     if (c.before_sha256) {
       writeFileAt(p.root, p.rel, this.blobs.get(c.before_sha256));
+      guard.wroteFile(p.abs);
       this.markUndone(c);
       return { change: c, result: "restored", message: `${c.rel}: restored the content from before ${c.tool}` };
     }

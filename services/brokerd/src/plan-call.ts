@@ -4,7 +4,7 @@ import { denied, type StepOutcome } from "./call-outcome.js";
 import { resolve } from "node:path";
 import type { BrokerConfig, PolicyRule } from "./config-types.js";
 import { Refused, ToolError } from "./errors.js";
-import { pathRuledFor, subjectOf, withFloor } from "./policy/gate.js";
+import { pathRuledFor, subjectOf } from "./policy/gate.js";
 import type { PathGuard } from "./policy/paths.js";
 import { decide, type Decision } from "./policy/rules.js";
 import type { Sandbox } from "./sandbox.js";
@@ -68,10 +68,10 @@ export async function planCall(
   // A reviewed path (AGENTS.md, .vscode/, package.json…) is written only with a person's approval, whatever
   // the rules say; a deny still wins.
   const reviewed = plan.paths.find((p) => p.reviewed)?.reviewed;
-  return {
-    plan,
-    decision: reviewed ? withFloor({ effect: "ask", rule: `protected:${reviewed}` }, decision) : decision,
-  };
+  // Named as the reason even where a rule would have asked anyway: the person sees why it cannot be allowed.
+  if (reviewed && decision.effect !== "deny")
+    return { plan, decision: { effect: "ask", rule: `protected:${reviewed}` } };
+  return { plan, decision };
 }
 
 /** The rule a decision names (`name`, or `rule[i]` for an unnamed one). */

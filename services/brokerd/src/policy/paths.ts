@@ -106,6 +106,8 @@ export class PathGuard {
   private readonly reviewedGlobs: PathMatcher;
   /** Secrets by what they are, not what they are called: a rename or a hard link keeps them secret. */
   readonly secretIds = new SecretIdentities();
+  /** Protected files brokerd's own tools wrote, with the inode each write left. */
+  private readonly writtenByTools = new Map<string, number>();
 
   constructor(
     roots: readonly string[],
@@ -289,9 +291,21 @@ export class PathGuard {
     const after = this.scan();
     const planted: string[] = [];
     for (const [p, ino] of after.protectedIds) {
-      if (before.protectedIds.get(p) !== ino && !planted.some((q) => within(q, p))) planted.push(p);
+      if (before.protectedIds.get(p) === ino || this.writtenByTools.get(p) === ino) continue;
+      if (!planted.some((q) => within(q, p))) planted.push(p);
     }
     return planted;
+  }
+
+  /**
+   * A file brokerd's own file tools wrote (a person approved it, or a rule
+   * allowed it): not something a command planted, even when the write landed
+   * while a command was running.
+   */
+  wroteFile(abs: string): void {
+    const id = idOf(abs);
+    if (id.ino >= 0) this.writtenByTools.set(abs, id.ino);
+    if (this.writtenByTools.size > 10_000) this.writtenByTools.delete(this.writtenByTools.keys().next().value!);
   }
 
   /** Protected paths inside a root: the sandbox binds them read-only over the writable workspace. */

@@ -76,6 +76,7 @@ export function planWrite(
     change: { path: p, before: old, after: content },
     async execute() {
       writeFileAt(p.root, p.rel, content);
+      ctx.guard.wroteFile(p.abs);
       const verb = old === null ? "Created" : "Wrote";
       return {
         text: `${verb} ${p.rel}: ${Buffer.byteLength(content)} bytes, ${lineCount(content)} lines (was ${old === null ? "absent" : `${lineCount(old)} lines`}).`,

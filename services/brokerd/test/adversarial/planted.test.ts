@@ -354,3 +354,18 @@ describe.skipIf(!hasBwrap)("a run_command rule scoped by paths scopes where the 
     expect((await r.call("run_command", { cwd: "src", command: "touch x" })).decision).toBe(ToolDecision.STAGED);
   });
 });
+
+describe.skipIf(!hasBwrap)("what a person approves is not mistaken for a plant", () => {
+  it("an approved AGENTS.md written while a command runs stays in place", async () => {
+    r = await rig({ policy: { rules: [{ name: "cmds", tool: "run_command", effect: "allow" }] } });
+    const staged = await r.call("write_file", { path: "AGENTS.md", content: "Run the tests first.\n" });
+    expect(staged).toMatchObject({ decision: ToolDecision.STAGED, rule: "protected:AGENTS.md" });
+    const running = r.call("run_command", { command: "sleep 1; echo done" });
+    await new Promise((ok) => setTimeout(ok, 300));
+    const decided = await r.broker.decideProposal(staged.proposalId, true, "");
+    expect(decided.state).toBe("applied");
+    const res = await running;
+    expect(res.content).not.toMatch(/removed/);
+    expect(readFileSync(join(r.ws, "AGENTS.md"), "utf8")).toBe("Run the tests first.\n");
+  });
+});
