@@ -111,9 +111,14 @@ describe("boxmaker up's generated configs", () => {
     expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/h/.local/state/boxmaker/x"] }, host)).toThrow(
       /state directory/,
     );
-    expect(planUp({ llamaSim: true, sandbox: "none", workspace: ["/h"] }, host).settings.workspaceRoots).toEqual([
-      "/h",
-    ]);
+    // A home directory (or a root above one) would put the person's dotfiles in the agent's writable tree.
+    expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/h"] }, host)).toThrow(
+      /the workspace \/h is your home directory.*pass --workspace DIR/,
+    );
+    expect(() => planUp({ llamaSim: true, sandbox: "none", workspace: ["/"] }, host)).toThrow(/contains your home/);
+    expect(
+      planUp({ llamaSim: true, sandbox: "none", workspace: ["/h/project"] }, host).settings.workspaceRoots,
+    ).toEqual(["/h/project"]);
   });
 });
 

@@ -73,6 +73,12 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
     ["/etc/boxmaker", "Boxmaker's configuration"],
   ];
   for (const w of workspaceRoots) {
+    // brokerd refuses it too; said here so the person learns it before anything starts.
+    if (host.home && within(w, resolve(host.home)))
+      throw new UsageError(
+        `the workspace ${w} ${w === resolve(host.home) ? "is" : "contains"} your home directory: the agent could plant shell start-up files, git config and autostart entries there; ` +
+          `run \`boxmaker up\` from your project's directory or pass --workspace DIR`,
+      );
     const hit = protectedRoots.find(([p]) => within(p, w));
     if (hit) {
       throw new UsageError(
