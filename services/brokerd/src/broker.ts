@@ -1,7 +1,6 @@
-import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ConfigError, messageOf, type Logger } from "@boxmaker/common";
+import { makeConfiguredDir, type Logger } from "@boxmaker/common";
 import { Approvals } from "./approvals.js";
 import { AuditLog, undoRecord } from "./audit.js";
 import { BlobStore } from "./blobs.js";
@@ -74,11 +73,7 @@ export class Broker {
   static async open(config: BrokerConfig, opts: { log: Logger; configPath?: string }): Promise<Broker> {
     checkBoundary(config);
     checkHomeWorkspace(config);
-    try {
-      mkdirSync(config.state_dir, { recursive: true, mode: 0o750 });
-    } catch (err) {
-      throw new ConfigError(`key "state_dir": cannot create ${config.state_dir}: ${messageOf(err)}`, { cause: err });
-    }
+    makeConfiguredDir(config.state_dir, "state_dir");
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
     const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns, protectionOf(config));

@@ -1,10 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { createServer } from "node:net";
+import { dirname } from "node:path";
 import { CallRegistry } from "./grpc-server.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notify.js";
-import { prepareSocketPath, removeSocket, restrictSocket } from "./unix-socket.js";
-import { checkSocketPath, ConfigError } from "./config.js";
+import { prepareSocketPath, removeSocket, restrictSocket, SocketInUseError } from "./unix-socket.js";
+import { checkSocketPath, ConfigError, makeConfiguredDir, oneLine } from "./config.js";
+import { BoxmakerError, messageOf } from "./errors.js";
 
 export interface DaemonOptions {
   name: string;
@@ -60,7 +62,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const calls = new CallRegistry();
   opts.register(server, calls);
 
-  await prepareSocketPath(socketPath);
+  makeConfiguredDir(dirname(socketPath), "socket");
+  try {
+    await prepareSocketPath(socketPath);
+  } catch (err) {
+    if (err instanceof SocketInUseError) throw err;
+    // Its directory cannot be made (under a file, in /proc, no permission): the config's to fix.
+    throw new ConfigError(`key "socket": cannot prepare ${socketPath}: ${messageOf(err)}`, { cause: err });
+  }
   await probeBind(socketPath);
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
@@ -124,13 +133,21 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
 /**
  * Runs a daemon's main. A bad config is one line on stderr and exit 2, so the
- * operator sees the bad key in `systemctl status` without reading a stack trace.
+ * operator sees the bad key in `systemctl status` without reading a stack
+ * trace, and systemd (RestartPreventExitStatus=2) does not restart it into
+ * the same failure. A known failure that may pass (the socket still served by
+ * the instance shutting down) is one line and exit 1, restarted; only what
+ * nobody foresaw gets its stack.
  */
 export function runMain(main: () => Promise<void>): void {
   main().catch((err: unknown) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
+    }
+    if (err instanceof BoxmakerError) {
+      process.stderr.write(`fatal: ${oneLine(err.message)}\n`);
+      process.exit(1);
     }
     process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);

@@ -1,7 +1,7 @@
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { messageOf, type Logger } from "@boxmaker/common";
+import { makeConfiguredDir, messageOf, type Logger } from "@boxmaker/common";
 import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
 import { SessionLog, type LogRecord } from "./session-log.js";
 import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
@@ -46,7 +46,8 @@ export class SessionStore {
     private readonly log: Logger,
   ) {
     this.dir = join(stateDir, "sessions");
-    mkdirSync(this.dir, { recursive: true });
+    // The first thing loopd writes: a state_dir it cannot use is the config's to fix (one line, exit 2).
+    makeConfiguredDir(this.dir, "state_dir", 0o777);
     this.index = new SessionIndex(join(this.dir, "index.json"));
   }
 
