@@ -7,6 +7,7 @@ import { decide } from "../policy/rules.js";
 import { ToolError } from "../errors.js";
 import type { ToolContext, ToolDef } from "../tool-table.js";
 import { messageOf } from "@boxmaker/common";
+import { htmlToText } from "./html-text.js";
 
 type Resolver = (host: string, signal: AbortSignal) => Promise<{ address: string; family: number }[]>;
 
@@ -65,52 +66,7 @@ export interface FetchOptions {
   resolve?: Resolver;
 }
 
-/** What the model gets from a web page: readable text, not markup. */
-export function htmlToText(html: string): string {
-  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.trim();
-  let t = html
-    .replace(/<!--[\s\S]*?-->/g, "")
-    .replace(/<(script|style|noscript|template|svg|head)\b[\s\S]*?<\/\1\s*>/gi, "")
-    .replace(/<a\b[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi, (_m, href: string, text: string) => {
-      const inner = text.replace(/<[^>]+>/g, "").trim();
-      return inner && !href.startsWith("#") && !href.startsWith("javascript:") ? `${inner} (${href})` : inner;
-    })
-    .replace(/<h([1-6])\b[^>]*>/gi, (_m, n: string) => `\n\n${"#".repeat(Number(n))} `)
-    .replace(/<li\b[^>]*>/gi, "\n- ")
-    .replace(/<(br|hr)\b[^>]*>/gi, "\n")
-    .replace(/<\/(p|div|section|article|header|footer|h[1-6]|ul|ol|table|tr|blockquote|pre|main|nav)>/gi, "\n\n")
-    .replace(/<\/(td|th)>/gi, "\t")
-    .replace(/<[^>]+>/g, "");
-  t = decodeEntities(t)
-    .split("\n")
-    .map((l) => l.replace(/[ \t\u00a0]+/g, " ").trim())
-    .join("\n")
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
-  return title && !t.startsWith(title) ? `${decodeEntities(title)}\n\n${t}` : t;
-}
-
-const ENTITIES: Record<string, string> = {
-  amp: "&",
-  lt: "<",
-  gt: ">",
-  quot: '"',
-  apos: "'",
-  nbsp: " ",
-  mdash: "—",
-  ndash: "–",
-  hellip: "…",
-  copy: "©",
-};
-function decodeEntities(s: string): string {
-  return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
-    if (e[0] === "#") {
-      const code = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-      return Number.isFinite(code) && code > 0 && code < 0x110000 ? String.fromCodePoint(code) : m;
-    }
-    return ENTITIES[e.toLowerCase()] ?? m;
-  });
-}
+export { htmlToText };
 
 function parseUrl(raw: string): URL {
   let u: URL;
