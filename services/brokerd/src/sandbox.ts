@@ -210,6 +210,7 @@ export class Sandbox {
     if (this.state !== "bwrap") throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
     const l = this.layout({ command: "", cwd: req.cwd, timeoutMs: 0 });
     const have = (ps: string[] | undefined) => (ps ?? []).filter((p) => existsSync(p));
+    const quote = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
     // Extras bind after /tmp's tmpfs (with the protected paths), so one under /tmp stays visible.
     return {
       command: this.config.bwrap_path,
@@ -218,7 +219,8 @@ export class Sandbox {
         rw: [...l.rw, ...have(req.rw)],
         roInside: [...have(req.ro), ...l.roInside],
         network: req.network ?? false,
-        argv: req.argv,
+        // A server gets a command's rlimits: the same ulimit shell sets them, then execs the server's quoted words.
+        argv: l.limits ? shellArgv(`exec ${req.argv.map(quote).join(" ")}`, l.limits) : req.argv,
       }),
     };
   }

@@ -2,6 +2,8 @@ import { ToolDecision } from "@boxmaker/common";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { realpathSync } from "node:fs";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -208,7 +210,7 @@ describe("MCP over Streamable HTTP", () => {
 describe("MCP tool mapping", async () => {
   const { toolRisk, pathArgs } = await import("../src/mcp/manager.js");
   const { missingFeature } = await import("../src/mcp/connection.js");
-  const { programPaths } = await import("../src/mcp/transport.js");
+  const { programPaths } = await import("../src/mcp/program-paths.js");
   const { parseBrokerConfig } = await import("../src/config.js");
   const cfg = (extra: Record<string, unknown> = {}) =>
     parseBrokerConfig({ mcp_servers: { s: { transport: "stdio", command: "x", ...extra } } }).mcp_servers.s!;
@@ -234,15 +236,17 @@ describe("MCP tool mapping", async () => {
     expect(pathArgs(cfg({ tools: { t: { path_args: ["where"] } } }), t(undefined, ["path"]))).toEqual(["where"]);
   });
 
-  it("tools needing tasks are unavailable; a program's dirs and node_modules are bound read-only", () => {
+  it("tools needing tasks are unavailable; a script's package, node's bin and node_modules are bound read-only", () => {
     expect(
       missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "required" } } as never),
     ).toMatch(/tasks/);
     expect(
       missingFeature({ name: "x", inputSchema: { type: "object" }, execution: { taskSupport: "optional" } } as never),
     ).toBeUndefined();
-    const paths = programPaths([process.execPath, FIXTURE]);
-    expect(paths).toContain(fileURLToPath(new URL("./fixtures", import.meta.url)));
+    const paths = programPaths([process.execPath, FIXTURE], { exposes: () => undefined, isSecret: () => false });
+    // The fixture lives in brokerd's package: the package comes whole, for its imports.
+    expect(paths).toContain(dirname(fileURLToPath(new URL("../package.json", import.meta.url))));
+    expect(paths).toContain(dirname(realpathSync(process.execPath)));
     expect(paths.some((p) => p.endsWith("/node_modules"))).toBe(true);
   });
 });

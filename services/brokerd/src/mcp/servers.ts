@@ -1,4 +1,5 @@
 import type { Logger } from "@boxmaker/common";
+import { stackDirs } from "../boundary.js";
 import type { BrokerConfig } from "../config-types.js";
 import type { ToolTable } from "../tool-table.js";
 import type { McpConnection } from "./connection.js";
@@ -37,12 +38,14 @@ const NONE: McpServers = {
  * when the config names at least one server.
  */
 export async function openMcpServers(
-  config: Pick<BrokerConfig, "mcp_servers" | "mcp_reconnect">,
+  config: Pick<BrokerConfig, "mcp_servers" | "mcp_reconnect" | "socket" | "state_dir" | "secret_patterns">,
   table: ToolTable,
   log: Logger,
   runtime: McpRuntime,
 ): Promise<McpServers> {
   if (Object.keys(config.mcp_servers).length === 0) return NONE;
   const { McpManager } = await import("./manager.js");
-  return new McpManager(config.mcp_servers, config.mcp_reconnect, table, log, runtime);
+  // Every server's sandbox is kept off the stack's own directories and out of secret-holding program directories.
+  const full = { stack: stackDirs(config), secretPatterns: config.secret_patterns, ...runtime };
+  return new McpManager(config.mcp_servers, config.mcp_reconnect, table, log, full);
 }

@@ -1,43 +1,41 @@
-import { existsSync, realpathSync, statSync } from "node:fs";
-import { dirname, isAbsolute, join } from "node:path";
+import { dirname, isAbsolute } from "node:path";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "@boxmaker/common";
 import type { McpServerConfig } from "../config-types.js";
-import { McpNoSandbox } from "../errors.js";
+import { bindExposes, type StackDir } from "../boundary.js";
+import { McpNoSandbox, Refused } from "../errors.js";
+import { PathMatcher } from "../policy/glob.js";
 import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
-
-/**
- * What a stdio server's own program needs to read in the sandbox: the
- * directory of each absolute path on its command line (node's bin dir, the
- * script's dir) and every node_modules up the tree (its dependencies).
- */
-export function programPaths(argv: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const a of argv) {
-    if (!isAbsolute(a) || !existsSync(a)) continue;
-    let real: string;
-    try {
-      real = realpathSync(a);
-    } catch {
-      continue;
-    }
-    const dir = statSync(real).isDirectory() ? real : dirname(real);
-    out.add(dir);
-    // Node resolves packages through every node_modules up the tree.
-    for (let d = dir; dirname(d) !== d; d = dirname(d)) {
-      if (existsSync(join(d, "node_modules"))) out.add(join(d, "node_modules"));
-    }
-  }
-  return [...out];
-}
+import { programPaths } from "./program-paths.js";
 
 /** Where and how a server runs, shared by every server of one broker. */
 export interface McpRuntime {
   sandbox?: Sandbox;
   /** The workspace roots: a sandboxed server's cwd is the first. */
   roots: string[];
+  /** The directories no server's sandbox may bind (the runtime and state directories). */
+  stack?: readonly StackDir[];
+  /** The secret patterns: a program directory holding one is not bound whole. */
+  secretPatterns?: readonly string[];
+}
+
+/** Every extra bind of a sandboxed server, refused as a whole when one would expose the stack. */
+function serverBinds(c: McpServerConfig, runtime: McpRuntime, argv: string[]): { ro: string[]; rw: string[] } {
+  const stack = runtime.stack ?? [];
+  const secrets = new PathMatcher(runtime.secretPatterns ?? [], { ignoreCase: true });
+  const exposes = (p: string) => bindExposes(p, stack);
+  const ro = [...programPaths(argv, { exposes, isSecret: (rel, abs) => secrets.matches(rel, abs) }), ...c.ro_paths];
+  for (const p of [...ro, ...c.rw_paths]) {
+    const why = exposes(p);
+    if (why)
+      throw new Refused(
+        "sandbox:exposes-stack",
+        `refused to start it: its sandbox would bind ${why}, where it could connect to the daemons or edit brokerd's state`,
+      );
+  }
+  return { ro, rw: c.rw_paths };
 }
 
 /** The stdio command line, wrapped in bwrap unless the server opts out. */
@@ -59,13 +57,7 @@ function stdioSpawn(
   }
   const cwd = c.cwd ?? runtime.roots[0] ?? "/";
   const argv = [c.command!, ...c.args];
-  const wrapped = sb.wrap({
-    argv,
-    cwd,
-    ro: [...programPaths(argv), ...c.ro_paths],
-    rw: c.rw_paths,
-    network: c.hosts.length > 0,
-  });
+  const wrapped = sb.wrap({ argv, cwd, ...serverBinds(c, runtime, argv), network: c.hosts.length > 0 });
   const binDir = isAbsolute(c.command!) ? `${dirname(c.command!)}:` : "";
   return {
     command: wrapped.command,
