@@ -81,6 +81,6 @@ export class Approvals {
       });
     }
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
-    return this.d.proposals.finish(p, "applied", capForSession(this.d, p.session_id, tool, r.text).text);
+    return this.d.proposals.finish(p, "applied", capForSession(this.d, p.session_id, tool, r.text, r.discloses).text);
   }
 }

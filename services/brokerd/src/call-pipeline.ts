@@ -180,7 +180,7 @@ export class CallPipeline {
         proposalId: "",
       });
     }
-    const capped = capForSession(this.d, req.sessionId, tool, r.text);
+    const capped = capForSession(this.d, req.sessionId, tool, r.text, r.discloses);
     return {
       decision: ToolDecision.ALLOWED,
       content: capped.text,

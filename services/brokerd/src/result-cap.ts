@@ -42,8 +42,17 @@ export interface CapDeps {
   readonly disclosure: { disclose(session: string, names: Iterable<string>): void };
 }
 
-/** Caps a session's result; when it went to a blob, the session may read it with call_tool at once. */
-export function capForSession(d: CapDeps, session: string, tool: ToolDef, text: string): Capped {
+/**
+ * Caps a session's result; when it went to a blob, or the tool's own text
+ * points at one, the session may read it with call_tool at once.
+ */
+export function capForSession(
+  d: CapDeps,
+  session: string,
+  tool: ToolDef,
+  text: string,
+  discloses: readonly string[] = [],
+): Capped {
   const capped = capResult(text, {
     tool: tool.name,
     ...(tool.selfCapped ? { selfCapped: true } : {}),
@@ -51,5 +60,6 @@ export function capForSession(d: CapDeps, session: string, tool: ToolDef, text: 
     store: (t) => d.blobs.put(t),
   });
   if (capped.blob) d.disclosure.disclose(session, BLOB_READERS);
+  if (discloses.length) d.disclosure.disclose(session, discloses);
   return capped;
 }

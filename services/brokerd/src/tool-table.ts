@@ -10,6 +10,8 @@ type JsonSchema = Record<string, unknown>;
 export interface ToolText {
   text: string;
   isError: boolean;
+  /** Tools the text tells the model to call (a stored blob's readers): the session may call them from now on. */
+  discloses?: readonly string[];
 }
 
 export interface ToolContext {

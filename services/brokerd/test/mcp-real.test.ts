@@ -110,15 +110,31 @@ describe("server-everything over stdio", () => {
     expect(sum.content).toMatch(/5/);
   });
 
+  it("a call past max_total_timeout_ms while progress keeps coming ends saying the total limit was reached", async () => {
+    // Progress every 1.9 s keeps the 2.5 s timeout from firing; the 4 s total falls between two notifications.
+    await m.start({ mcp_servers: { ev: everything({ timeout_ms: 2500, max_total_timeout_ms: 4000 }) } });
+    await m.r.broker.mcp.settled();
+    const r = await m.viaCallTool("ev.trigger-long-running-operation", { duration: 19, steps: 10 });
+    expect(r).toMatchObject({ isError: true });
+    expect(r.content).toMatch(
+      /^MCP server "ev" did not finish trigger-long-running-operation within its total time limit of 4000 ms \(max_total_timeout_ms\)/,
+    );
+    expect(m.r.broker.mcp.get("ev")!.state).toBe("ready");
+  });
+
   it("images and blob resources become blobs with a pointer; resources are listed and read through extended tools", async () => {
     await m.start({ mcp_servers: { ev: everything() } });
     await m.r.broker.mcp.settled();
     const img = await m.viaCallTool("ev.get-tiny-image");
     const ref = /stored as (blob:sha256:[0-9a-f]{64})/.exec(img.content)?.[1];
     expect(img.content).toMatch(/\[image: image\/png, \d+ bytes, stored as blob:sha256:/);
-    await m.r.call("find_tool", { query: "read blob" });
+    // Exactly as the result says, with no find_tool first: a tool brokerd names in a result is callable.
     const blob = await m.r.call("call_tool", { name: "read_blob", arguments: { blob: ref } });
+    expect(blob).toMatchObject({ decision: ToolDecision.ALLOWED, isError: false });
     expect(blob.content).toContain("data:image/png;base64,iVBOR");
+    // Only in the session the result went to.
+    const other = await m.r.call("call_tool", { name: "read_blob", arguments: { blob: ref } }, "s2");
+    expect(other).toMatchObject({ decision: ToolDecision.DENIED, rule: "call_tool:undisclosed" });
 
     const found = await m.r.call("find_tool", { query: "read a resource from an MCP server" });
     expect(found.content).toMatch(/read_resource/);

@@ -2,17 +2,25 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
 import { McpTimeout } from "../errors.js";
 import type { McpServerConfig } from "../config-types.js";
 import type { ToolText } from "../tool-table.js";
+import { cleanText } from "./clean-text.js";
 import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
 import { stopProcess } from "./stop-process.js";
+import { admitTools, TOOL_LIMITS, type Refusal } from "./tool-admission.js";
 import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
 import { openTransport, type McpRuntime } from "./transport.js";
 
 export type ConnectionState = "connecting" | "ready" | "down" | "closed";
+
+/** How many refused tools a server's status names; the rest are counted. */
+const NAMED_REFUSALS = 20;
+
+/** The total time limit of one call, on brokerd's clock: the SDK checks it only when progress arrives. */
+class TotalLimitReached extends Error {}
 
 /** What a call produced; `ran` is false when the server never ran it (down, refused, timed out). */
 export interface McpResult extends ToolText {
@@ -34,13 +42,19 @@ interface Live {
 export class McpConnection {
   state: ConnectionState = "down";
   lastError = "not connected yet";
-  /** Tools hidden because they need a client feature Boxmaker lacks, with why. */
-  unavailable: { tool: string; why: string }[] = [];
+  /** Tools hidden because they need a client feature Boxmaker lacks or break a limit, with why (the first few). */
+  unavailable: Refusal[] = [];
+  /** How many tools were refused beyond those named in `unavailable`. */
+  moreUnavailable = 0;
+  /** Set when the server's tool list went on past the pages brokerd follows. */
+  listCut: string | undefined;
   toolCount = 0;
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
   /** Every client with a transport open, connecting or connected: close() stops them all. */
   private readonly live = new Set<Live>();
+  /** Processes being stopped: close() waits for each, whoever started stopping it. */
+  private readonly stopping = new Set<Promise<void>>();
   private attempt = 0;
   private nextAttemptAt = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -80,13 +94,7 @@ export class McpConnection {
       live = { client, transport };
       this.live.add(live);
       await withTimeout(client.connect(transport, { timeout }), timeout, "connecting");
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
+      const { listed, cut } = await listTools(client, timeout);
       if (this.closed) {
         await this.stop(live);
         return;
@@ -99,14 +107,17 @@ export class McpConnection {
       this.client = client;
       this.state = "ready";
       this.attempt = 0;
-      this.unavailable = [];
+      const { tools, refused } = admitTools(listed);
       const usable = tools.filter((t) => {
         const why = missingFeature(t);
-        if (why) this.unavailable.push({ tool: t.name, why });
+        if (why) refused.push({ tool: t.name, why });
         return !why;
       });
+      this.unavailable = refused.slice(0, NAMED_REFUSALS);
+      this.moreUnavailable = refused.length - this.unavailable.length;
+      this.listCut = cut;
       this.toolCount = usable.length;
-      this.log.info({ mcp: this.name, tools: usable.length, hidden: this.unavailable.length }, "mcp server connected");
+      this.log.info({ mcp: this.name, tools: usable.length, hidden: refused.length }, "mcp server connected");
       this.onTools(usable, client);
     } catch (err) {
       if (live) await this.stop(live);
@@ -114,14 +125,19 @@ export class McpConnection {
     }
   }
 
-  /** Closes one client and makes sure its process is gone. */
-  private async stop(l: Live): Promise<void> {
+  /** Closes one client and makes sure its process is gone; close() waits for it too. */
+  private stop(l: Live): Promise<void> {
     this.live.delete(l);
     const pid = l.transport instanceof StdioClientTransport ? l.transport.pid : null;
     // The SDK's close waits up to 4 s for a polite exit; we escalate on our own clock.
     const closing = l.client.close().catch(() => undefined);
-    if (pid) await stopProcess(pid);
-    await withTimeout(closing, 500, "closing").catch(() => undefined);
+    const done = (async () => {
+      if (pid) await stopProcess(pid);
+      await withTimeout(closing, 500, "closing").catch(() => undefined);
+    })();
+    this.stopping.add(done);
+    void done.finally(() => this.stopping.delete(done));
+    return done;
   }
 
   /** Drops the connection (killing a stdio child) and schedules the next attempt. */
@@ -130,7 +146,7 @@ export class McpConnection {
     const old = this.client;
     this.client = undefined;
     this.state = "down";
-    this.lastError = why;
+    this.lastError = cleanText(why, 500);
     if (old) for (const l of this.live) if (l.client === old) void this.stop(l);
     const delay = retryNow ? 0 : backoffDelay(this.backoff, this.attempt++);
     this.nextAttemptAt = Date.now() + delay;
@@ -179,6 +195,10 @@ export class McpConnection {
     if (!client) return this.unavailableText();
     const timeout = this.config.timeout_ms;
     const ceiling = Math.max(timeout, this.config.max_total_timeout_ms);
+    // The SDK checks the ceiling only when progress arrives, so it could pass unnoticed between two
+    // notifications: brokerd's own timer ends the call at the ceiling (the SDK sends notifications/cancelled).
+    const total = new AbortController();
+    const totalTimer = setTimeout(() => total.abort(new TotalLimitReached()), ceiling);
     try {
       // Progress resets the deadline (the SDK sends a progressToken when onprogress is set), up to the ceiling.
       // The race is for a transport that swallows the request: it must not hold us either.
@@ -188,7 +208,7 @@ export class McpConnection {
           maxTotalTimeout: ceiling,
           resetTimeoutOnProgress: true,
           onprogress: () => undefined,
-          ...(signal ? { signal } : {}),
+          signal: signal ? AbortSignal.any([signal, total.signal]) : total.signal,
         }),
         ceiling + 1000,
         `calling ${tool}`,
@@ -199,20 +219,22 @@ export class McpConnection {
         return { ...rpcErrorToText(this.name, tool, err), ran: false };
       }
       if (signal?.aborted) throw err;
-      const hung = err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout;
+      // The SDK's total-timeout error carries its ceiling in data; a plain request timeout does not.
+      const overTotal =
+        total.signal.aborted ||
+        (err instanceof McpError && (err.data as { maxTotalTimeout?: unknown })?.maxTotalTimeout !== undefined);
+      const hung =
+        overTotal || (err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout);
       if (hung) {
         // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
-        // The SDK's total-timeout error carries its ceiling in data; a plain request timeout does not.
-        const total =
-          err instanceof McpError && (err.data as { maxTotalTimeout?: unknown })?.maxTotalTimeout !== undefined;
         const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
           () => true,
           () => false,
         );
         if (!ok && this.client === client) this.markDown(`no answer to ${tool} within ${timeout} ms, nor to a ping`);
         return {
-          text: total
-            ? `MCP server "${this.name}" did not finish ${tool} within the ${ceiling} ms ceiling, despite progress; the call was cancelled.`
+          text: overTotal
+            ? `MCP server "${this.name}" did not finish ${tool} within its total time limit of ${ceiling} ms (max_total_timeout_ms), though it kept reporting progress; the call was cancelled.`
             : `MCP server "${this.name}" did not answer ${tool} within ${timeout} ms; the call was cancelled${ok ? " (the server is alive; other calls are unaffected)" : " and the server, which no longer answers, is being restarted"}.`,
           isError: true,
           ran: false,
@@ -223,10 +245,12 @@ export class McpConnection {
       if (this.client === client) this.markDown(why, undelivered);
       if (undelivered) return "retry";
       return {
-        text: `MCP server "${this.name}" failed during ${tool}: ${why}. It is being reconnected.`,
+        text: `MCP server "${this.name}" failed during ${tool}: ${cleanText(why, 500)}. It is being reconnected.`,
         isError: true,
         ran: false,
       };
+    } finally {
+      clearTimeout(totalTimer);
     }
   }
 
@@ -237,11 +261,44 @@ export class McpConnection {
     );
   }
 
+  /**
+   * Stops every process of this server, those already being stopped (a
+   * restart, a failed connect) included, so brokerd never exits with one
+   * still running: each ends with SIGKILL if SIGTERM did not stop it.
+   */
   async close(): Promise<void> {
     this.state = "closed";
     clearTimeout(this.timer);
     this.client = undefined;
-    await Promise.all([...this.live].map((l) => this.stop(l)));
+    for (const l of [...this.live]) void this.stop(l);
+    await Promise.all([...this.stopping]);
+  }
+}
+
+/**
+ * The server's tools, page by page, as far as brokerd's limits go: past
+ * TOOL_LIMITS.tools (one more is kept, to refuse it by name) or
+ * TOOL_LIMITS.pages it stops asking and says so.
+ */
+async function listTools(client: Client, timeout: number): Promise<{ listed: Tool[]; cut?: string }> {
+  const listed: Tool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; ; page++) {
+    if (page === TOOL_LIMITS.pages)
+      return { listed, cut: `its tool list goes on past ${TOOL_LIMITS.pages} pages; the rest were not read` };
+    // The request itself, not listTools: that compiles every output schema the server sends (ajv), which brokerd never uses.
+    const res = await client.request(
+      { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
+      ListToolsResultSchema,
+      { timeout },
+    );
+    for (const t of res.tools) {
+      if (listed.length > TOOL_LIMITS.tools)
+        return { listed, cut: `it lists more than ${TOOL_LIMITS.tools} tools; the rest were not read` };
+      listed.push(t);
+    }
+    cursor = res.nextCursor;
+    if (!cursor) return { listed };
   }
 }
 

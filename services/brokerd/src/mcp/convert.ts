@@ -1,5 +1,7 @@
 import { ErrorCode, type McpError } from "@modelcontextprotocol/sdk/types.js";
+import { BLOB_READERS } from "../result-cap.js";
 import type { ToolText } from "../tool-table.js";
+import { cleanText } from "./clean-text.js";
 
 type ContentItem = { type: string; [k: string]: unknown };
 
@@ -11,16 +13,38 @@ type ContentItem = { type: string; [k: string]: unknown };
 /** Stores a text as a blob and returns its sha256 (the broker's blob store). */
 export type StoreBlob = (text: string) => string;
 
+/** A media type as the server gave it when it is one, else the generic one: it goes into a data: URL and the model's text. */
+const MEDIA_TYPE = /^[\w.+-]{1,64}\/[\w.+-]{1,128}$/;
+
+/**
+ * A store that remembers whether it stored anything: a result pointing at a
+ * blob names read_blob, which the session may then call without find_tool.
+ */
+export function noticingStore(store: StoreBlob | undefined): { store?: StoreBlob; discloses(): readonly string[] } {
+  let stored = false;
+  return {
+    ...(store
+      ? {
+          store: (t: string) => {
+            stored = true;
+            return store(t);
+          },
+        }
+      : {}),
+    discloses: () => (stored ? BLOB_READERS : []),
+  };
+}
+
 /**
  * Binary content (an image, audio, a blob resource) as one line of text the
  * model and the operator can reach: stored whole as a `data:` URL blob, with
  * the pointer in the result. Without a store it is only described.
  */
 export function binaryToText(kind: string, mime: unknown, data: unknown, store?: StoreBlob, uri?: string): string {
-  const type = typeof mime === "string" && mime ? mime : "application/octet-stream";
+  const type = typeof mime === "string" && MEDIA_TYPE.test(mime) ? mime : "application/octet-stream";
   const b64 = typeof data === "string" ? data : "";
   const size = Math.floor((b64.replace(/=+$/, "").length * 3) / 4);
-  const what = `${kind}${uri ? ` ${uri}` : ""}: ${type}, ${size} bytes`;
+  const what = `${kind}${uri ? ` ${cleanText(uri, 2048)}` : ""}: ${type}, ${size} bytes`;
   if (!store || !b64) return `[${what}, not shown]`;
   const ref = `blob:sha256:${store(`data:${type};base64,${b64}`)}`;
   return `[${what}, stored as ${ref} (one line, a data: URL); read it with call_tool({"name": "read_blob", "arguments": {"blob": "${ref}"}})]`;
@@ -28,8 +52,10 @@ export function binaryToText(kind: string, mime: unknown, data: unknown, store?:
 
 export function resultToText(
   res: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown },
-  store?: StoreBlob,
+  blobStore?: StoreBlob,
 ): ToolText {
+  const noticed = noticingStore(blobStore);
+  const store = noticed.store;
   const parts: string[] = [];
   const content = Array.isArray(res.content) ? (res.content as ContentItem[]) : [];
   for (const c of content) {
@@ -44,7 +70,12 @@ export function resultToText(
   }
   if (parts.length === 0 && res.structuredContent !== undefined) parts.push(JSON.stringify(res.structuredContent));
   if (parts.length === 0 && res.toolResult !== undefined) parts.push(JSON.stringify(res.toolResult));
-  return { text: parts.length ? parts.join("\n") : "(the tool returned no content)", isError: res.isError === true };
+  const discloses = noticed.discloses();
+  return {
+    text: parts.length ? parts.join("\n") : "(the tool returned no content)",
+    isError: res.isError === true,
+    ...(discloses.length ? { discloses } : {}),
+  };
 }
 
 const CODE_NAMES: Record<number, string> = {

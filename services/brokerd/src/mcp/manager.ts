@@ -8,7 +8,9 @@ import type { ToolDef, ToolTable } from "../tool-table.js";
 import { McpConnection } from "./connection.js";
 import type { McpPromptInfo, McpServers } from "./servers.js";
 import type { McpRuntime } from "./transport.js";
-import { binaryToText } from "./convert.js";
+import { cleanText } from "./clean-text.js";
+import { binaryToText, noticingStore } from "./convert.js";
+import { TOOL_LIMITS } from "./tool-admission.js";
 import { messageOf } from "@boxmaker/common";
 
 /** Argument names that hold paths in filesystem-like servers, checked when a tool's schema has them. */
@@ -146,11 +148,13 @@ export class McpManager implements McpServers {
           execute: async () => {
             const { c, timeout } = await client(args.server);
             const page = await c.listResources(args.cursor ? { cursor: args.cursor } : undefined, { timeout });
+            // A server's strings, cleaned as its tools' are: the model reads them and a terminal may show them.
             const lines = page.resources.map(
               (r) =>
-                `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ""}${r.description ? ` — ${r.description}` : ""}`,
+                `${cleanText(r.uri, 2048)}  ${cleanText(r.name, 256)}${r.mimeType ? ` (${cleanText(r.mimeType, 128)})` : ""}${r.description ? ` — ${cleanText(r.description, 1024)}` : ""}`,
             );
-            if (page.nextCursor) lines.push(`[more: call again with "cursor": "${page.nextCursor}"]`);
+            if (page.nextCursor)
+              lines.push(`[more: call again with "cursor": ${JSON.stringify(cleanText(page.nextCursor, 1024))}]`);
             return {
               text: lines.length ? lines.join("\n") : `MCP server "${args.server}" lists no resources.`,
               isError: false,
@@ -179,12 +183,17 @@ export class McpManager implements McpServers {
           execute: async () => {
             const { c, timeout } = await client(args.server);
             const res = await c.readResource({ uri: args.uri }, { timeout });
+            const noticed = noticingStore((t) => ctx.blobs.put(t));
             const parts = res.contents.map((r) =>
               "text" in r && typeof r.text === "string"
                 ? r.text
-                : binaryToText("resource", r.mimeType, (r as { blob?: string }).blob, (t) => ctx.blobs.put(t), r.uri),
+                : binaryToText("resource", r.mimeType, (r as { blob?: string }).blob, noticed.store, r.uri),
             );
-            return { text: parts.join("\n") || "(the resource is empty)", isError: false };
+            return {
+              text: parts.join("\n") || "(the resource is empty)",
+              isError: false,
+              discloses: noticed.discloses(),
+            };
           },
         }),
       },
@@ -221,29 +230,31 @@ export class McpManager implements McpServers {
         try {
           const out: McpPromptInfo[] = [];
           let cursor: string | undefined;
+          let pages = 0;
           do {
             const page = await c.listPrompts(cursor ? { cursor } : undefined, { signal, timeout: 10_000 });
             for (const p of page.prompts) {
+              // Shown in the operator's terminal (`boxmaker tools --prompts`): cleaned like tool names.
               out.push({
                 server: conn.name,
-                name: p.name,
-                description: p.description ?? "",
+                name: cleanText(p.name, 128),
+                description: cleanText(p.description, 4096),
                 arguments: (p.arguments ?? []).map((a) => ({
-                  name: a.name,
-                  description: a.description ?? "",
+                  name: cleanText(a.name, 128),
+                  description: cleanText(a.description, 1024),
                   required: !!a.required,
                 })),
               });
             }
             cursor = page.nextCursor;
-          } while (cursor && out.length < 1000);
+          } while (cursor && out.length < 1000 && ++pages < TOOL_LIMITS.pages);
           return out;
         } catch (err) {
           return [
             {
               server: conn.name,
               name: "",
-              description: `prompts/list failed: ${messageOf(err)}`,
+              description: `prompts/list failed: ${cleanText(messageOf(err), 500)}`,
               arguments: [],
             },
           ];
@@ -256,10 +267,12 @@ export class McpManager implements McpServers {
   status(): string[] {
     return this.connections.map((c) => {
       if (c.state !== "ready") return `${c.name}: ${c.state} (${c.lastError})`;
+      const more = c.moreUnavailable ? ` and ${c.moreUnavailable} more` : "";
       const hidden = c.unavailable.length
-        ? `; unavailable: ${c.unavailable.map((u) => `${u.tool} (${u.why})`).join(", ")}`
+        ? `; unavailable: ${c.unavailable.map((u) => `${u.tool} (${u.why})`).join(", ")}${more}`
         : "";
-      return `${c.name}: ready (${c.toolCount} tools${hidden})`;
+      const cut = c.listCut ? `; ${c.listCut}` : "";
+      return `${c.name}: ready (${c.toolCount} tools${hidden}${cut})`;
     });
   }
 
