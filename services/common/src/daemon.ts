@@ -1,11 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
+import { linkSync, lstatSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { CallRegistry } from "./grpc-server.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notify.js";
 import { prepareSocketPath, removeSocket, restrictSocket, SocketInUseError } from "./unix-socket.js";
-import { checkSocketPath, ConfigError, makeConfiguredDir, oneLine } from "./config.js";
+import { checkSocketPath, ConfigError, MAX_SOCKET_PATH_BYTES, makeConfiguredDir, oneLine } from "./config.js";
 import { BoxmakerError, messageOf } from "./errors.js";
 
 export interface DaemonOptions {
@@ -33,20 +34,40 @@ export interface Daemon {
 }
 
 /**
+ * Where the server binds before its socket is linked into place: beside the
+ * socket, in the same directory (what decides whether a bind works). A Unix
+ * socket's path exists from bind(), before listen(), and a probe listening
+ * there first closes under whoever connects: a client that connects the
+ * moment the path appears got ECONNREFUSED or ECONNRESET. Bound, listening
+ * and restricted here first, the socket appears at its path ready to serve.
+ * Undefined when no sibling name fits in a socket path.
+ */
+function stagingPath(socketPath: string): string | undefined {
+  const dir = dirname(socketPath);
+  return [`.${process.pid}.sock`, `.${process.pid}`]
+    .map((n) => join(dir, n))
+    .find((p) => Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES);
+}
+
+/**
  * Tries the bind with a plain server first: a socket path that cannot be bound
  * (no directory, no permission) is one config line, before grpc-js logs its own
  * multi-line error.
  */
-async function probeBind(socketPath: string): Promise<void> {
+async function probeBind(path: string, socketPath: string): Promise<void> {
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
     probe.once("error", (err) =>
-      reject(new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message}`, { cause: err })),
+      reject(
+        new ConfigError(`key "socket": cannot listen on ${socketPath}: ${err.message.replace(path, socketPath)}`, {
+          cause: err,
+        }),
+      ),
     );
-    probe.listen(socketPath, () => resolve());
+    probe.listen(path, () => resolve());
   });
   await new Promise<void>((resolve) => probe.close(() => resolve()));
-  removeSocket(socketPath);
+  removeSocket(path);
 }
 
 /** Binds the gRPC server on its Unix socket and installs SIGTERM/SIGINT handling. */
@@ -70,9 +91,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Its directory cannot be made (under a file, in /proc, no permission): the config's to fix.
     throw new ConfigError(`key "socket": cannot prepare ${socketPath}: ${messageOf(err)}`, { cause: err });
   }
-  await probeBind(socketPath);
+  const staging = stagingPath(socketPath);
+  // Left by a daemon of the same pid that crashed here: ours to remove.
+  if (staging && lstatSync(staging, { throwIfNoEntry: false })?.isSocket()) removeSocket(staging);
+  // Where no sibling fits, the socket is bound in place and not probed: the path appearing is then the daemon's.
+  if (staging) await probeBind(staging, socketPath);
   await new Promise<void>((resolve, reject) =>
-    server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+    server.bindAsync(`unix://${staging ?? socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
       // A socket that cannot be bound is a config problem: one line, exit 2, not a stack trace.
       err
         ? reject(
@@ -83,7 +108,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         : resolve(),
     ),
   );
-  restrictSocket(socketPath);
+  if (staging) {
+    restrictSocket(staging);
+    // link(), not rename(): it fails if another daemon took the path meanwhile, instead of stealing it.
+    try {
+      linkSync(staging, socketPath);
+    } catch (err) {
+      server.forceShutdown();
+      throw new SocketInUseError(`${socketPath} appeared while starting: ${messageOf(err)}`);
+    } finally {
+      removeSocket(staging);
+    }
+  } else restrictSocket(socketPath);
   log.info({ socket: socketPath }, "listening");
 
   let stopping: Promise<void> | undefined;
