@@ -1,4 +1,6 @@
+import type { Logger } from "@boxmaker/common";
 import { STOPWORDS, SYNONYM_GROUPS } from "./find-tool-synonyms.js";
+import { schemaOverBounds } from "./schema-bounds.js";
 import type { ToolDef, ToolTable } from "./tool-table.js";
 import { stableStringify } from "./tools-array.js";
 
@@ -67,12 +69,17 @@ const bare = (name: string) => name.slice(name.indexOf(".") + 1);
  * so rare words ("jira") outrank common ones ("get"); tools matching more of
  * the query's words rank higher. Identical tools from several servers are
  * one entry.
+ *
+ * A tool whose schema is too deep or too big to print (schema-bounds.ts) is
+ * left out and listed in `skipped`: printing and keying it recurse over the
+ * schema, and one server's 2,000-deep schema must not break search for all.
  */
 export class ToolIndex {
   private readonly tools: ToolDef[];
   private readonly also: string[][];
   private readonly postings = new Map<string, Map<number, number>>();
   private readonly vocab: string[];
+  readonly skipped: Array<{ name: string; why: string }> = [];
 
   constructor(tools: readonly ToolDef[]) {
     const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -80,6 +87,11 @@ export class ToolIndex {
     this.tools = [];
     this.also = [];
     for (const t of sorted) {
+      const why = schemaOverBounds(t.parameters);
+      if (why) {
+        this.skipped.push({ name: t.name, why });
+        continue;
+      }
       const key = `${bare(t.name)}\0${t.description}\0${stableStringify(t.parameters)}`;
       const seen = byKey.get(key);
       if (seen !== undefined) {
@@ -180,12 +192,17 @@ export class ToolSearch {
   private index: ToolIndex | undefined;
   private version = -1;
 
-  constructor(private readonly table: ToolTable) {}
+  constructor(
+    private readonly table: ToolTable,
+    private readonly log?: Pick<Logger, "warn">,
+  ) {}
 
   search(query: string, limit: number): Ranked[] {
     if (!this.index || this.version !== this.table.version) {
       this.index = new ToolIndex(this.table.extended());
       this.version = this.table.version;
+      for (const s of this.index.skipped)
+        this.log?.warn({ tool: s.name, why: s.why }, "tool left out of find_tool: its schema is too big to show");
     }
     return this.index.search(query, limit);
   }
