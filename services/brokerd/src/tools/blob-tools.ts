@@ -1,9 +1,22 @@
+import { availableParallelism } from "node:os";
 import { BLOB_PREFIX, BlobStore } from "../blobs.js";
-import { ToolError } from "../errors.js";
+import { Refused, ToolError } from "../errors.js";
 import type { ToolDef, ToolText } from "../tool-table.js";
-import { runRegex } from "./regex-worker.js";
+import { checkPattern, runRegex } from "./regex-worker.js";
+import { Slots } from "./slots.js";
 
 const DEFAULT_LINES = 200;
+
+/**
+ * Each grep_blob search is a worker thread holding a copy of the blob (and
+ * brokerd holds one more while it waits): thirty at once on two cores once
+ * stalled brokerd for 19 s at 2.3 GB. At most two run at a time, and never so
+ * many that the event loop is left without a core (one on a two-core
+ * machine: two busy workers there still delayed the loop by 450 ms); eight
+ * more wait their turn without having read their blob, and the rest are
+ * refused at once.
+ */
+export const grepSlots = new Slots(Math.max(1, Math.min(2, availableParallelism() - 1)), 8);
 
 /** Bounds a blob tool's own output; another blob here would only point at a copy of the same text. */
 function bounded(lines: string[], cap: number, hint: string): ToolText {
@@ -81,38 +94,59 @@ export const grepBlob: ToolDef = {
   selfCapped: true,
   plan(args: { blob: string; pattern: string; context?: number; ignore_case?: boolean }, ctx) {
     BlobStore.parseRef(args.blob);
+    checkPattern(args.pattern, args.ignore_case ?? false);
     return {
       paths: [],
       async execute() {
-        const text = ctx.blobs.get(args.blob);
-        const lines = text.split("\n");
-        const r = await runRegex(
-          {
-            pattern: args.pattern,
-            ignoreCase: args.ignore_case ?? false,
-            maxMatches: ctx.config.limits.search_max_matches,
-            text,
-            maxFileBytes: Infinity,
-          },
-          ctx.config.limits.search_timeout_ms,
-          ctx.signal,
-        );
-        if (r.hits.length === 0) return { text: "no matches", isError: false };
-        const ctxLines = args.context ?? 2;
-        const keep = new Set<number>();
-        for (const h of r.hits) {
-          for (let j = Math.max(1, h.line - ctxLines); j <= Math.min(lines.length, h.line + ctxLines); j++) keep.add(j);
+        const release = await grepSlots.acquire(ctx.signal);
+        if (!release) {
+          throw new Refused(
+            "limit:grep-busy",
+            `${grepSlots.running} grep_blob searches are running and ${grepSlots.waiting} are waiting; ` +
+              "wait for their results before starting another",
+          );
         }
-        const out: string[] = [];
-        let prev = 0;
-        for (const j of [...keep].sort((a, b) => a - b)) {
-          if (prev && j > prev + 1) out.push("--");
-          out.push(`${j}: ${lines[j - 1]}`);
-          prev = j;
+        try {
+          return await grep(args, ctx);
+        } finally {
+          release();
         }
-        if (r.truncated) out.push(`[… stopped at ${r.hits.length} matches]`);
-        return bounded(out, ctx.config.result_cap_bytes, "use a narrower pattern or read_blob with a line range");
       },
     };
   },
 };
+
+async function grep(
+  args: { blob: string; pattern: string; context?: number; ignore_case?: boolean },
+  ctx: Parameters<ToolDef["plan"]>[1],
+): Promise<ToolText> {
+  const text = ctx.blobs.get(args.blob);
+  const r = await runRegex(
+    {
+      pattern: args.pattern,
+      ignoreCase: args.ignore_case ?? false,
+      maxMatches: ctx.config.limits.search_max_matches,
+      text,
+      maxFileBytes: Infinity,
+    },
+    ctx.config.limits.search_timeout_ms,
+    ctx.signal,
+  );
+  if (r.hits.length === 0) return { text: "no matches", isError: false };
+  // Split only once there is something to show: while the worker ran, brokerd held the text alone.
+  const lines = text.split("\n");
+  const ctxLines = args.context ?? 2;
+  const keep = new Set<number>();
+  for (const h of r.hits) {
+    for (let j = Math.max(1, h.line - ctxLines); j <= Math.min(lines.length, h.line + ctxLines); j++) keep.add(j);
+  }
+  const out: string[] = [];
+  let prev = 0;
+  for (const j of [...keep].sort((a, b) => a - b)) {
+    if (prev && j > prev + 1) out.push("--");
+    out.push(`${j}: ${lines[j - 1]}`);
+    prev = j;
+  }
+  if (r.truncated) out.push(`[… stopped at ${r.hits.length} matches]`);
+  return bounded(out, ctx.config.result_cap_bytes, "use a narrower pattern or read_blob with a line range");
+}
