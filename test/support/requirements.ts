@@ -7,10 +7,11 @@ import { spawnSync } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { inject } from "vitest";
 
-export type Requirement = "bwrap" | "tmux" | "python3" | "systemd-analyze" | "nix-instantiate" | "llama-server";
+export type Requirement = "bwrap" | "git" | "tmux" | "python3" | "systemd-analyze" | "nix-instantiate" | "llama-server";
 
 const HOW_TO_GET: Record<Requirement, string> = {
   bwrap: "apt-get install -y bubblewrap",
+  git: "apt-get install -y git",
   tmux: "apt-get install -y tmux",
   python3: "apt-get install -y python3",
   "systemd-analyze": "apt-get install -y systemd",

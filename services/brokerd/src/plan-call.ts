@@ -85,7 +85,7 @@ function ruleNamed(rules: readonly PolicyRule[], name: string): PolicyRule | und
  * first wildcard. A glob with no such prefix (\`**\/*.ts\`) names no directory
  * a bind can express, so it grants no writes at all: narrower, never wider.
  */
-export function writableDirs(globs: readonly string[], roots: readonly string[]): string[] {
+function writableDirs(globs: readonly string[], roots: readonly string[]): string[] {
   const out = new Set<string>();
   for (const g of globs) {
     const segs = g.split("/");

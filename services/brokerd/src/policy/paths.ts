@@ -24,7 +24,7 @@ export interface WorkspaceProtection {
   reviewed: readonly string[];
 }
 
-export const DEFAULT_PROTECTION: WorkspaceProtection = {
+const DEFAULT_PROTECTION: WorkspaceProtection = {
   protected: DEFAULT_PROTECTED_PATTERNS,
   reviewed: DEFAULT_REVIEWED_PATTERNS,
 };
