@@ -53,7 +53,7 @@ export class Broker {
     // Computed once: the epoch's array depends on the config alone, never on MCP servers.
     this.toolsArray = buildToolsArray(table.core());
     this.checkpoints = new Checkpoints(join(config.state_dir, "checkpoints"));
-    this.tools = new ToolSearch(table);
+    this.tools = new ToolSearch(table, log);
     const shared = {
       config,
       guard,
