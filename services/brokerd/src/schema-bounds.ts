@@ -7,11 +7,11 @@
  */
 
 /** Nested objects and arrays; real schemas (zod, pydantic) stay well under 20. */
-export const MAX_SCHEMA_DEPTH = 64;
+const MAX_SCHEMA_DEPTH = 64;
 /** Objects, arrays and scalars: ajv compiles a schema on the event loop, ~0.1 ms per subschema and faster than linearly. */
-export const MAX_SCHEMA_NODES = 2_000;
+const MAX_SCHEMA_NODES = 2_000;
 /** Characters over every key and string, the size of what find_tool would print. */
-export const MAX_SCHEMA_CHARS = 512 * 1024;
+const MAX_SCHEMA_CHARS = 512 * 1024;
 
 /** Undefined when the schema is within bounds; otherwise what is too big, for a log line or a refusal. */
 export function schemaOverBounds(schema: unknown): string | undefined {

@@ -14,7 +14,7 @@ import { RE2JS } from "re2js";
  * A unit is about one RE2 step (~3 ns on a laptop core): the budget is ~100 ms
  * of work, far above what checking real arguments costs (a few thousand units).
  */
-export const VALIDATION_BUDGET = 30_000_000;
+const VALIDATION_BUDGET = 30_000_000;
 /** One evaluation of a subschema, the error objects ajv builds for it included (~1 µs when every branch fails). */
 const SUBSCHEMA_UNITS = 300;
 /** One `enum` entry compared (ajv's deep-equal call). */
@@ -28,8 +28,8 @@ const MAX_PROGRAM_SIZE = 2_000;
  * schema and in the branches of one anyOf/oneOf/allOf (800 branches: ~1 s of
  * compiling on the event loop; 200: ~80 ms).
  */
-export const MAX_PATTERNS = 100;
-export const MAX_BRANCHES = 200;
+const MAX_PATTERNS = 100;
+const MAX_BRANCHES = 200;
 
 /** Thrown from inside a validator when the budget is spent; checkArguments turns it into a message. */
 export class BudgetSpent extends Error {}

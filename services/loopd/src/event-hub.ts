@@ -17,7 +17,7 @@ const TURN_END_CASES = new Set(["turnDone", "turnFailed"]);
  * backlog's 10,000, so a subscriber ended here can resume from the seq it
  * last got while the turn's events are still held.
  */
-export const MAX_BEHIND = { events: 4_096, bytes: 16 * 1024 * 1024 };
+const MAX_BEHIND = { events: 4_096, bytes: 16 * 1024 * 1024 };
 
 const mib = (bytes: number) => (bytes >= 1 << 20 ? `${Math.round(bytes / (1 << 20))} MiB` : `${bytes} bytes`);
 

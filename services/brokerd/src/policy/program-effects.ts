@@ -141,7 +141,7 @@ function skipDelimited(s: string, i: number, delim: string, brackets: boolean): 
  * The `w`/`W` (write a file) and `e` (run a command) commands of a sed script, and the `w`
  * and `e` flags of `s`. A script this reader cannot follow counts as running a program.
  */
-export function sedScriptEffects(script: string): ProgramEffect[] {
+function sedScriptEffects(script: string): ProgramEffect[] {
   if (script === DYNAMIC) return [computed("sed")];
   const unreadable = [runs("the sed script has a part the policy cannot read")];
   const out: ProgramEffect[] = [];
@@ -304,7 +304,7 @@ const awk: Check = (argv) => {
  * `||`), `print … > file` outside parentheses, and gawk's `@load`/`@include`. Strings are set
  * aside first; a `|` or `>` inside a regex literal is counted anyway (the safe side).
  */
-export function awkProgramEffects(program: string): ProgramEffect[] {
+function awkProgramEffects(program: string): ProgramEffect[] {
   const out: ProgramEffect[] = [];
   const p = program.replace(/"(?:[^"\\\n]|\\.)*"/g, '""');
   if (/\bsystem\s*\(/.test(p)) out.push(runs("the awk program calls system()"));

@@ -16,7 +16,7 @@ const DEFAULT_LINES = 200;
  * more wait their turn without having read their blob, and the rest are
  * refused at once.
  */
-export const grepSlots = new Slots(Math.max(1, Math.min(2, availableParallelism() - 1)), 8);
+const grepSlots = new Slots(Math.max(1, Math.min(2, availableParallelism() - 1)), 8);
 
 /** Bounds a blob tool's own output; another blob here would only point at a copy of the same text. */
 function bounded(lines: string[], cap: number, hint: string): ToolText {
