@@ -113,6 +113,22 @@ describe("policy decisions", () => {
     expect(net(["api.github.com", "evil.org"])).toBe("deny");
   });
 
+  it("matches host rules on canonical hosts: a rule written in any spelling holds for every spelling", () => {
+    const rules: PolicyRule[] = [{ name: "no", tool: "*", effect: "deny", hosts: ["*.Denied.TEST.", "bücher.test"] }];
+    const net = (hosts: string[]) =>
+      decide(rules, { ...defaults, network: "allow" }, subject({ tool: "fetch_url", risk: "network", hosts })).effect;
+    for (const h of [
+      "api.denied.test",
+      "API.DENIED.TEST.",
+      "a.denied%2Etest",
+      "x.denied\u3002test",
+      "xn--bcher-kva.test",
+    ])
+      expect(net([h]), h).toBe("deny");
+    expect(net(["denied.test"])).toBe("allow"); // `*.` covers names below the domain only
+    expect(net(["notdenied.test"])).toBe("allow");
+  });
+
   it("an allow rule with paths needs every path covered; a deny rule fires on any", () => {
     const allow: PolicyRule[] = [{ tool: "*", effect: "allow", paths: ["docs/**"] }];
     const two = subject({ tool: "x", risk: "write", paths: [file("docs/a"), file("src/b")] });
