@@ -6,7 +6,7 @@ import { DYNAMIC } from "./dynamic.js";
  * (`sudo -Eu root rm` runs `rm`) read. Written from each program's manual and, where installed,
  * checked against the program itself (git 2.39, GNU coreutils/findutils 9.x/4.9, sudo 1.9).
  */
-export interface OptionSyntax {
+interface OptionSyntax {
   /** Options whose value is the next word, or joined: `--git-dir=x`, and for one letter `-Cx`. */
   value: readonly string[];
   /** Options that take no value. */
@@ -331,7 +331,7 @@ export const WRAPPERS: Readonly<Record<string, OptionSyntax>> = {
   },
 };
 
-export interface ParsedOptions {
+interface ParsedOptions {
   /** Index of the first word after the options: the subcommand, or the wrapped command. */
   next: number;
   /** The options as given, with their values. */
