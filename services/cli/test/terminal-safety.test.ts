@@ -113,7 +113,7 @@ describe("terminal escapes from models, tools and MCP servers", () => {
     expect(changes.stdout.split("\n")).toContain(line);
   });
 
-  it("tools and tools --prompts show an MCP server's names and descriptions with their controls visible", async () => {
+  it("tools and tools --prompts show an MCP server's names and descriptions without obeying them", async () => {
     let tools = { code: null as number | null, stdout: "", stderr: "" };
     // The server connects in the background after brokerd is ready: ask until its tool is found.
     for (let i = 0; i < 40 && !tools.stdout.includes("clipboard_helper"); i++) {
@@ -122,7 +122,10 @@ describe("terminal escapes from models, tools and MCP servers", () => {
     }
     expect(tools.stdout).toContain("clipboard_helper");
     expect(obeyed(printed(tools))).toEqual([]);
-    expect(tools.stdout).toContain(`clipboard history ${SHOWN.clipboard}`);
+    // brokerd takes hidden characters out of a server's words before anyone sees them (mcp/clean-text.ts);
+    // what is left of the OSC 52 write is inert text.
+    const inert = HOSTILE.clipboard.replace(/(?!\n)\p{Cc}|\p{Cf}/gu, "");
+    expect(tools.stdout).toContain(`clipboard history ${inert}`);
     const prompts = await t.stack.cli(["tools", "--prompts"], { env: COLOUR });
     expect(obeyed(printed(prompts))).toEqual([]);
     expect(prompts.stdout).toContain("hostile/review");
@@ -132,7 +135,8 @@ describe("terminal escapes from models, tools and MCP servers", () => {
     const json = await t.stack.cli(["tools", "--json", "clipboard", "history"]);
     expect(obeyed(json.stdout)).toEqual([]);
     const match = JSON.parse(json.stdout).matches.find((m: { name: string }) => m.name.includes("clipboard_helper"));
-    expect(match.description).toContain(HOSTILE.clipboard);
+    expect(match.description).toContain(`clipboard history ${inert}`);
+    expect(match.description).not.toContain("\x1b");
   }, 60_000);
 
   it("a daemon's error message is shown with its controls visible", async () => {
