@@ -36,9 +36,11 @@ const echoChannel: InferImpl["completeChannel"] = async function* (requests) {
   }
 };
 
-async function serve(impl: Omit<InferImpl, "completeChannel"> & Partial<Pick<InferImpl, "completeChannel">>) {
+async function serve(
+  impl: Omit<InferImpl, "completeChannel" | "slotFiles"> & Partial<Pick<InferImpl, "completeChannel" | "slotFiles">>,
+) {
   server = new grpc.Server();
-  addService(server, InferService, { completeChannel: echoChannel, ...impl });
+  addService(server, InferService, { completeChannel: echoChannel, slotFiles: async () => ({}), ...impl });
   await prepareSocketPath(sock);
   await new Promise<void>((res, rej) =>
     server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),

@@ -37,6 +37,7 @@ async function serve(impl: Partial<InferImpl>) {
   addService(server, InferService, {
     status: async () => ({}),
     slotAction: async () => ({}),
+    slotFiles: async () => ({}),
     complete: async function* () {},
     completeChannel: async function* () {},
     ...impl,

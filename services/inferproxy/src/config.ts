@@ -1,4 +1,5 @@
 import {
+  DEFAULT_DIRS,
   DEFAULT_SAMPLING,
   DEFAULT_SOCKETS,
   LLAMA_CONTRACT,
@@ -65,6 +66,20 @@ const schema = {
       required: [],
     },
     health_poll_ms: { type: "integer", minimum: 10, default: 2000 },
+    // llama-server's --slot-save-path as seen from here: parked session caches live there, and only
+    // inferproxy, beside the server, can erase them. "" when the server runs elsewhere (nothing is erased).
+    slot_files: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        dir: { type: "string", default: DEFAULT_DIRS.slotSave },
+        // After each save the least recently used parked caches are erased until the total fits. 32 GiB:
+        // a few whole slots at 131k tokens (each file is n_saved × the model's KV bytes per token).
+        max_bytes: { type: "integer", minimum: 0, default: 32 * 1024 ** 3 },
+      },
+      required: [],
+    },
     log_level: logLevelSchema,
   },
   required: [],

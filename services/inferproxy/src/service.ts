@@ -23,6 +23,8 @@ import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
 import { completionBodyParts } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
+import { SlotFiles } from "./slot-files.js";
+import { slotFilesReply } from "./slot-files-rpc.js";
 import { statusReport, type StatusInit } from "./status-report.js";
 import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream-calls.js";
 
@@ -47,6 +49,8 @@ export class InferProxy {
    */
   readonly locks = new SlotQueue();
   readonly monitor: HealthMonitor;
+  /** Parked caches in the slot-save directory: erased on request and held to a size cap. */
+  readonly slotFiles: SlotFiles;
   private readonly cfg: InferproxyConfig;
   private readonly log: Logger;
   private anon = 0;
@@ -57,6 +61,7 @@ export class InferProxy {
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
     this.log = o.log;
+    this.slotFiles = new SlotFiles(o.config.slot_files.dir, o.config.slot_files.max_bytes, o.log);
     const timeoutMs = Math.min(o.config.request_timeout_ms, Math.max(1000, o.config.health_poll_ms));
     this.monitor = new HealthMonitor({
       contract: o.config.contract,
@@ -88,6 +93,7 @@ export class InferProxy {
       completeChannel: (requests, ctx) => completeChannel(requests, ctx, (req, c) => this.complete(req, c)),
       status: () => this.status(),
       slotAction: (req, ctx) => this.slotAction(req, ctx),
+      slotFiles: (req) => slotFilesReply(this.slotFiles, req),
     };
   }
 
@@ -200,7 +206,10 @@ export class InferProxy {
     try {
       const res = await postSlotAction(this.client, action, this.cfg.slot_action_timeout_ms, ctx.signal);
       if (res.status !== 200) throw mapHttpError(res.status, errorBodyOf(res.json, res.text), errCtx);
-      return slotActionResult(req.slot, res.json);
+      const result = slotActionResult(req.slot, res.json);
+      if (action.action === "save") result.evicted = await this.slotFiles.afterSave(action.filename);
+      if (action.action === "restore") await this.slotFiles.touch(action.filename);
+      return result;
     } catch (err) {
       const f = mapRequestFailure(err, errCtx, this.servedModel());
       if (f?.serverDown) this.monitor.markDown();

@@ -94,6 +94,7 @@ async function serve(completeChannel: ImplOf<typeof InferService>["completeChann
   const impl: ImplOf<typeof InferService> = {
     status: async () => ({}),
     slotAction: async () => ({}),
+    slotFiles: async () => ({}),
     complete: async function* () {
       completes++;
       yield { event: { case: "final", value: { content: "via Complete" } } };

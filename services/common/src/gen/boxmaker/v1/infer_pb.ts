@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/infer.proto.
  */
 export const file_boxmaker_v1_infer: GenFile = /*@__PURE__*/
-  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wItYBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCSKGAQoOQ2hhbm5lbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoBBItCgVzdGFydBgCIAEoCzIcLmJveG1ha2VyLnYxLkNvbXBsZXRlUmVxdWVzdEgAEiwKBmNhbmNlbBgDIAEoCzIaLmJveG1ha2VyLnYxLkNoYW5uZWxDYW5jZWxIAEIGCgRraW5kIg8KDUNoYW5uZWxDYW5jZWwifgoMQ2hhbm5lbEV2ZW50Eg8KB2NhbGxfaWQYASABKAQSLQoFZXZlbnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnRIABImCgNlbmQYAyABKAsyFy5ib3htYWtlci52MS5DaGFubmVsRW5kSABCBgoEa2luZCKVAQoKQ2hhbm5lbEVuZBIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSNwoIbWV0YWRhdGEYAyADKAsyJS5ib3htYWtlci52MS5DaGFubmVsRW5kLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuUCCg9Db21wbGV0aW9uRXZlbnQSLwoIcHJvZ3Jlc3MYASABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgCIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYAyABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIvCgl0b29sX2NhbGwYBCABKAsyGi5ib3htYWtlci52MS5Ub29sQ2FsbERlbHRhSAASNQoMdGhpbmtpbmdfY2FwGAUgASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEioKBWZpbmFsGAYgASgLMhkuYm94bWFrZXIudjEuRmluYWxNZXNzYWdlSAASLAoHcGFydGlhbBgHIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAQgcKBWV2ZW50IlIKDlByb21wdFByb2dyZXNzEg0KBXRvdGFsGAEgASgNEg0KBWNhY2hlGAIgASgNEhEKCXByb2Nlc3NlZBgDIAEoDRIPCgd0aW1lX21zGAQgASgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIl8KDVRvb2xDYWxsRGVsdGESDQoFaW5kZXgYASABKA0SCgoCaWQYAiABKAkSDAoEdHlwZRgDIAEoCRIMCgRuYW1lGAQgASgJEhcKD2FyZ3VtZW50c19kZWx0YRgFIAEoCSJmChBUaGlua2luZ0NhcEZpcmVkEhgKEHJlYXNvbmluZ190b2tlbnMYASABKA0SFQoNY29tcGxldGlvbl9pZBgCIAEoCRIQCghhY2NlcHRlZBgDIAEoCBIPCgdtZXNzYWdlGAQgASgJImkKCFRvb2xDYWxsEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglhcmd1bWVudHMYBSABKAkSEwoLcGFyc2VfZXJyb3IYBiABKAkiagoHVGltaW5ncxIPCgdjYWNoZV9uGAEgASgNEhAKCHByb21wdF9uGAIgASgNEhEKCXByb21wdF9tcxgDIAEoARITCgtwcmVkaWN0ZWRfbhgEIAEoDRIUCgxwcmVkaWN0ZWRfbXMYBSABKAEikQIKDEZpbmFsTWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDwoHY29udGVudBgCIAEoCRIZChFyZWFzb25pbmdfY29udGVudBgDIAEoCRIpCgp0b29sX2NhbGxzGAQgAygLMhUuYm94bWFrZXIudjEuVG9vbENhbGwSFQoNZmluaXNoX3JlYXNvbhgFIAEoCRIlCgd0aW1pbmdzGAYgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIVCg1jb21wbGV0aW9uX2lkGAcgASgJEg0KBW1vZGVsGAggASgJEhgKEHJlYXNvbmluZ190b2tlbnMYCSABKA0SFgoObWVzc2FnZXNfdG9rZW4YCiABKAkiFAoSSW5mZXJTdGF0dXNSZXF1ZXN0IoECCghTZWxmVGVzdBILCgNyYW4YASABKAgSDgoGcGFzc2VkGAIgASgIEiAKGGV4cGVjdGVkX3RlbXBsYXRlX3NoYTI1NhgDIAEoCRIeChZhY3R1YWxfdGVtcGxhdGVfc2hhMjU2GAQgASgJEhYKDmV4cGVjdGVkX25fY3R4GAUgASgNEhQKDGFjdHVhbF9uX2N0eBgGIAEoDRIcChRleHBlY3RlZF90b3RhbF9zbG90cxgHIAEoDRIaChJhY3R1YWxfdG90YWxfc2xvdHMYCCABKA0SEgoKbWlzbWF0Y2hlcxgJIAMoCRIaChJjaGVja2VkX2F0X3VuaXhfbXMYCiABKAMiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0isAEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCSJgChFTbG90QWN0aW9uUmVxdWVzdBIMCgRzbG90GAEgASgNEisKBmFjdGlvbhgCIAEoDjIbLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25LaW5kEhAKCGZpbGVuYW1lGAMgASgJIk0KElNsb3RBY3Rpb25SZXNwb25zZRIMCgRzbG90GAEgASgNEg4KBnRva2VucxgCIAEoDRINCgVieXRlcxgDIAEoBBIKCgJtcxgEIAEoASqHAQoOU2xvdEFjdGlvbktpbmQSIAocU0xPVF9BQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEhkKFVNMT1RfQUNUSU9OX0tJTkRfU0FWRRABEhwKGFNMT1RfQUNUSU9OX0tJTkRfUkVTVE9SRRACEhoKFlNMT1RfQUNUSU9OX0tJTkRfRVJBU0UQAzLDAgoMSW5mZXJTZXJ2aWNlEkgKCENvbXBsZXRlEhwuYm94bWFrZXIudjEuQ29tcGxldGVSZXF1ZXN0GhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50MAESTQoPQ29tcGxldGVDaGFubmVsEhsuYm94bWFrZXIudjEuQ2hhbm5lbFJlcXVlc3QaGS5ib3htYWtlci52MS5DaGFubmVsRXZlbnQoATABEksKBlN0YXR1cxIfLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVxdWVzdBogLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVzcG9uc2USTQoKU2xvdEFjdGlvbhIeLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wItYBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCSKGAQoOQ2hhbm5lbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoBBItCgVzdGFydBgCIAEoCzIcLmJveG1ha2VyLnYxLkNvbXBsZXRlUmVxdWVzdEgAEiwKBmNhbmNlbBgDIAEoCzIaLmJveG1ha2VyLnYxLkNoYW5uZWxDYW5jZWxIAEIGCgRraW5kIg8KDUNoYW5uZWxDYW5jZWwifgoMQ2hhbm5lbEV2ZW50Eg8KB2NhbGxfaWQYASABKAQSLQoFZXZlbnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnRIABImCgNlbmQYAyABKAsyFy5ib3htYWtlci52MS5DaGFubmVsRW5kSABCBgoEa2luZCKVAQoKQ2hhbm5lbEVuZBIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSNwoIbWV0YWRhdGEYAyADKAsyJS5ib3htYWtlci52MS5DaGFubmVsRW5kLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuUCCg9Db21wbGV0aW9uRXZlbnQSLwoIcHJvZ3Jlc3MYASABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgCIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYAyABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIvCgl0b29sX2NhbGwYBCABKAsyGi5ib3htYWtlci52MS5Ub29sQ2FsbERlbHRhSAASNQoMdGhpbmtpbmdfY2FwGAUgASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEioKBWZpbmFsGAYgASgLMhkuYm94bWFrZXIudjEuRmluYWxNZXNzYWdlSAASLAoHcGFydGlhbBgHIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAQgcKBWV2ZW50IlIKDlByb21wdFByb2dyZXNzEg0KBXRvdGFsGAEgASgNEg0KBWNhY2hlGAIgASgNEhEKCXByb2Nlc3NlZBgDIAEoDRIPCgd0aW1lX21zGAQgASgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIl8KDVRvb2xDYWxsRGVsdGESDQoFaW5kZXgYASABKA0SCgoCaWQYAiABKAkSDAoEdHlwZRgDIAEoCRIMCgRuYW1lGAQgASgJEhcKD2FyZ3VtZW50c19kZWx0YRgFIAEoCSJmChBUaGlua2luZ0NhcEZpcmVkEhgKEHJlYXNvbmluZ190b2tlbnMYASABKA0SFQoNY29tcGxldGlvbl9pZBgCIAEoCRIQCghhY2NlcHRlZBgDIAEoCBIPCgdtZXNzYWdlGAQgASgJImkKCFRvb2xDYWxsEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglhcmd1bWVudHMYBSABKAkSEwoLcGFyc2VfZXJyb3IYBiABKAkiagoHVGltaW5ncxIPCgdjYWNoZV9uGAEgASgNEhAKCHByb21wdF9uGAIgASgNEhEKCXByb21wdF9tcxgDIAEoARITCgtwcmVkaWN0ZWRfbhgEIAEoDRIUCgxwcmVkaWN0ZWRfbXMYBSABKAEikQIKDEZpbmFsTWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDwoHY29udGVudBgCIAEoCRIZChFyZWFzb25pbmdfY29udGVudBgDIAEoCRIpCgp0b29sX2NhbGxzGAQgAygLMhUuYm94bWFrZXIudjEuVG9vbENhbGwSFQoNZmluaXNoX3JlYXNvbhgFIAEoCRIlCgd0aW1pbmdzGAYgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIVCg1jb21wbGV0aW9uX2lkGAcgASgJEg0KBW1vZGVsGAggASgJEhgKEHJlYXNvbmluZ190b2tlbnMYCSABKA0SFgoObWVzc2FnZXNfdG9rZW4YCiABKAkiFAoSSW5mZXJTdGF0dXNSZXF1ZXN0IpkCCghTZWxmVGVzdBILCgNyYW4YASABKAgSDgoGcGFzc2VkGAIgASgIEiAKGGV4cGVjdGVkX3RlbXBsYXRlX3NoYTI1NhgDIAEoCRIeChZhY3R1YWxfdGVtcGxhdGVfc2hhMjU2GAQgASgJEhYKDmV4cGVjdGVkX25fY3R4GAUgASgNEhQKDGFjdHVhbF9uX2N0eBgGIAEoDRIcChRleHBlY3RlZF90b3RhbF9zbG90cxgHIAEoDRIaChJhY3R1YWxfdG90YWxfc2xvdHMYCCABKA0SEgoKbWlzbWF0Y2hlcxgJIAMoCRIaChJjaGVja2VkX2F0X3VuaXhfbXMYCiABKAMSFgoOYWNjZXB0X2NvbW1hbmQYCyABKAkiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0isAEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCSJgChFTbG90QWN0aW9uUmVxdWVzdBIMCgRzbG90GAEgASgNEisKBmFjdGlvbhgCIAEoDjIbLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25LaW5kEhAKCGZpbGVuYW1lGAMgASgJIl4KElNsb3RBY3Rpb25SZXNwb25zZRIMCgRzbG90GAEgASgNEg4KBnRva2VucxgCIAEoDRINCgVieXRlcxgDIAEoBBIKCgJtcxgEIAEoARIPCgdldmljdGVkGAUgAygJIiEKEFNsb3RGaWxlc1JlcXVlc3QSDQoFZXJhc2UYASADKAkiQQoIU2xvdEZpbGUSEAoIZmlsZW5hbWUYASABKAkSDQoFYnl0ZXMYAiABKAQSFAoMdXNlZF91bml4X21zGAMgASgDIqkBChFTbG90RmlsZXNSZXNwb25zZRIPCgdtYW5hZ2VkGAEgASgIEgsKA2RpchgCIAEoCRIYChB1bm1hbmFnZWRfcmVhc29uGAMgASgJEiQKBWZpbGVzGAQgAygLMhUuYm94bWFrZXIudjEuU2xvdEZpbGUSEwoLdG90YWxfYnl0ZXMYBSABKAQSEQoJY2FwX2J5dGVzGAYgASgEEg4KBmVyYXNlZBgHIAEoDSqHAQoOU2xvdEFjdGlvbktpbmQSIAocU0xPVF9BQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEhkKFVNMT1RfQUNUSU9OX0tJTkRfU0FWRRABEhwKGFNMT1RfQUNUSU9OX0tJTkRfUkVTVE9SRRACEhoKFlNMT1RfQUNUSU9OX0tJTkRfRVJBU0UQAzKPAwoMSW5mZXJTZXJ2aWNlEkgKCENvbXBsZXRlEhwuYm94bWFrZXIudjEuQ29tcGxldGVSZXF1ZXN0GhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50MAESTQoPQ29tcGxldGVDaGFubmVsEhsuYm94bWFrZXIudjEuQ2hhbm5lbFJlcXVlc3QaGS5ib3htYWtlci52MS5DaGFubmVsRXZlbnQoATABEksKBlN0YXR1cxIfLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVxdWVzdBogLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVzcG9uc2USTQoKU2xvdEFjdGlvbhIeLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlc3BvbnNlEkoKCVNsb3RGaWxlcxIdLmJveG1ha2VyLnYxLlNsb3RGaWxlc1JlcXVlc3QaHi5ib3htYWtlci52MS5TbG90RmlsZXNSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message boxmaker.v1.Sampling
@@ -644,6 +644,15 @@ export type SelfTest = Message<"boxmaker.v1.SelfTest"> & {
    * @generated from field: int64 checked_at_unix_ms = 10;
    */
   checkedAtUnixMs: bigint;
+
+  /**
+   * When the self-test failed: what the operator runs to take the server as it
+   * is (`boxmaker contract accept`, then a restart of inferproxy, as this
+   * daemon is installed); empty otherwise.
+   *
+   * @generated from field: string accept_command = 11;
+   */
+  acceptCommand: string;
 };
 
 /**
@@ -794,6 +803,14 @@ export type SlotActionResponse = Message<"boxmaker.v1.SlotActionResponse"> & {
    * @generated from field: double ms = 4;
    */
   ms: number;
+
+  /**
+   * Files the slot-save size cap erased after this save, least recently used
+   * first (the saved file itself when it alone is over the cap).
+   *
+   * @generated from field: repeated string evicted = 5;
+   */
+  evicted: string[];
 };
 
 /**
@@ -802,6 +819,111 @@ export type SlotActionResponse = Message<"boxmaker.v1.SlotActionResponse"> & {
  */
 export const SlotActionResponseSchema: GenMessage<SlotActionResponse> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_infer, 19);
+
+/**
+ * @generated from message boxmaker.v1.SlotFilesRequest
+ */
+export type SlotFilesRequest = Message<"boxmaker.v1.SlotFilesRequest"> & {
+  /**
+   * Plain names of Boxmaker's own files (boxmaker-*.bin) to erase first; a
+   * name already gone is not an error.
+   *
+   * @generated from field: repeated string erase = 1;
+   */
+  erase: string[];
+};
+
+/**
+ * Describes the message boxmaker.v1.SlotFilesRequest.
+ * Use `create(SlotFilesRequestSchema)` to create a new message.
+ */
+export const SlotFilesRequestSchema: GenMessage<SlotFilesRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 20);
+
+/**
+ * @generated from message boxmaker.v1.SlotFile
+ */
+export type SlotFile = Message<"boxmaker.v1.SlotFile"> & {
+  /**
+   * @generated from field: string filename = 1;
+   */
+  filename: string;
+
+  /**
+   * @generated from field: uint64 bytes = 2;
+   */
+  bytes: bigint;
+
+  /**
+   * Last saved or restored (the file's mtime, which inferproxy sets on restore).
+   *
+   * @generated from field: int64 used_unix_ms = 3;
+   */
+  usedUnixMs: bigint;
+};
+
+/**
+ * Describes the message boxmaker.v1.SlotFile.
+ * Use `create(SlotFileSchema)` to create a new message.
+ */
+export const SlotFileSchema: GenMessage<SlotFile> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 21);
+
+/**
+ * @generated from message boxmaker.v1.SlotFilesResponse
+ */
+export type SlotFilesResponse = Message<"boxmaker.v1.SlotFilesResponse"> & {
+  /**
+   * false when inferproxy has no slot-save directory it can reach (not
+   * configured, or llama-server is on another machine); then nothing is listed.
+   *
+   * @generated from field: bool managed = 1;
+   */
+  managed: boolean;
+
+  /**
+   * @generated from field: string dir = 2;
+   */
+  dir: string;
+
+  /**
+   * Why not managed, in one line; empty when managed.
+   *
+   * @generated from field: string unmanaged_reason = 3;
+   */
+  unmanagedReason: string;
+
+  /**
+   * @generated from field: repeated boxmaker.v1.SlotFile files = 4;
+   */
+  files: SlotFile[];
+
+  /**
+   * @generated from field: uint64 total_bytes = 5;
+   */
+  totalBytes: bigint;
+
+  /**
+   * slot_files.max_bytes: the least recently used files go past it.
+   *
+   * @generated from field: uint64 cap_bytes = 6;
+   */
+  capBytes: bigint;
+
+  /**
+   * How many of the named files were erased now (not counting those already gone).
+   *
+   * @generated from field: uint32 erased = 7;
+   */
+  erased: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.SlotFilesResponse.
+ * Use `create(SlotFilesResponseSchema)` to create a new message.
+ */
+export const SlotFilesResponseSchema: GenMessage<SlotFilesResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 22);
 
 /**
  * @generated from enum boxmaker.v1.SlotActionKind
@@ -888,6 +1010,18 @@ export const InferService: GenService<{
     methodKind: "unary";
     input: typeof SlotActionRequestSchema;
     output: typeof SlotActionResponseSchema;
+  },
+  /**
+   * Boxmaker's own files in the slot-save directory (boxmaker-*.bin), after
+   * erasing the ones named. llama-server writes them but cannot delete them;
+   * inferproxy, beside it, can.
+   *
+   * @generated from rpc boxmaker.v1.InferService.SlotFiles
+   */
+  slotFiles: {
+    methodKind: "unary";
+    input: typeof SlotFilesRequestSchema;
+    output: typeof SlotFilesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_infer, 0);
