@@ -42,14 +42,14 @@ describe.skipIf(!haveRealLlama("model swap against a real llama-server"))("real 
     const said = refused.stdout + refused.stderr;
     expect(refused.code).not.toBe(0);
     expect(said).toMatch(/does not match the contract/);
-    expect(said).toMatch(/chat_template sha256 [0-9a-f]{12}…, expected [0-9a-f]{12}…/);
+    expect(said).toMatch(/template_sha256: expected [0-9a-f]{12}…, server has [0-9a-f]{12}…/);
     expect(said).not.toMatch(/more chars in the daemon log/);
     expect(said).toMatch(/tiny-tool\.gguf/);
-    expect(said).toContain("--accept-server-contract");
+    expect(said).toContain(`boxmaker contract accept --config ${stack.daemons.get("inferproxy")!.configPath}`);
 
     const status = await stack.cli(["status"], { timeoutMs: 60_000 });
     expect(status.code).not.toBe(0);
-    expect(status.stdout).toMatch(/self-test\s+FAILED: chat_template sha256/);
+    expect(status.stdout).toMatch(/self-test\s+FAILED: template_sha256: expected/);
     expect(status.stdout).toMatch(/model\s+\S*tiny-tool\.gguf/);
 
     await llama.stop("SIGKILL");

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
 import type { ContractConfig } from "./config.js";
 import type { RawResponse } from "./connection-check.js";
+import { refusalMessage } from "./contract-refusal.js";
 import { ServerCheckError } from "./errors.js";
 import type { LlamaClient } from "./llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
@@ -35,31 +36,6 @@ function serverIdentity(p: Props & { media_marker?: unknown }): string {
 }
 
 /**
- * How a refusal tells the operator what differs and what to do about it. Short
- * (hash prefixes): it travels to the person through loopd, which cuts long
- * errors; the full hashes are in `status` and the log.
- */
-function refusalMessage(upstream: string, st: SelfTestResult, props: Props | undefined): string {
-  const short = (h: string) => (h ? h.slice(0, 12) : "none");
-  const diffs: string[] = [];
-  if (st.actualTemplateSha256 !== st.expectedTemplateSha256) {
-    diffs.push(
-      `chat_template sha256 ${short(st.actualTemplateSha256)}…, expected ${short(st.expectedTemplateSha256)}…`,
-    );
-  }
-  if (st.actualNCtx !== st.expectedNCtx) diffs.push(`n_ctx per slot ${st.actualNCtx}, expected ${st.expectedNCtx}`);
-  if (st.actualTotalSlots !== st.expectedTotalSlots)
-    diffs.push(`total_slots ${st.actualTotalSlots}, expected ${st.expectedTotalSlots}`);
-  if (diffs.length === 0) diffs.push(...st.mismatches);
-  const model = props?.model_path ?? props?.model_alias;
-  return (
-    `llama-server at ${upstream} does not match the contract (${diffs.join("; ")})` +
-    `${model ? `; it serves ${model}` : ""}. Restart it with the model and flags the contract was recorded for, ` +
-    `or take its contract with \`boxmaker up --accept-server-contract\``
-  );
-}
-
-/**
  * Knows which llama-server answers and whether it matches the contract.
  *
  * The self-test follows the server, not the poll: every new connection to
@@ -86,6 +62,8 @@ export class HealthMonitor {
   selfTest: SelfTestResult;
   props: Props | undefined;
   client: LlamaClient | undefined;
+  /** How the operator takes a mismatching server as it is; main sets it from how the daemon was started. */
+  acceptCommand = "`boxmaker contract accept`, then restart inferproxy";
   private identity = "";
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -146,7 +124,11 @@ export class HealthMonitor {
     }
     this.onProps(props as Props);
     if (!this.selfTest.passed) {
-      throw new ServerCheckError("mismatch", refusalMessage(this.client?.label ?? "?", this.selfTest, this.props));
+      const model = this.props?.model_path ?? this.props?.model_alias;
+      throw new ServerCheckError(
+        "mismatch",
+        refusalMessage(this.client?.label ?? "?", this.selfTest, model, this.acceptCommand),
+      );
     }
   }
 
@@ -159,6 +141,7 @@ export class HealthMonitor {
     this.identity = id;
     this.props = props;
     this.selfTest = evaluateProps(props, this.o.contract, Date.now());
+    if (!this.selfTest.passed) this.selfTest.acceptCommand = this.acceptCommand;
     if (before) {
       this.o.log.warn(
         {

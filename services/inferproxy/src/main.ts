@@ -10,6 +10,7 @@ import {
   exitOnVersionFlag,
 } from "@boxmaker/common";
 import { configSchema } from "./config.js";
+import { acceptCommand, differences } from "./contract-refusal.js";
 import { InferProxy } from "./service.js";
 import type { SelfTestResult } from "./self-test.js";
 
@@ -17,10 +18,13 @@ import type { SelfTestResult } from "./self-test.js";
 exitOnVersionFlag(import.meta.url);
 
 runMain(async () => {
-  const config = loadConfig(configSchema, configPathFromArgs(process.argv, "BOXMAKER_INFERPROXY_CONFIG"));
+  const configPath = configPathFromArgs(process.argv, "BOXMAKER_INFERPROXY_CONFIG");
+  const config = loadConfig(configSchema, configPath);
   const log = createLogger("inferproxy", config.log_level);
   let onSelfTest: (r: SelfTestResult) => void = () => undefined;
   const proxy = new InferProxy({ config, log, onSelfTest: (r) => onSelfTest(r) });
+  const accept = acceptCommand(configPath);
+  proxy.monitor.acceptCommand = accept;
   const daemon = await startDaemon({
     name: "inferproxy",
     socketPath: config.socket,
@@ -29,32 +33,41 @@ runMain(async () => {
     onStop: () => proxy.close(),
   });
 
-  // Status is served from here on; READY=1 waits for a server that matches the contract.
+  // Status is served from here on. READY=1 follows the first self-test whether it passed or not: a
+  // server that does not match is refused per request (FAILED_PRECONDITION saying what differs), and
+  // holding the unit in "activating" instead would block boxmaker.target and loopd behind it for the
+  // whole start timeout, leaving `boxmaker status` nothing to ask. STATUS= says which it is.
   let readySent = false;
   onSelfTest = (r) => {
+    let text: string;
     if (r.passed) {
       log.info({ upstream: proxy.client.label, build: proxy.monitor.props?.build_info }, "self-test passed");
-      if (!readySent) {
-        readySent = true;
-        void daemon.ready(`serving; llama-server ${proxy.monitor.props?.build_info ?? "?"} matches the contract`);
-      } else {
-        void daemon.status("llama-server is back and matches the contract");
-      }
-      return;
-    }
-    log.error(
-      {
-        expected: {
-          template_sha256: r.expectedTemplateSha256,
-          n_ctx: r.expectedNCtx,
-          total_slots: r.expectedTotalSlots,
+      text = readySent
+        ? "llama-server is back and matches the contract"
+        : `serving; llama-server ${proxy.monitor.props?.build_info ?? "?"} matches the contract`;
+    } else {
+      const facts = (template_sha256: string, n_ctx_per_slot: number, total_slots: number) => ({
+        template_sha256,
+        n_ctx_per_slot,
+        total_slots,
+      });
+      log.error(
+        {
+          expected: facts(r.expectedTemplateSha256, r.expectedNCtx, r.expectedTotalSlots),
+          actual: facts(r.actualTemplateSha256, r.actualNCtx, r.actualTotalSlots),
+          mismatches: r.mismatches,
+          accept,
         },
-        actual: { template_sha256: r.actualTemplateSha256, n_ctx: r.actualNCtx, total_slots: r.actualTotalSlots },
-        mismatches: r.mismatches,
-      },
-      "self-test failed: llama-server does not match the contract; completions are refused",
-    );
-    void daemon.status(`self-test failed: ${r.mismatches.join("; ")}`);
+        "self-test failed: llama-server does not match the contract; completions are refused",
+      );
+      text = `refusing completions: llama-server does not match the contract (${differences(r)}); to use it as it is: ${accept}`;
+    }
+    if (readySent) {
+      void daemon.status(text);
+    } else {
+      readySent = true;
+      void daemon.ready(text);
+    }
   };
   await proxy.start();
 });

@@ -24,6 +24,8 @@ export interface SelfTestResult {
   /** One line per mismatch; empty when passed. */
   mismatches: string[];
   checkedAtUnixMs: number;
+  /** When failed: how the operator takes the server as it is (contract-refusal.ts); "" otherwise. */
+  acceptCommand: string;
 }
 
 export function notRun(contract: ContractConfig): SelfTestResult {
@@ -38,6 +40,7 @@ export function notRun(contract: ContractConfig): SelfTestResult {
     actualTotalSlots: 0,
     mismatches: [],
     checkedAtUnixMs: 0,
+    acceptCommand: "",
   };
 }
 
@@ -48,8 +51,8 @@ export function templateSha256(template: string): string {
 /**
  * Compares what the server says about itself with the recorded contract. A
  * different template renders different prompt bytes (stored sessions stop
- * hitting the cache, tool calls may parse differently); a different n_ctx or
- * slot count breaks the budgets and the slot pinning loopd plans with.
+ * hitting the cache, tool calls may parse differently); a different n_ctx_per_slot
+ * or total_slots breaks the budgets and the slot pinning loopd plans with.
  */
 export function evaluateProps(props: Props, contract: ContractConfig, nowMs: number): SelfTestResult {
   const r = notRun(contract);
@@ -58,21 +61,25 @@ export function evaluateProps(props: Props, contract: ContractConfig, nowMs: num
   r.actualTemplateSha256 = typeof props.chat_template === "string" ? templateSha256(props.chat_template) : "";
   r.actualNCtx = props.default_generation_settings?.n_ctx ?? 0;
   r.actualTotalSlots = props.total_slots ?? 0;
+  // Each line names the field as inferproxy's config does (contract.*), so what the
+  // log, Status, an error and the docs say is the key the operator edits.
   if (typeof props.chat_template !== "string") {
-    r.mismatches.push("chat_template: /props has none (is llama-server started with --jinja?)");
+    r.mismatches.push("template_sha256: /props has no chat_template (is llama-server started with --jinja?)");
   } else if (r.actualTemplateSha256 !== contract.template_sha256) {
     r.mismatches.push(
-      `chat_template sha256: expected ${contract.template_sha256}, got ${r.actualTemplateSha256} ` +
+      `template_sha256: expected ${contract.template_sha256}, server has ${r.actualTemplateSha256} ` +
         `(${props.chat_template.length} chars): the model or its template changed`,
     );
   }
   if (r.actualNCtx !== contract.n_ctx_per_slot) {
     r.mismatches.push(
-      `n_ctx per slot: expected ${contract.n_ctx_per_slot}, got ${r.actualNCtx} (check --ctx-size / --parallel)`,
+      `n_ctx_per_slot: expected ${contract.n_ctx_per_slot}, server has ${r.actualNCtx} (check --ctx-size / --parallel)`,
     );
   }
   if (r.actualTotalSlots !== contract.total_slots) {
-    r.mismatches.push(`total_slots: expected ${contract.total_slots}, got ${r.actualTotalSlots} (check --parallel)`);
+    r.mismatches.push(
+      `total_slots: expected ${contract.total_slots}, server has ${r.actualTotalSlots} (check --parallel)`,
+    );
   }
   r.passed = r.mismatches.length === 0;
   return r;

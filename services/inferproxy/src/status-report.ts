@@ -46,7 +46,7 @@ export function statusReport(f: StatusFacts): StatusInit {
   // A self-test is about the server that answered it: while the server is down or loading,
   // nothing has been checked, whatever the last result was.
   const last = f.selfTest;
-  const st = f.verified ? last : { ...last, ran: false, passed: false, mismatches: [] };
+  const st = f.verified ? last : { ...last, ran: false, passed: false, mismatches: [], acceptCommand: "" };
   return {
     serverState: f.state,
     buildInfo: props?.build_info ?? "",

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { InferService, createClient } from "@boxmaker/common";
+import { InferService, RpcError, Status, createClient } from "@boxmaker/common";
 import { startLlamaSim, type LlamaSim, type SimContract } from "@boxmaker/llama-sim";
 import { FakeNotifySocket } from "../../../test/support/notify-socket.js";
 import { requires } from "../../../test/support/requirements.js";
@@ -65,7 +65,7 @@ async function boot(contract: (sim: SimContract) => SimContract = (c) => c) {
     stdio: ["ignore", "ignore", "pipe"],
   });
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  return { socket };
+  return { socket, file };
 }
 
 describe("inferproxy as a child process", () => {
@@ -92,22 +92,41 @@ describe("inferproxy as a child process", () => {
   );
 
   it.skipIf(!haveNotify)(
-    "with a mismatching contract: serves Status with the mismatches but never sends READY=1",
+    "with a mismatching contract: READY=1 all the same, STATUS= and every completion say what differs and the command that accepts it",
     async () => {
-      const { socket } = await boot((c) => ({ ...c, n_ctx_per_slot: 131072 }));
+      const { socket, file } = await boot((c) => ({ ...c, n_ctx_per_slot: 131072 }));
+      // Ready rather than "activating": a unit held there blocks boxmaker.target and loopd behind it.
+      const ready = await notify!.waitFor("READY=1");
+      const command = `boxmaker contract accept --config ${file} && systemctl restart boxmaker-inferproxy`;
+      expect(ready).toContain(
+        "STATUS=refusing completions: llama-server does not match the contract (n_ctx_per_slot: expected 131072, server has 32768)",
+      );
+      expect(ready).toContain(command);
       const c = createClient(InferService, socket);
-      await c.waitForReady(10_000);
-      // The daemon says so (STATUS=) once the self-test has run; Status reports that run from then on.
-      await notify!.waitFor("self-test failed");
-      const st = await c.status({});
-      expect(st.selfTest?.ran).toBe(true);
-      expect(st.selfTest!.passed).toBe(false);
+      const st = await c.status({}, { timeoutMs: 2000 });
+      expect(st.selfTest).toMatchObject({ ran: true, passed: false, acceptCommand: `\`${command}\`` });
       expect(st.selfTest!.mismatches).toEqual([
-        "n_ctx per slot: expected 131072, got 32768 (check --ctx-size / --parallel)",
+        "n_ctx_per_slot: expected 131072, server has 32768 (check --ctx-size / --parallel)",
       ]);
-      // The self-test has run and failed: whatever was going to be sent about it has been sent.
-      expect(notify!.messages.some((m) => m.includes("READY=1"))).toBe(false);
-      expect(stderr).toMatch(/"expected":\{"template_sha256":"[0-9a-f]{64}","n_ctx":131072/);
+      sim!.enqueue({ content: "never sent" });
+      let refused: unknown;
+      try {
+        for await (const _ of c.complete({ slot: 0, messagesJson: '[{"role":"user","content":"x"}]' })) {
+          // a refused completion has no events
+        }
+      } catch (err) {
+        refused = err;
+      }
+      expect(refused).toBeInstanceOf(RpcError);
+      expect((refused as RpcError).code).toBe(Status.FAILED_PRECONDITION);
+      expect((refused as RpcError).message).toContain(
+        "does not match the contract (n_ctx_per_slot: expected 131072, server has 32768). To use it as it is: ",
+      );
+      expect((refused as RpcError).message).toContain(command);
+      expect(sim!.completions).toHaveLength(0);
+      // The log names the fields as the config does.
+      expect(stderr).toMatch(/"expected":\{"template_sha256":"[0-9a-f]{64}","n_ctx_per_slot":131072,"total_slots":3\}/);
+      expect(stderr).toMatch(/"actual":\{"template_sha256":"[0-9a-f]{64}","n_ctx_per_slot":32768,"total_slots":3\}/);
       c.close();
     },
   );

@@ -127,7 +127,7 @@ describe("self-test", () => {
     const st = await s.client.status({});
     expect(st.selfTest).toMatchObject({ ran: true, passed: false, expectedTemplateSha256: "0".repeat(64) });
     expect(st.selfTest!.mismatches).toHaveLength(1);
-    expect(st.selfTest!.mismatches[0]).toMatch(/chat_template sha256: expected 0{64}, got [0-9a-f]{64}/);
+    expect(st.selfTest!.mismatches[0]).toMatch(/template_sha256: expected 0{64}, server has [0-9a-f]{64}/);
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
     expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
     expect(r.error!.message).toMatch(/does not match the contract/);
@@ -156,7 +156,7 @@ describe("self-test", () => {
         (v) => v.serverState === "ok" && v.selfTest!.checkedAtUnixMs > first.selfTest!.checkedAtUnixMs,
       );
       expect(st.selfTest!.passed).toBe(false);
-      expect(st.selfTest!.mismatches[0]).toMatch(/chat_template/);
+      expect(st.selfTest!.mismatches[0]).toMatch(/^template_sha256: /);
       const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
       expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
     } finally {

@@ -17,8 +17,8 @@ describe("self-test", () => {
     const r = evaluateProps(props, { template_sha256: prod, n_ctx_per_slot: 131072, total_slots: 3 }, 1000);
     expect(r.passed).toBe(false);
     expect(r.mismatches).toHaveLength(2);
-    expect(r.mismatches[0]).toContain(`expected ${prod}, got ${sha}`);
-    expect(r.mismatches[1]).toContain("expected 131072, got 32768");
+    expect(r.mismatches[0]).toContain(`template_sha256: expected ${prod}, server has ${sha}`);
+    expect(r.mismatches[1]).toContain("n_ctx_per_slot: expected 131072, server has 32768");
   });
 
   it("fails a server without a template", () => {

@@ -36,9 +36,8 @@ describe("the self-test follows the server, not the poll", () => {
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
     expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
     expect(r.error!.message).toMatch(
-      /does not match the contract \(chat_template sha256 [0-9a-f]{12}…, expected [0-9a-f]{12}…\); it serves other\.gguf/,
+      /does not match the contract \(template_sha256: expected [0-9a-f]{12}…, server has [0-9a-f]{12}…\)\. To use it as it is: .*boxmaker contract accept.*\. It serves other\.gguf$/,
     );
-    expect(r.error!.message).toContain("--accept-server-contract");
     expect(r.error!.details).toMatchObject({ reason: "self_test_failed", model: "other.gguf" });
     expect(other.completions).toHaveLength(0);
     const st = await s.client.status({});

@@ -41,6 +41,23 @@ describe("statusReport", () => {
     expect(r.selfTest).toMatchObject({ ran: true, passed: true, checkedAtUnixMs: 1234n });
   });
 
+  it("a failed self-test carries its accept command; a server that is down carries none", () => {
+    const failed = {
+      ...passed,
+      passed: false,
+      mismatches: ["total_slots: x"],
+      acceptCommand: "`boxmaker contract accept`",
+    };
+    expect(statusReport(facts({ selfTest: failed })).selfTest).toMatchObject({
+      passed: false,
+      acceptCommand: "`boxmaker contract accept`",
+    });
+    expect(statusReport(facts({ selfTest: failed, state: "down", verified: false })).selfTest).toMatchObject({
+      ran: false,
+      acceptCommand: "",
+    });
+  });
+
   it("does not claim a passed self-test for a server that is down or loading", () => {
     const r = statusReport(facts({ state: "down", verified: false, props: undefined }));
     expect(r.selfTest).toMatchObject({ ran: false, passed: false, mismatches: [] });
