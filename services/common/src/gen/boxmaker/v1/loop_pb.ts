@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/loop.proto.
  */
 export const file_boxmaker_v1_loop: GenFile = /*@__PURE__*/
-  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIscCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJIlYKC1NlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIlCgdidWRnZXRzGAMgASgLMhQuYm94bWFrZXIudjEuQnVkZ2V0cyI2Cg1Gb2xsb3dSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIukFCgxTZXNzaW9uRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRILCgNzZXEYAiABKAQSMAoMdHVybl9zdGFydGVkGAMgASgLMhguYm94bWFrZXIudjEuVHVyblN0YXJ0ZWRIABIuCgd3YWl0aW5nGAQgASgLMhsuYm94bWFrZXIudjEuV2FpdGluZ0ZvclNsb3RIABIvCghwcm9ncmVzcxgFIAEoCzIbLmJveG1ha2VyLnYxLlByb21wdFByb2dyZXNzSAASKwoJcmVhc29uaW5nGAYgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASKQoHY29udGVudBgHIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEjMKCXRvb2xfY2FsbBgIIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xDYWxsUmVxdWVzdGVkSAASNwoNdG9vbF9kZWNpc2lvbhgJIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbkV2ZW50SAASLgoLdG9vbF9yZXN1bHQYCiABKAsyFy5ib3htYWtlci52MS5Ub29sUmVzdWx0SAASMgoNYnVkZ2V0X2JyZWFjaBgLIAEoCzIZLmJveG1ha2VyLnYxLkJ1ZGdldEJyZWFjaEgAEioKCXR1cm5fZG9uZRgMIAEoCzIVLmJveG1ha2VyLnYxLlR1cm5Eb25lSAASLgoLdHVybl9mYWlsZWQYDSABKAsyFy5ib3htYWtlci52MS5UdXJuRmFpbGVkSAASNQoMdGhpbmtpbmdfY2FwGA4gASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEjIKDWlucHV0X3NwaWxsZWQYDyABKAsyGS5ib3htYWtlci52MS5JbnB1dFNwaWxsZWRIABIrCgljb21wYWN0ZWQYECABKAsyFi5ib3htYWtlci52MS5Db21wYWN0ZWRIAEIHCgVldmVudCJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkidAoRVG9vbERlY2lzaW9uRXZlbnQSDwoHY2FsbF9pZBgBIAEoCRIrCghkZWNpc2lvbhgCIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIMCgRydWxlGAMgASgJEhMKC3Byb3Bvc2FsX2lkGAQgASgJInsKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgSEwoLcHJvcG9zYWxfaWQYBSABKAkSFgoOcHJvcG9zYWxfc3RhdGUYBiABKAkiOwoMQnVkZ2V0QnJlYWNoEg4KBmJ1ZGdldBgBIAEoCRINCgVsaW1pdBgCIAEoBBIMCgR1c2VkGAMgASgEIscBCghUdXJuRG9uZRIVCg1maW5pc2hfcmVhc29uGAEgASgJEhIKCml0ZXJhdGlvbnMYAiABKA0SJQoHdGltaW5ncxgDIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFwoPY2FjaGVfaGl0X3JhdGlvGAQgASgBEg8KB3dhbGxfbXMYBSABKAESEgoKZmluYWxfdGV4dBgGIAEoCRIWCg5zcGlsbGVkX2Jsb2NrcxgHIAEoDRITCgtjb21wYWN0aW9ucxgIIAEoDSIrCgpUdXJuRmFpbGVkEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI+ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhgKEGluY2x1ZGVfYXJjaGl2ZWQYASABKAgSDQoFbGltaXQYAiABKA0iUQoUTGlzdFNlc3Npb25zUmVzcG9uc2USKgoIc2Vzc2lvbnMYASADKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxINCgV0b3RhbBgCIAEoDSIfChFHZXRTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSLDAQoOSGlzdG9yeU1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg0KBWVwb2NoGAIgASgNEhIKCmF0X3VuaXhfbXMYAyABKAMSKwoIZGVjaXNpb24YBCABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgFIAEoCRIQCghpc19lcnJvchgGIAEoCBITCgtwcm9wb3NhbF9pZBgHIAEoCRIWCg5wcm9wb3NhbF9zdGF0ZRgIIAEoCSJuChJHZXRTZXNzaW9uUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEi0KCG1lc3NhZ2VzGAIgAygLMhsuYm94bWFrZXIudjEuSGlzdG9yeU1lc3NhZ2UiJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSKfAgoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDRIZChFpbnN0cnVjdGlvbnNfZmlsZRgGIAEoCRIkCgRkaXNrGAcgASgLMhYuYm94bWFrZXIudjEuRGlza1VzYWdlIoACCglEaXNrVXNhZ2USFQoNc2Vzc2lvbl9ieXRlcxgBIAEoBBIVCg1zZXNzaW9uX2ZpbGVzGAIgASgNEhIKCmJsb2JfYnl0ZXMYAyABKAQSDQoFYmxvYnMYBCABKA0SFgoOYmxvYl9jYXBfYnl0ZXMYBSABKAQSGgoSc2xvdF9maWxlc19tYW5hZ2VkGAYgASgIEhAKCHNsb3RfZGlyGAcgASgJEhcKD3Nsb3RfZmlsZV9ieXRlcxgIIAEoBBISCgpzbG90X2ZpbGVzGAkgASgNEhYKDnNsb3RfY2FwX2J5dGVzGAogASgEEhcKD3Nsb3RfZmlsZXNfbm90ZRgLIAEoCSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIgChJSdW5TY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiIgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiKAoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiMQoUUmVuYW1lU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkqeQoLU2Vzc2lvblJvbGUSHAoYU0VTU0lPTl9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9ST0xFX01BSU4QARIZChVTRVNTSU9OX1JPTEVfU1VCQUdFTlQQAhIaChZTRVNTSU9OX1JPTEVfU0NIRURVTEVEEAMy2QwKC0xvb3BTZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SIS5ib3htYWtlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEj0KBFNlbmQSGC5ib3htYWtlci52MS5TZW5kUmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABEkEKBkZvbGxvdxIaLmJveG1ha2VyLnYxLkZvbGxvd1JlcXVlc3QaGS5ib3htYWtlci52MS5TZXNzaW9uRXZlbnQwARJTCgxMaXN0U2Vzc2lvbnMSIC5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEuYm94bWFrZXIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USTQoKR2V0U2Vzc2lvbhIeLmJveG1ha2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlc3BvbnNlEk0KCkNhbmNlbFR1cm4SHi5ib3htYWtlci52MS5DYW5jZWxUdXJuUmVxdWVzdBofLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJOCg5BcmNoaXZlU2Vzc2lvbhIiLmJveG1ha2VyLnYxLkFyY2hpdmVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDUxpc3RQcm9wb3NhbHMSIS5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVxdWVzdBoiLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXNwb25zZRJZCg5EZWNpZGVQcm9wb3NhbBIiLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVxdWVzdBojLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVzcG9uc2USUAoLU2VhcmNoVG9vbHMSHy5ib3htYWtlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaIC5ib3htYWtlci52MS5TZWFyY2hUb29sc1Jlc3BvbnNlEkkKBlN0YXR1cxIeLmJveG1ha2VyLnYxLkxvb3BTdGF0dXNSZXF1ZXN0Gh8uYm94bWFrZXIudjEuTG9vcFN0YXR1c1Jlc3BvbnNlEkUKC0FkZFNjaGVkdWxlEh8uYm94bWFrZXIudjEuQWRkU2NoZWR1bGVSZXF1ZXN0GhUuYm94bWFrZXIudjEuU2NoZWR1bGUSVgoNTGlzdFNjaGVkdWxlcxIhLmJveG1ha2VyLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElkKDlJlbW92ZVNjaGVkdWxlEiIuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXF1ZXN0GiMuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRJICgtSdW5TY2hlZHVsZRIfLmJveG1ha2VyLnYxLlJ1blNjaGVkdWxlUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDURlbGV0ZVNlc3Npb24SIS5ib3htYWtlci52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoiLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJMCg1SZW5hbWVTZXNzaW9uEiEuYm94bWFrZXIudjEuUmVuYW1lU2Vzc2lvblJlcXVlc3QaGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlElkKDkNvbXBhY3RTZXNzaW9uEiIuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GiMuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
+  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIscCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJIlYKC1NlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIlCgdidWRnZXRzGAMgASgLMhQuYm94bWFrZXIudjEuQnVkZ2V0cyI2Cg1Gb2xsb3dSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIpUGCgxTZXNzaW9uRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRILCgNzZXEYAiABKAQSMAoMdHVybl9zdGFydGVkGAMgASgLMhguYm94bWFrZXIudjEuVHVyblN0YXJ0ZWRIABIuCgd3YWl0aW5nGAQgASgLMhsuYm94bWFrZXIudjEuV2FpdGluZ0ZvclNsb3RIABIvCghwcm9ncmVzcxgFIAEoCzIbLmJveG1ha2VyLnYxLlByb21wdFByb2dyZXNzSAASKwoJcmVhc29uaW5nGAYgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASKQoHY29udGVudBgHIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEjMKCXRvb2xfY2FsbBgIIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xDYWxsUmVxdWVzdGVkSAASNwoNdG9vbF9kZWNpc2lvbhgJIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbkV2ZW50SAASLgoLdG9vbF9yZXN1bHQYCiABKAsyFy5ib3htYWtlci52MS5Ub29sUmVzdWx0SAASMgoNYnVkZ2V0X2JyZWFjaBgLIAEoCzIZLmJveG1ha2VyLnYxLkJ1ZGdldEJyZWFjaEgAEioKCXR1cm5fZG9uZRgMIAEoCzIVLmJveG1ha2VyLnYxLlR1cm5Eb25lSAASLgoLdHVybl9mYWlsZWQYDSABKAsyFy5ib3htYWtlci52MS5UdXJuRmFpbGVkSAASNQoMdGhpbmtpbmdfY2FwGA4gASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEjIKDWlucHV0X3NwaWxsZWQYDyABKAsyGS5ib3htYWtlci52MS5JbnB1dFNwaWxsZWRIABIrCgljb21wYWN0ZWQYECABKAsyFi5ib3htYWtlci52MS5Db21wYWN0ZWRIABIqCgVyZXRyeRgRIAEoCzIZLmJveG1ha2VyLnYxLlJlcXVlc3RSZXRyeUgAQgcKBWV2ZW50IugBCgxSZXF1ZXN0UmV0cnkSDQoFcGhhc2UYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SDAoEY29kZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSHwoXZGlzY2FyZGVkX2NvbnRlbnRfY2hhcnMYBiABKA0SIgoaZGlzY2FyZGVkX3JlYXNvbmluZ190b2tlbnMYByABKA0SEQoJd2FpdGVkX21zGAggASgBEhUKDXByb21wdF9jYWNoZWQYCSABKA0SFQoNcHJvbXB0X3JlcmVhZBgKIAEoDSJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkidAoRVG9vbERlY2lzaW9uRXZlbnQSDwoHY2FsbF9pZBgBIAEoCRIrCghkZWNpc2lvbhgCIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIMCgRydWxlGAMgASgJEhMKC3Byb3Bvc2FsX2lkGAQgASgJInsKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgSEwoLcHJvcG9zYWxfaWQYBSABKAkSFgoOcHJvcG9zYWxfc3RhdGUYBiABKAkiOwoMQnVkZ2V0QnJlYWNoEg4KBmJ1ZGdldBgBIAEoCRINCgVsaW1pdBgCIAEoBBIMCgR1c2VkGAMgASgEIscBCghUdXJuRG9uZRIVCg1maW5pc2hfcmVhc29uGAEgASgJEhIKCml0ZXJhdGlvbnMYAiABKA0SJQoHdGltaW5ncxgDIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFwoPY2FjaGVfaGl0X3JhdGlvGAQgASgBEg8KB3dhbGxfbXMYBSABKAESEgoKZmluYWxfdGV4dBgGIAEoCRIWCg5zcGlsbGVkX2Jsb2NrcxgHIAEoDRITCgtjb21wYWN0aW9ucxgIIAEoDSIrCgpUdXJuRmFpbGVkEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI+ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhgKEGluY2x1ZGVfYXJjaGl2ZWQYASABKAgSDQoFbGltaXQYAiABKA0iUQoUTGlzdFNlc3Npb25zUmVzcG9uc2USKgoIc2Vzc2lvbnMYASADKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxINCgV0b3RhbBgCIAEoDSIfChFHZXRTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSLDAQoOSGlzdG9yeU1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg0KBWVwb2NoGAIgASgNEhIKCmF0X3VuaXhfbXMYAyABKAMSKwoIZGVjaXNpb24YBCABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgFIAEoCRIQCghpc19lcnJvchgGIAEoCBITCgtwcm9wb3NhbF9pZBgHIAEoCRIWCg5wcm9wb3NhbF9zdGF0ZRgIIAEoCSJuChJHZXRTZXNzaW9uUmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEi0KCG1lc3NhZ2VzGAIgAygLMhsuYm94bWFrZXIudjEuSGlzdG9yeU1lc3NhZ2UiJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSKfAgoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDRIZChFpbnN0cnVjdGlvbnNfZmlsZRgGIAEoCRIkCgRkaXNrGAcgASgLMhYuYm94bWFrZXIudjEuRGlza1VzYWdlIoACCglEaXNrVXNhZ2USFQoNc2Vzc2lvbl9ieXRlcxgBIAEoBBIVCg1zZXNzaW9uX2ZpbGVzGAIgASgNEhIKCmJsb2JfYnl0ZXMYAyABKAQSDQoFYmxvYnMYBCABKA0SFgoOYmxvYl9jYXBfYnl0ZXMYBSABKAQSGgoSc2xvdF9maWxlc19tYW5hZ2VkGAYgASgIEhAKCHNsb3RfZGlyGAcgASgJEhcKD3Nsb3RfZmlsZV9ieXRlcxgIIAEoBBISCgpzbG90X2ZpbGVzGAkgASgNEhYKDnNsb3RfY2FwX2J5dGVzGAogASgEEhcKD3Nsb3RfZmlsZXNfbm90ZRgLIAEoCSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIgChJSdW5TY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiIgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiKAoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiMQoUUmVuYW1lU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkqeQoLU2Vzc2lvblJvbGUSHAoYU0VTU0lPTl9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9ST0xFX01BSU4QARIZChVTRVNTSU9OX1JPTEVfU1VCQUdFTlQQAhIaChZTRVNTSU9OX1JPTEVfU0NIRURVTEVEEAMy2QwKC0xvb3BTZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SIS5ib3htYWtlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEj0KBFNlbmQSGC5ib3htYWtlci52MS5TZW5kUmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABEkEKBkZvbGxvdxIaLmJveG1ha2VyLnYxLkZvbGxvd1JlcXVlc3QaGS5ib3htYWtlci52MS5TZXNzaW9uRXZlbnQwARJTCgxMaXN0U2Vzc2lvbnMSIC5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEuYm94bWFrZXIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USTQoKR2V0U2Vzc2lvbhIeLmJveG1ha2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlc3BvbnNlEk0KCkNhbmNlbFR1cm4SHi5ib3htYWtlci52MS5DYW5jZWxUdXJuUmVxdWVzdBofLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJOCg5BcmNoaXZlU2Vzc2lvbhIiLmJveG1ha2VyLnYxLkFyY2hpdmVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDUxpc3RQcm9wb3NhbHMSIS5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVxdWVzdBoiLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXNwb25zZRJZCg5EZWNpZGVQcm9wb3NhbBIiLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVxdWVzdBojLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVzcG9uc2USUAoLU2VhcmNoVG9vbHMSHy5ib3htYWtlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaIC5ib3htYWtlci52MS5TZWFyY2hUb29sc1Jlc3BvbnNlEkkKBlN0YXR1cxIeLmJveG1ha2VyLnYxLkxvb3BTdGF0dXNSZXF1ZXN0Gh8uYm94bWFrZXIudjEuTG9vcFN0YXR1c1Jlc3BvbnNlEkUKC0FkZFNjaGVkdWxlEh8uYm94bWFrZXIudjEuQWRkU2NoZWR1bGVSZXF1ZXN0GhUuYm94bWFrZXIudjEuU2NoZWR1bGUSVgoNTGlzdFNjaGVkdWxlcxIhLmJveG1ha2VyLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElkKDlJlbW92ZVNjaGVkdWxlEiIuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXF1ZXN0GiMuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRJICgtSdW5TY2hlZHVsZRIfLmJveG1ha2VyLnYxLlJ1blNjaGVkdWxlUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDURlbGV0ZVNlc3Npb24SIS5ib3htYWtlci52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoiLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJMCg1SZW5hbWVTZXNzaW9uEiEuYm94bWFrZXIudjEuUmVuYW1lU2Vzc2lvblJlcXVlc3QaGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlElkKDkNvbXBhY3RTZXNzaW9uEiIuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GiMuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
 
 /**
  * @generated from message boxmaker.v1.Budgets
@@ -329,6 +329,12 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
      */
     value: Compacted;
     case: "compacted";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.RequestRetry retry = 17;
+     */
+    value: RequestRetry;
+    case: "retry";
   } | { case: undefined; value?: undefined };
 };
 
@@ -338,6 +344,88 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
  */
 export const SessionEventSchema: GenMessage<SessionEvent> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_loop, 5);
+
+/**
+ * A model request was cut off because llama-server (or inferproxy) went away
+ * or was not there to answer, and loopd sends it again once it is back.
+ * Nothing of the cut attempt is in the session log: the retried request is
+ * the one that counts, from its first token.
+ *
+ * @generated from message boxmaker.v1.RequestRetry
+ */
+export type RequestRetry = Message<"boxmaker.v1.RequestRetry"> & {
+  /**
+   * waiting: the request broke and loopd waits to send it again;
+   * resent: the server answered the request sent again.
+   *
+   * @generated from field: string phase = 1;
+   */
+  phase: string;
+
+  /**
+   * 1 for the turn's first retry.
+   *
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: uint32 max_attempts = 3;
+   */
+  maxAttempts: number;
+
+  /**
+   * Why the attempt ended: the gRPC status name and its message (cut).
+   *
+   * @generated from field: string code = 4;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * What had been streamed of the cut attempt, now discarded (the reply starts again).
+   *
+   * @generated from field: uint32 discarded_content_chars = 6;
+   */
+  discardedContentChars: number;
+
+  /**
+   * @generated from field: uint32 discarded_reasoning_tokens = 7;
+   */
+  discardedReasoningTokens: number;
+
+  /**
+   * resent: milliseconds from the break to the server's first answer.
+   *
+   * @generated from field: double waited_ms = 8;
+   */
+  waitedMs: number;
+
+  /**
+   * resent: the retried request's prompt, as the server counted it: tokens
+   * still in its cache and tokens it had to read again (a restarted server
+   * has lost its cache, so this is the whole prompt).
+   *
+   * @generated from field: uint32 prompt_cached = 9;
+   */
+  promptCached: number;
+
+  /**
+   * @generated from field: uint32 prompt_reread = 10;
+   */
+  promptReread: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.RequestRetry.
+ * Use `create(RequestRetrySchema)` to create a new message.
+ */
+export const RequestRetrySchema: GenMessage<RequestRetry> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 6);
 
 /**
  * A large block of the user's message went to the blob store; the message
@@ -388,7 +476,7 @@ export type InputSpilled = Message<"boxmaker.v1.InputSpilled"> & {
  * Use `create(InputSpilledSchema)` to create a new message.
  */
 export const InputSpilledSchema: GenMessage<InputSpilled> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 6);
+  messageDesc(file_boxmaker_v1_loop, 7);
 
 /**
  * The session was folded into a new epoch.
@@ -450,7 +538,7 @@ export type Compacted = Message<"boxmaker.v1.Compacted"> & {
  * Use `create(CompactedSchema)` to create a new message.
  */
 export const CompactedSchema: GenMessage<Compacted> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 7);
+  messageDesc(file_boxmaker_v1_loop, 8);
 
 /**
  * @generated from message boxmaker.v1.TurnStarted
@@ -472,7 +560,7 @@ export type TurnStarted = Message<"boxmaker.v1.TurnStarted"> & {
  * Use `create(TurnStartedSchema)` to create a new message.
  */
 export const TurnStartedSchema: GenMessage<TurnStarted> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 8);
+  messageDesc(file_boxmaker_v1_loop, 9);
 
 /**
  * @generated from message boxmaker.v1.WaitingForSlot
@@ -501,7 +589,7 @@ export type WaitingForSlot = Message<"boxmaker.v1.WaitingForSlot"> & {
  * Use `create(WaitingForSlotSchema)` to create a new message.
  */
 export const WaitingForSlotSchema: GenMessage<WaitingForSlot> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 9);
+  messageDesc(file_boxmaker_v1_loop, 10);
 
 /**
  * @generated from message boxmaker.v1.ToolCallRequested
@@ -528,7 +616,7 @@ export type ToolCallRequested = Message<"boxmaker.v1.ToolCallRequested"> & {
  * Use `create(ToolCallRequestedSchema)` to create a new message.
  */
 export const ToolCallRequestedSchema: GenMessage<ToolCallRequested> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 10);
+  messageDesc(file_boxmaker_v1_loop, 11);
 
 /**
  * @generated from message boxmaker.v1.ToolDecisionEvent
@@ -560,7 +648,7 @@ export type ToolDecisionEvent = Message<"boxmaker.v1.ToolDecisionEvent"> & {
  * Use `create(ToolDecisionEventSchema)` to create a new message.
  */
 export const ToolDecisionEventSchema: GenMessage<ToolDecisionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 11);
+  messageDesc(file_boxmaker_v1_loop, 12);
 
 /**
  * @generated from message boxmaker.v1.ToolResult
@@ -605,7 +693,7 @@ export type ToolResult = Message<"boxmaker.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 12);
+  messageDesc(file_boxmaker_v1_loop, 13);
 
 /**
  * @generated from message boxmaker.v1.BudgetBreach
@@ -634,7 +722,7 @@ export type BudgetBreach = Message<"boxmaker.v1.BudgetBreach"> & {
  * Use `create(BudgetBreachSchema)` to create a new message.
  */
 export const BudgetBreachSchema: GenMessage<BudgetBreach> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 13);
+  messageDesc(file_boxmaker_v1_loop, 14);
 
 /**
  * @generated from message boxmaker.v1.TurnDone
@@ -696,7 +784,7 @@ export type TurnDone = Message<"boxmaker.v1.TurnDone"> & {
  * Use `create(TurnDoneSchema)` to create a new message.
  */
 export const TurnDoneSchema: GenMessage<TurnDone> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 14);
+  messageDesc(file_boxmaker_v1_loop, 15);
 
 /**
  * @generated from message boxmaker.v1.TurnFailed
@@ -720,7 +808,7 @@ export type TurnFailed = Message<"boxmaker.v1.TurnFailed"> & {
  * Use `create(TurnFailedSchema)` to create a new message.
  */
 export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 15);
+  messageDesc(file_boxmaker_v1_loop, 16);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsRequest
@@ -746,7 +834,7 @@ export type ListSessionsRequest = Message<"boxmaker.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 16);
+  messageDesc(file_boxmaker_v1_loop, 17);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsResponse
@@ -770,7 +858,7 @@ export type ListSessionsResponse = Message<"boxmaker.v1.ListSessionsResponse"> &
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 17);
+  messageDesc(file_boxmaker_v1_loop, 18);
 
 /**
  * @generated from message boxmaker.v1.GetSessionRequest
@@ -787,7 +875,7 @@ export type GetSessionRequest = Message<"boxmaker.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 18);
+  messageDesc(file_boxmaker_v1_loop, 19);
 
 /**
  * @generated from message boxmaker.v1.HistoryMessage
@@ -844,7 +932,7 @@ export type HistoryMessage = Message<"boxmaker.v1.HistoryMessage"> & {
  * Use `create(HistoryMessageSchema)` to create a new message.
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 19);
+  messageDesc(file_boxmaker_v1_loop, 20);
 
 /**
  * @generated from message boxmaker.v1.GetSessionResponse
@@ -866,7 +954,7 @@ export type GetSessionResponse = Message<"boxmaker.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 20);
+  messageDesc(file_boxmaker_v1_loop, 21);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnRequest
@@ -883,7 +971,7 @@ export type CancelTurnRequest = Message<"boxmaker.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 21);
+  messageDesc(file_boxmaker_v1_loop, 22);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnResponse
@@ -900,7 +988,7 @@ export type CancelTurnResponse = Message<"boxmaker.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 22);
+  messageDesc(file_boxmaker_v1_loop, 23);
 
 /**
  * @generated from message boxmaker.v1.ArchiveSessionRequest
@@ -917,7 +1005,7 @@ export type ArchiveSessionRequest = Message<"boxmaker.v1.ArchiveSessionRequest">
  * Use `create(ArchiveSessionRequestSchema)` to create a new message.
  */
 export const ArchiveSessionRequestSchema: GenMessage<ArchiveSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 23);
+  messageDesc(file_boxmaker_v1_loop, 24);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusRequest
@@ -930,7 +1018,7 @@ export type LoopStatusRequest = Message<"boxmaker.v1.LoopStatusRequest"> & {
  * Use `create(LoopStatusRequestSchema)` to create a new message.
  */
 export const LoopStatusRequestSchema: GenMessage<LoopStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 24);
+  messageDesc(file_boxmaker_v1_loop, 25);
 
 /**
  * @generated from message boxmaker.v1.DaemonHealth
@@ -962,7 +1050,7 @@ export type DaemonHealth = Message<"boxmaker.v1.DaemonHealth"> & {
  * Use `create(DaemonHealthSchema)` to create a new message.
  */
 export const DaemonHealthSchema: GenMessage<DaemonHealth> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 25);
+  messageDesc(file_boxmaker_v1_loop, 26);
 
 /**
  * @generated from message boxmaker.v1.SlotHolder
@@ -1002,7 +1090,7 @@ export type SlotHolder = Message<"boxmaker.v1.SlotHolder"> & {
  * Use `create(SlotHolderSchema)` to create a new message.
  */
 export const SlotHolderSchema: GenMessage<SlotHolder> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 26);
+  messageDesc(file_boxmaker_v1_loop, 27);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusResponse
@@ -1053,7 +1141,7 @@ export type LoopStatusResponse = Message<"boxmaker.v1.LoopStatusResponse"> & {
  * Use `create(LoopStatusResponseSchema)` to create a new message.
  */
 export const LoopStatusResponseSchema: GenMessage<LoopStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 27);
+  messageDesc(file_boxmaker_v1_loop, 28);
 
 /**
  * @generated from message boxmaker.v1.DiskUsage
@@ -1128,7 +1216,7 @@ export type DiskUsage = Message<"boxmaker.v1.DiskUsage"> & {
  * Use `create(DiskUsageSchema)` to create a new message.
  */
 export const DiskUsageSchema: GenMessage<DiskUsage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 28);
+  messageDesc(file_boxmaker_v1_loop, 29);
 
 /**
  * @generated from message boxmaker.v1.Schedule
@@ -1170,7 +1258,7 @@ export type Schedule = Message<"boxmaker.v1.Schedule"> & {
  * Use `create(ScheduleSchema)` to create a new message.
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 29);
+  messageDesc(file_boxmaker_v1_loop, 30);
 
 /**
  * @generated from message boxmaker.v1.AddScheduleRequest
@@ -1192,7 +1280,7 @@ export type AddScheduleRequest = Message<"boxmaker.v1.AddScheduleRequest"> & {
  * Use `create(AddScheduleRequestSchema)` to create a new message.
  */
 export const AddScheduleRequestSchema: GenMessage<AddScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 30);
+  messageDesc(file_boxmaker_v1_loop, 31);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesRequest
@@ -1205,7 +1293,7 @@ export type ListSchedulesRequest = Message<"boxmaker.v1.ListSchedulesRequest"> &
  * Use `create(ListSchedulesRequestSchema)` to create a new message.
  */
 export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 31);
+  messageDesc(file_boxmaker_v1_loop, 32);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesResponse
@@ -1222,7 +1310,7 @@ export type ListSchedulesResponse = Message<"boxmaker.v1.ListSchedulesResponse">
  * Use `create(ListSchedulesResponseSchema)` to create a new message.
  */
 export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 32);
+  messageDesc(file_boxmaker_v1_loop, 33);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleRequest
@@ -1239,7 +1327,7 @@ export type RemoveScheduleRequest = Message<"boxmaker.v1.RemoveScheduleRequest">
  * Use `create(RemoveScheduleRequestSchema)` to create a new message.
  */
 export const RemoveScheduleRequestSchema: GenMessage<RemoveScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 33);
+  messageDesc(file_boxmaker_v1_loop, 34);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleResponse
@@ -1256,7 +1344,7 @@ export type RemoveScheduleResponse = Message<"boxmaker.v1.RemoveScheduleResponse
  * Use `create(RemoveScheduleResponseSchema)` to create a new message.
  */
 export const RemoveScheduleResponseSchema: GenMessage<RemoveScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 34);
+  messageDesc(file_boxmaker_v1_loop, 35);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionRequest
@@ -1273,7 +1361,7 @@ export type CompactSessionRequest = Message<"boxmaker.v1.CompactSessionRequest">
  * Use `create(CompactSessionRequestSchema)` to create a new message.
  */
 export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 35);
+  messageDesc(file_boxmaker_v1_loop, 36);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionResponse
@@ -1295,7 +1383,7 @@ export type CompactSessionResponse = Message<"boxmaker.v1.CompactSessionResponse
  * Use `create(CompactSessionResponseSchema)` to create a new message.
  */
 export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 36);
+  messageDesc(file_boxmaker_v1_loop, 37);
 
 /**
  * @generated from message boxmaker.v1.RunScheduleRequest
@@ -1312,7 +1400,7 @@ export type RunScheduleRequest = Message<"boxmaker.v1.RunScheduleRequest"> & {
  * Use `create(RunScheduleRequestSchema)` to create a new message.
  */
 export const RunScheduleRequestSchema: GenMessage<RunScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 37);
+  messageDesc(file_boxmaker_v1_loop, 38);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionRequest
@@ -1329,7 +1417,7 @@ export type DeleteSessionRequest = Message<"boxmaker.v1.DeleteSessionRequest"> &
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 38);
+  messageDesc(file_boxmaker_v1_loop, 39);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionResponse
@@ -1346,7 +1434,7 @@ export type DeleteSessionResponse = Message<"boxmaker.v1.DeleteSessionResponse">
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 39);
+  messageDesc(file_boxmaker_v1_loop, 40);
 
 /**
  * @generated from message boxmaker.v1.RenameSessionRequest
@@ -1368,7 +1456,7 @@ export type RenameSessionRequest = Message<"boxmaker.v1.RenameSessionRequest"> &
  * Use `create(RenameSessionRequestSchema)` to create a new message.
  */
 export const RenameSessionRequestSchema: GenMessage<RenameSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 40);
+  messageDesc(file_boxmaker_v1_loop, 41);
 
 /**
  * @generated from enum boxmaker.v1.SessionRole
