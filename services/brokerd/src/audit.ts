@@ -1,6 +1,6 @@
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { createWriteStream, fstatSync, mkdirSync, openSync, renameSync, rmSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
-import { decisionName, type DecisionName, type Logger } from "@boxmaker/common";
+import { decisionName, messageOf, type DecisionName, type Logger } from "@boxmaker/common";
 import type { CallOutcome, CallRequest } from "./call-outcome.js";
 import type { UndoOutcome } from "./checkpoints.js";
 import type { ProposalRecord } from "./staging.js";
@@ -25,31 +25,90 @@ export interface AuditRecord {
   hosts?: string[];
 }
 
-/** One JSON line per decision and call, to a file in state_dir and to the log. */
+/** How much audit trail is kept on disk: `audit.jsonl` up to `rotateBytes`, then `.1` … `.<keepFiles>`. */
+export interface AuditRetention {
+  rotateBytes: number;
+  keepFiles: number;
+}
+
+/**
+ * One JSON line per decision and call, to a file in state_dir and to the log.
+ * The file is rotated when it passes `rotateBytes`: `audit.jsonl` becomes
+ * `audit.jsonl.1`, `.1` becomes `.2` and so on, and the oldest past
+ * `keepFiles` is deleted, so the trail on disk stays under
+ * (keepFiles + 1) × rotateBytes plus one line. The journal has every line too.
+ */
 export class AuditLog {
-  private readonly out: WriteStream;
+  private out!: WriteStream;
+  private bytes = 0;
+  /** Rotated-out streams still flushing their last lines into the renamed file. */
+  private readonly ending = new Set<Promise<void>>();
 
   constructor(
-    path: string,
+    private readonly path: string,
     private readonly log: Logger,
+    private readonly retention: AuditRetention = { rotateBytes: Number.MAX_SAFE_INTEGER, keepFiles: 0 },
   ) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o750 });
-    // Buffered and append-only: ordered lines without a synchronous write on every call.
-    this.out = createWriteStream(path, { flags: "a", mode: 0o640 });
-    this.out.on("error", (err) => this.log.error({ err }, "audit log write failed"));
+    this.open();
+    if (this.bytes >= retention.rotateBytes) this.rotate();
   }
 
   record(r: AuditRecord): void {
     const line = { ts: new Date().toISOString(), ...r };
-    this.out.write(`${JSON.stringify(line)}\n`);
+    const text = `${JSON.stringify(line)}\n`;
+    this.out.write(text);
+    this.bytes += Buffer.byteLength(text);
     this.log.info({ audit: line }, "tool decision");
+    if (this.bytes >= this.retention.rotateBytes) this.rotate();
   }
 
-  close(): Promise<void> {
-    if (this.out.writableEnded) return Promise.resolve();
-    return new Promise((resolve) => this.out.end(() => resolve()));
+  async close(): Promise<void> {
+    if (!this.out.writableEnded) await endStream(this.out);
+    await Promise.all(this.ending);
+  }
+
+  /**
+   * Opened synchronously, so the descriptor is this file's before anything
+   * is renamed: lines still buffered for the old stream reach the old file
+   * under its new name, in order. Buffered and append-only: ordered lines
+   * without a synchronous write on every call.
+   */
+  private open(): void {
+    const fd = openSync(this.path, "a", 0o640);
+    this.bytes = fstatSync(fd).size;
+    this.out = createWriteStream(this.path, { fd });
+    this.out.on("error", (err) => this.log.error({ err }, "audit log write failed"));
+  }
+
+  private rotate(): void {
+    const { keepFiles } = this.retention;
+    try {
+      rmSync(`${this.path}.${keepFiles}`, { force: true });
+      for (let i = keepFiles - 1; i >= 1; i--) {
+        try {
+          renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        }
+      }
+      if (keepFiles > 0) renameSync(this.path, `${this.path}.1`);
+      else rmSync(this.path, { force: true });
+    } catch (err) {
+      // Keep writing where it is: a trail too long beats a trail lost.
+      this.log.error({ err: messageOf(err) }, "audit log rotation failed");
+      this.bytes = 0;
+      return;
+    }
+    const old = this.out;
+    this.open();
+    const ended = endStream(old).finally(() => this.ending.delete(ended));
+    this.ending.add(ended);
+    this.log.info({ path: this.path, keep_files: keepFiles }, "audit log rotated");
   }
 }
+
+const endStream = (s: WriteStream) => new Promise<void>((resolve) => s.end(() => resolve()));
 
 const ms = (durationMs: number) => Math.round(durationMs * 1000) / 1000;
 

@@ -9,7 +9,7 @@ import type { CallOutcome, CallRequest } from "./call-outcome.js";
 import { CallPipeline } from "./call-pipeline.js";
 import { Checkpoints } from "./checkpoints.js";
 import type { BrokerConfig } from "./config-types.js";
-import { Disclosure } from "./disclosure.js";
+import { type Disclosure, disclosureFile } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
 import { openMcpServers, type McpServers } from "./mcp/servers.js";
 import { checkHomeWorkspace } from "./home-workspace.js";
@@ -95,8 +95,11 @@ export class Broker {
       ),
       sandbox,
       mcp,
-      new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log),
-      new Disclosure(join(config.state_dir, "disclosure.jsonl")),
+      new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log, {
+        rotateBytes: config.audit_log.rotate_bytes,
+        keepFiles: config.audit_log.keep_files,
+      }),
+      disclosureFile(join(config.state_dir, "disclosure.jsonl"), config.disclosure.retention_days, opts.log),
       opts.log,
     );
     if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");

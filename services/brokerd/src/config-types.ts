@@ -110,6 +110,10 @@ export interface BrokerConfig {
   fetch_url: { max_bytes: number; timeout_ms: number; max_redirects: number; allow_private_hosts: string[] };
   /** The blob store's size cap; the least recently used unpinned blobs go above it. 0 = no cap. */
   blob_cap_bytes: number;
+  /** audit.jsonl is rotated past rotate_bytes; keep_files rotated files are kept. */
+  audit_log: { rotate_bytes: number; keep_files: number };
+  /** disclosure.jsonl is compacted at start; sessions shown nothing for retention_days are dropped (0: none). */
+  disclosure: { retention_days: number };
   limits: {
     max_argument_bytes: number;
     max_file_bytes: number;

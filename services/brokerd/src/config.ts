@@ -224,6 +224,27 @@ export const brokerConfigSchema: SchemaObject = {
       required: ["max_bytes", "timeout_ms", "max_redirects", "allow_private_hosts"],
     },
     blob_cap_bytes: { type: "integer", minimum: 0, default: 4 * 1024 * 1024 * 1024 },
+    // state_dir/audit.jsonl is rotated past rotate_bytes (to .1, .2 …); keep_files rotated files are kept,
+    // so the trail on disk stays under (keep_files + 1) × rotate_bytes. Every line is in the journal too.
+    audit_log: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        rotate_bytes: { type: "integer", minimum: 4096, default: 64 * 1024 * 1024 },
+        keep_files: { type: "integer", minimum: 0, maximum: 1000, default: 8 },
+      },
+      required: ["rotate_bytes", "keep_files"],
+    },
+    // state_dir/disclosure.jsonl is compacted at each start to one line per session; a session that was
+    // shown no tool for retention_days is dropped (its next call_tool of an old tool asks for find_tool). 0 keeps all.
+    disclosure: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: { retention_days: { type: "integer", minimum: 0, default: 90 } },
+      required: ["retention_days"],
+    },
     limits: {
       type: "object",
       additionalProperties: false,
