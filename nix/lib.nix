@@ -18,15 +18,24 @@ rec {
 
   slotSavePath = defaults.dirs.slotSave;
 
-  # The contract (docs/contract.md): the same order as llamaServerArgs in
-  # stack-defaults.ts; deploy/systemd/boxmaker-llama-server.service is
-  # compared with both by the tests.
+  # Which slot each role's sessions run on with `slots` slots: the three-slot
+  # map (main 0, subagent 1, scheduled 2) with each role moved down to the
+  # last slot that exists. Two slots: subagents and scheduled work share slot
+  # 1, the main session keeps its own; one slot: everything on slot 0.
+  slotMapFor = slots: builtins.mapAttrs (_: id: if id < slots then id else if slots > 0 then slots - 1 else 0) defaults.slotIds;
+
+  # The same order as llamaServerArgs in stack-defaults.ts;
+  # deploy/systemd/boxmaker-llama-server.service is compared with both by the
+  # tests. --ctx-size is the whole KV: with --no-kv-unified each slot gets
+  # contextPerSlot of it.
   llamaServerArgs = cfg:
     [
       "--host" sockets.llama
       "--model" (toString cfg.llamaServer.model)
       "--parallel" (toString cfg.slots)
-      "--ctx-size" (toString cfg.contextSize)
+      "--ctx-size" (toString (cfg.slots * cfg.contextPerSlot))
+      "--cache-type-k" cfg.kvCacheType
+      "--cache-type-v" cfg.kvCacheType
     ]
     ++ defaults.llamaFixedFlags
     ++ [ "--slot-save-path" slotSavePath ]
@@ -38,7 +47,7 @@ rec {
       (n: v: if builtins.isAttrs v && builtins.isAttrs (base.${n} or null) then merge base.${n} v else v)
       over;
 
-  inferproxyConfig = cfg: merge {
+  inferproxyConfig = cfg: merge ({
     socket = sockets.inferproxy;
     upstream = if cfg.upstream.url != null then { url = cfg.upstream.url; } else { socket_path = cfg.upstream.socket; };
     sampling = {
@@ -47,14 +56,15 @@ rec {
       top_k = cfg.sampling.topK;
       min_p = cfg.sampling.minP;
     };
+    # What the self-test expects is what llamaServerArgs asks for (an
+    # external server: what the operator says it runs).
     contract = {
       template_sha256 = cfg.contract.templateSha256;
-      # --ctx-size is split evenly over the slots (no unified KV).
-      n_ctx_per_slot = cfg.contextSize / cfg.slots;
+      n_ctx_per_slot = cfg.contextPerSlot;
       total_slots = cfg.slots;
     };
     log_level = cfg.logLevel;
-  } cfg.settings.inferproxy;
+  } // (if cfg.livenessWindowMs == null then { } else { liveness_timeout_ms = cfg.livenessWindowMs; })) cfg.settings.inferproxy;
 
   brokerdConfig = { cfg, bwrapPath }: merge {
     socket = sockets.brokerd;
@@ -84,6 +94,7 @@ rec {
     state_dir = defaults.dirs.loopdState;
     inferproxy_socket = sockets.inferproxy;
     brokerd_socket = sockets.brokerd;
+    slots = { inherit (cfg.slotMap) main subagent scheduled; };
     max_tokens = cfg.maxTokens;
     budgets = {
       max_iterations = cfg.budgets.maxIterations;

@@ -5,7 +5,11 @@
 #   imports = [ boxmaker.nixosModules.default ];
 #   services.boxmaker = {
 #     enable = true;
+#     llamaServer.package = pkgs.llama-cpp.override { vulkanSupport = true; };
 #     llamaServer.model = "/var/lib/models/ornith-1.5-35b-a3b-Q4_K_M.gguf";
+#     slots = 2;                # main, and subagents + scheduled work on slot 1
+#     contextPerSlot = 131072;
+#     kvCacheType = "q8_0";
 #     workspaceRoots = [ "/home/alice/src" ];
 #   };
 { config, lib, pkgs, ... }:
@@ -13,7 +17,7 @@
 let
   cfg = config.services.boxmaker;
   boxLib = import ./lib.nix;
-  inherit (lib) mkOption mkEnableOption mkPackageOption mkIf types literalExpression;
+  inherit (lib) mkOption mkEnableOption mkIf types literalExpression;
 
   json = name: value: pkgs.writeText "boxmaker-${name}.json" (builtins.toJSON value);
   configFiles = {
@@ -51,10 +55,22 @@ let
 
   documentation = [ "file:${cfg.package}/lib/boxmaker/docs/operations.md" ];
 
-  daemon = name: description: extra: {
-    inherit description documentation;
+  # After the target as well as PartOf it: the target's stop job then waits
+  # for every service's (deploy/systemd/boxmaker.target explains).
+  stackUnit = {
+    inherit documentation;
     wantedBy = [ "boxmaker.target" ];
     partOf = [ "boxmaker.target" ];
+    after = [ "boxmaker.target" ];
+  };
+
+  # Failures a restart cannot fix: 2 a bad config, 203/216/217 systemd's own
+  # set-up (no binary, a missing group or user); they fail once instead of
+  # using up the start limit.
+  setupFailures = "203 216 217";
+
+  daemon = name: description: extra: stackUnit // {
+    inherit description;
     startLimitIntervalSec = 300;
     startLimitBurst = 5;
     environment.NODE_ENV = "production";
@@ -64,8 +80,7 @@ let
       Type = "notify";
       NotifyAccess = "all";
       ExecStart = "${lib.getExe' cfg.package "boxmaker-${name}"} --config ${configFiles.${name}}";
-      # Exit status 2 is a config error: restarting cannot fix it.
-      RestartPreventExitStatus = 2;
+      RestartPreventExitStatus = "2 ${setupFailures}";
       RestartSec = 2;
       TimeoutStopSec = 30;
       PrivateDevices = true;
@@ -121,7 +136,22 @@ in
         default = true;
         description = "Run Boxmaker's dedicated llama-server. Disable to use `upstream` instead.";
       };
-      package = mkPackageOption pkgs "llama-cpp" { extraDescription = "Build it with your GPU's backend, e.g. `pkgs.llama-cpp.override { cudaSupport = true; }`."; };
+      package = mkOption {
+        # No default: nixpkgs' plain llama-cpp is a CPU build, and llama-server
+        # accepts --n-gpu-layers 999 there without a word, so a default would
+        # run a 35B model on the CPU until someone noticed.
+        type = types.nullOr types.package;
+        default = null;
+        example = literalExpression "pkgs.llama-cpp.override { vulkanSupport = true; }";
+        description = ''
+          The llama.cpp build that provides `llama-server`, with your GPU's backend. Required
+          while `llamaServer.enable`:
+          Vulkan `pkgs.llama-cpp.override { vulkanSupport = true; }`,
+          CUDA `pkgs.llama-cpp.override { cudaSupport = true; }`,
+          ROCm `pkgs.llama-cpp.override { rocmSupport = true; }`,
+          or `pkgs.llama-cpp` for the CPU on purpose.
+        '';
+      };
       model = mkOption {
         type = types.nullOr (types.either types.path types.str);
         default = null;
@@ -132,13 +162,13 @@ in
         type = types.listOf types.str;
         default = [ ];
         example = [ "--threads" "16" ];
-        description = "Extra llama-server flags, after the contract flags.";
+        description = "Extra llama-server flags, after the ones the module derives from its options (slots, contextPerSlot, kvCacheType) and the fixed ones session pinning and parking rely on.";
       };
       gpuGroups = mkOption {
         type = types.listOf types.str;
         default = [ "video" "render" ];
         example = [ "video" "render" "nvidia" ];
-        description = "Supplementary groups of llama-server, for the GPU device nodes (`/dev/dri`, `/dev/kfd`, `/dev/nvidia*`).";
+        description = "Supplementary groups of llama-server, for the GPU device nodes (`/dev/dri`, `/dev/kfd`, `/dev/nvidia*`). The module declares each one, so a group no other module defines cannot fail the unit with 216/GROUP.";
       };
     };
 
@@ -156,11 +186,40 @@ in
       };
     };
 
-    slots = mkOption { type = types.ints.positive; default = boxLib.defaults.llamaContract.slots; description = "llama-server slots (`--parallel`): main session, subagent, scheduled work."; };
-    contextSize = mkOption {
+    slots = mkOption {
+      # unsigned, not positive, so 0 reaches the assertion that says why.
+      type = types.ints.unsigned;
+      default = boxLib.defaults.llamaContract.slots;
+      example = 2;
+      description = ''
+        llama-server slots (`--parallel`), inferproxy's expected `total_slots`, and loopd's slot
+        map (`slotMap`): 3 gives main 0, subagent 1, scheduled 2; 2 gives main 0 and subagents
+        and scheduled work sharing slot 1; 1 runs everything on slot 0.
+      '';
+    };
+    slotMap = lib.genAttrs [ "main" "subagent" "scheduled" ] (role: mkOption {
+      type = types.ints.unsigned;
+      default = (boxLib.slotMapFor cfg.slots).${role};
+      defaultText = literalExpression "derived from slots";
+      description = "The llama-server slot loopd runs ${role} sessions on; must be below `slots`.";
+    });
+    contextPerSlot = mkOption {
       type = types.ints.positive;
-      default = boxLib.defaults.llamaContract.contextSize;
-      description = "llama-server `--ctx-size`, split evenly over the slots (131,072 tokens each by default).";
+      default = boxLib.defaults.llamaContract.nCtxPerSlot;
+      example = 131072;
+      description = "Tokens of context per slot: llama-server gets `--ctx-size` slots × contextPerSlot (each slot its own share, `--no-kv-unified`), and inferproxy expects `n_ctx_per_slot` = contextPerSlot.";
+    };
+    kvCacheType = mkOption {
+      type = types.enum [ "f32" "f16" "bf16" "q8_0" "q4_0" "q4_1" "iq4_nl" "q5_0" "q5_1" ];
+      default = boxLib.defaults.kvCacheType;
+      description = "llama-server's KV cache type (`--cache-type-k` and `--cache-type-v`). q8_0 needs half the memory of f16 for the same context; quantized V needs flash attention, which the unit turns on.";
+    };
+    livenessWindowMs = mkOption {
+      type = types.nullOr types.ints.positive;
+      default = null;
+      defaultText = literalExpression "null (inferproxy's own default)";
+      example = 15000;
+      description = "inferproxy's `liveness_timeout_ms`: how long a completion may show no progress before it is ended as dead. null leaves inferproxy's default.";
     };
     contract.templateSha256 = mkOption {
       type = types.strMatching "[0-9a-f]{64}";
@@ -228,9 +287,17 @@ in
     };
   };
 
+  imports = [
+    (lib.mkRemovedOptionModule [ "services" "boxmaker" "contextSize" ] "Set services.boxmaker.contextPerSlot instead; llama-server's --ctx-size is slots × contextPerSlot.")
+  ];
+
   config = mkIf cfg.enable {
     assertions = [
-      { assertion = cfg.contextSize / cfg.slots * cfg.slots == cfg.contextSize; message = "services.boxmaker.contextSize must divide evenly by slots."; }
+      { assertion = cfg.slots >= 1; message = "services.boxmaker.slots must be at least 1: loopd needs a slot for the main session."; }
+      {
+        assertion = cfg.llamaServer.enable -> cfg.llamaServer.package != null;
+        message = "services.boxmaker.llamaServer.package must be chosen: a llama.cpp build with your GPU's backend, e.g. pkgs.llama-cpp.override { vulkanSupport = true; } (or cudaSupport, rocmSupport; pkgs.llama-cpp for the CPU).";
+      }
       { assertion = cfg.llamaServer.enable -> cfg.upstream.url == null; message = "services.boxmaker.upstream.url is for an external server: set llamaServer.enable = false."; }
       {
         assertion = cfg.llamaServer.enable -> (cfg.llamaServer.model != null && lib.hasPrefix "/" (toString cfg.llamaServer.model));
@@ -238,12 +305,26 @@ in
       }
       { assertion = cfg.upstream.url == null || builtins.match "https?://[^/]+(/.*)?" cfg.upstream.url != null; message = "services.boxmaker.upstream.url must start with http:// or https://."; }
       { assertion = lib.hasPrefix "/" cfg.upstream.socket; message = "services.boxmaker.upstream.socket must be an absolute path."; }
-    ];
+    ] ++ map (role: {
+      assertion = cfg.slotMap.${role} < cfg.slots;
+      message = "services.boxmaker.slotMap.${role} is slot ${toString cfg.slotMap.${role}}, but llama-server has ${toString cfg.slots} slot(s) (0..${toString (cfg.slots - 1)}).";
+    }) [ "main" "subagent" "scheduled" ];
+
+    warnings = let
+      used = lib.sort lib.lessThan (lib.unique (lib.attrValues cfg.slotMap));
+      idle = lib.filter (i: !(lib.elem i used)) (lib.range 0 (cfg.slots - 1));
+    in lib.optional (cfg.slots >= 1 && idle != [ ])
+      "services.boxmaker.slots = ${toString cfg.slots}, but slotMap uses only slot(s) ${lib.concatMapStringsSep ", " toString used}: slot(s) ${lib.concatMapStringsSep ", " toString idle} hold KV memory no session uses.";
 
     users.users = mkIf (cfg.user == "boxmaker") {
       boxmaker = { isSystemUser = true; group = cfg.group; home = boxLib.stateDir; description = "Boxmaker agent harness"; };
     };
-    users.groups = mkIf (cfg.group == "boxmaker") { boxmaker = { }; };
+    users.groups = lib.mkMerge [
+      (mkIf (cfg.group == "boxmaker") { boxmaker = { }; })
+      # Declared here so they exist however the rest of the system is set up
+      # (NixOS defines video and render itself; this merges with that).
+      (mkIf cfg.llamaServer.enable (lib.genAttrs cfg.llamaServer.gpuGroups (_: { })))
+    ];
 
     environment.systemPackages = [ cfg.package ];
     # The CLI's default socket is /run/boxmaker/loopd.sock already; this makes it explicit for scripts.
@@ -257,11 +338,8 @@ in
         ++ [ "boxmaker-inferproxy.service" "boxmaker-brokerd.service" "boxmaker-loopd.service" ];
     };
 
-    systemd.services.boxmaker-llama-server = mkIf cfg.llamaServer.enable {
+    systemd.services.boxmaker-llama-server = mkIf cfg.llamaServer.enable (stackUnit // {
       description = "Boxmaker llama-server (dedicated, ${boxLib.sockets.llama})";
-      inherit documentation;
-      wantedBy = [ "boxmaker.target" ];
-      partOf = [ "boxmaker.target" ];
       startLimitIntervalSec = 900;
       startLimitBurst = 3;
       path = [ pkgs.curl ];
@@ -284,12 +362,13 @@ in
         TimeoutStartSec = "15min";
         TimeoutStopSec = 60;
         RestartSec = 10;
+        RestartPreventExitStatus = setupFailures;
         ProtectHome = "read-only";
         PrivateNetwork = true;
         RestrictAddressFamilies = [ "AF_UNIX" "AF_NETLINK" ];
         RestrictNamespaces = true;
       };
-    };
+    });
 
     systemd.services.boxmaker-inferproxy = daemon "inferproxy" "Boxmaker inferproxy (gRPC in front of llama-server)" (
       {
@@ -303,7 +382,7 @@ in
         else { RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" ]; })
     ) // lib.optionalAttrs cfg.llamaServer.enable {
       wants = [ "boxmaker-llama-server.service" ];
-      after = [ "boxmaker-llama-server.service" ];
+      after = [ "boxmaker-llama-server.service" "boxmaker.target" ];
     };
 
     systemd.services.boxmaker-brokerd = daemon "brokerd" "Boxmaker brokerd (tools, policy, sandbox)" {
@@ -327,7 +406,7 @@ in
       RestrictAddressFamilies = [ "AF_UNIX" ];
     } // {
       wants = [ "boxmaker-inferproxy.service" "boxmaker-brokerd.service" ];
-      after = [ "boxmaker-inferproxy.service" "boxmaker-brokerd.service" ];
+      after = [ "boxmaker-inferproxy.service" "boxmaker-brokerd.service" "boxmaker.target" ];
     };
   };
 }

@@ -191,7 +191,8 @@ function nixEval(expr: string): unknown {
 const sampleCfg = `{
   llamaServer = { enable = true; model = "/m.gguf"; extraFlags = [ "--threads" "16" ]; };
   upstream = { socket = "/run/boxmaker/llama.sock"; url = null; };
-  slots = 3; contextSize = 393216;
+  slots = 2; contextPerSlot = 131072; kvCacheType = "q8_0"; livenessWindowMs = null;
+  slotMap = { main = 0; subagent = 1; scheduled = 1; };
   contract.templateSha256 = "f55f52930aa8bf44ab5cb85f99370fcc3c56e9a85640b812086d5330bce5d86b";
   sampling = { temperature = 0.6; topP = 0.95; topK = 20; minP = 0; };
   maxTokens = 8192;
@@ -224,7 +225,13 @@ describe("the llama-server flags and the NixOS module's configs", () => {
   it.skipIf(!haveNix)("are the same in nix/lib.nix", () => {
     const nixArgs = nixEval(`(import ./nix/lib.nix).llamaServerArgs ${sampleCfg}`) as string[];
     expect(nixArgs.slice(-2)).toEqual(["--threads", "16"]);
-    expect(contractFlags(nixArgs.slice(0, -2))).toEqual(contractFlags(llamaServerArgs(layout, "/m.gguf")));
+    // The sample is the straylight layout (2 slots); only the two slot-derived values differ from up's default.
+    const nixFlags = contractFlags(nixArgs.slice(0, -2));
+    const upFlags = contractFlags(llamaServerArgs(layout, "/m.gguf"));
+    expect(nixFlags[nixFlags.indexOf("--parallel") + 1]).toBe("2");
+    expect(nixFlags[nixFlags.indexOf("--ctx-size") + 1]).toBe("262144");
+    const without = (a: string[]) => a.filter((_, i) => !["--parallel", "--ctx-size"].includes(a[i - 1] ?? ""));
+    expect(without(nixFlags)).toEqual(without(upFlags));
     expect(nixArgs[nixArgs.indexOf("--slot-save-path") + 1]).toBe("/var/lib/boxmaker/slots");
   });
 
@@ -237,7 +244,8 @@ describe("the llama-server flags and the NixOS module's configs", () => {
     const inf = valid("inferproxy", all.inferproxy);
     const brk = valid("brokerd", all.brokerd);
     const lp = valid("loopd", all.loopd);
-    expect(inf.contract).toMatchObject({ n_ctx_per_slot: 131072, total_slots: 3 });
+    expect(inf.contract).toMatchObject({ n_ctx_per_slot: 131072, total_slots: 2 });
+    expect(lp.slots).toEqual({ main: 0, subagent: 1, scheduled: 1 });
     expect(inf.upstream).toEqual({ socket_path: "/run/boxmaker/llama.sock" });
     expect(brk.result_cap_bytes).toBe(4096);
     expect(brk.protected_paths).toEqual(

@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { requires } from "../support/requirements.js";
 import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
 import { repoRoot } from "../support/stack.js";
-import { environment, execStart, readUnit, value } from "./unit-file.js";
+import { readFileSync } from "node:fs";
+import { environment, execStart, readUnit, value, type Unit } from "./unit-file.js";
+import { cycle, transaction, unitGraph, waitsForAll } from "./unit-graph.js";
 
 // CI installs both (Debian: systemd, nix-bin); a developer machine may lack nix.
 const canCheck = requires("deploy/check.sh", ["systemd-analyze", "nix-instantiate"]);
@@ -47,7 +49,7 @@ describe("the units", () => {
       const u = readUnit(`boxmaker-${d}.service`);
       expect(value(u, "Service", "Type")).toBe("notify");
       expect(value(u, "Service", "NotifyAccess")).toBe("all");
-      expect(value(u, "Service", "RestartPreventExitStatus")).toBe("2");
+      expect(value(u, "Service", "RestartPreventExitStatus")).toBe("2 203 216 217");
       expect(execStart(u).slice(1)).toEqual([
         ...DAEMON_NODE_FLAGS,
         `/opt/boxmaker/services/${d}/dist/main.js`,
@@ -68,8 +70,11 @@ describe("the units", () => {
     expect(value(readUnit("boxmaker-loopd.service"), "Unit", "After")?.split(" ").sort()).toEqual([
       "boxmaker-brokerd.service",
       "boxmaker-inferproxy.service",
+      "boxmaker.target",
     ]);
-    expect(value(readUnit("boxmaker-inferproxy.service"), "Unit", "After")).toBe("boxmaker-llama-server.service");
+    expect(value(readUnit("boxmaker-inferproxy.service"), "Unit", "After")).toBe(
+      "boxmaker-llama-server.service boxmaker.target",
+    );
     expect(value(readUnit("boxmaker.target"), "Unit", "Wants")?.split(" ").sort()).toEqual([...allServices].sort());
   });
 
@@ -86,5 +91,82 @@ describe("the units", () => {
     expect(args[args.indexOf("--host") + 1]).toBe("/run/boxmaker/llama.sock");
     expect(args).not.toContain("--port");
     expect(args).not.toContain("--sleep-idle-seconds");
+  });
+});
+
+describe("the unit graph: what waits for what", () => {
+  const target = "boxmaker.target";
+  const g = unitGraph();
+
+  it("every service is PartOf the target and ordered after it", () => {
+    for (const name of allServices) {
+      const u = readUnit(name);
+      expect(value(u, "Unit", "PartOf"), name).toBe(target);
+      expect(value(u, "Unit", "After")?.split(" "), name).toContain(target);
+    }
+  });
+
+  it("`systemctl stop boxmaker.target` stops every service, and its job waits until each has stopped", () => {
+    const t = transaction(g, "stop", target);
+    expect([...t.jobs].sort()).toEqual([...allServices, target].sort());
+    expect(cycle(t)).toBeUndefined();
+    expect([...waitsForAll(t, target)].sort()).toEqual([...allServices].sort());
+    // And in the stack's order: loopd first, llama-server only after inferproxy.
+    expect([...waitsForAll(t, "boxmaker-inferproxy.service")]).toEqual(["boxmaker-loopd.service"]);
+    expect([...waitsForAll(t, "boxmaker-llama-server.service")].sort()).toEqual([
+      "boxmaker-inferproxy.service",
+      "boxmaker-loopd.service",
+    ]);
+  });
+
+  it("the model tells the broken graph from the fixed one: without After=boxmaker.target the target's stop waits for nothing", () => {
+    const dropTargetOrdering = (_name: string, u: Unit): Unit => {
+      const after = u.get("Unit")?.get("After");
+      if (after) u.get("Unit")!.set("After", after.map((v) => v.replace(/\s*boxmaker\.target/, "")).filter(Boolean));
+      return u;
+    };
+    const t = transaction(unitGraph(dropTargetOrdering), "stop", target);
+    expect(t.jobs.size).toBe(allServices.length + 1);
+    expect([...waitsForAll(t, target)]).toEqual([]);
+  });
+
+  it("`systemctl start boxmaker.target` starts every service without an ordering cycle; starting loopd waits for the whole stack", () => {
+    const t = transaction(g, "start", target);
+    expect([...t.jobs].sort()).toEqual([...allServices, target].sort());
+    expect(cycle(t)).toBeUndefined();
+    // One ordering cannot make both of the target's jobs wait (boxmaker.target explains); loopd's start does.
+    expect([...waitsForAll(t, target)]).toEqual([]);
+    const loopd = transaction(g, "start", "boxmaker-loopd.service");
+    expect([...waitsForAll(loopd, "boxmaker-loopd.service")].sort()).toEqual(
+      allServices.filter((n) => n !== "boxmaker-loopd.service").sort(),
+    );
+  });
+});
+
+describe("users and groups", () => {
+  const sysusers = readFileSync(join(repoRoot, "deploy", "sysusers.d", "boxmaker.conf"), "utf8")
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter((w) => w[0] && !w[0].startsWith("#"));
+  const groups = new Set(sysusers.filter((w) => w[0] === "g").map((w) => w[1]));
+  const users = new Set(sysusers.filter((w) => w[0] === "u").map((w) => w[1]));
+
+  it.each(allServices)(
+    "every user and group %s names is created by deploy/sysusers.d (else 216/GROUP, 217/USER)",
+    (name) => {
+      const u = readUnit(name);
+      expect(users).toContain(value(u, "Service", "User"));
+      for (const g of [
+        value(u, "Service", "Group"),
+        ...(value(u, "Service", "SupplementaryGroups")?.split(/\s+/) ?? []),
+      ]) {
+        if (g) expect(groups, `${name}: group ${g}`).toContain(g);
+      }
+    },
+  );
+
+  it.each(allServices)("%s fails once, not until the start limit, when systemd's own set-up fails", (name) => {
+    const codes = value(readUnit(name), "Service", "RestartPreventExitStatus")?.split(/\s+/) ?? [];
+    expect(codes).toEqual(expect.arrayContaining(["203", "216", "217"]));
   });
 });

@@ -5,7 +5,10 @@
 #   nix-instantiate --eval --strict --json test/nix/eval-module.nix \
 #     --argstr boxmakerJSON '{"enable": true, "llamaServer": {"model": "/m.gguf"}}'
 #
-# `boxmakerJSON` is the value of `services.boxmaker`, as JSON. The result is
+# `boxmakerJSON` is the value of `services.boxmaker`, as JSON. JSON cannot
+# hold a package, so `llamaServer.package` is written as the expression it
+# stands for: "llama-cpp" is pkgs.llama-cpp, {"llama-cpp": {"vulkanSupport":
+# true}} is pkgs.llama-cpp.override { vulkanSupport = true; }. The result is
 # the evaluated systemd units, users, environment and warnings. Failed
 # assertions stop the evaluation with NixOS's own error text ("Failed
 # assertions:" and each message), as `nixos-rebuild` would.
@@ -43,7 +46,17 @@ let
     callPackage = fn: args:
       assert baseNameOf (toString fn) == "package.nix";
       boxmakerPackage;
-    llama-cpp = fakeDrv { name = "llama-cpp-0"; mainProgram = "llama-server"; };
+    # nixpkgs' llama-cpp takes its GPU backend as an override argument; the
+    # stand-in's name records which, so a test can see the choice reached ExecStart.
+    llama-cpp = fakeDrv { name = "llama-cpp-0"; mainProgram = "llama-server"; } // {
+      override = args:
+        let
+          known = [ "vulkanSupport" "cudaSupport" "rocmSupport" ];
+          on = lib.filter (k: args.${k} or false) known;
+        in
+        assert lib.all (k: lib.elem k known) (lib.attrNames args);
+        fakeDrv { name = "llama-cpp-${lib.concatMapStringsSep "-" (lib.removeSuffix "Support") on}-0"; mainProgram = "llama-server"; };
+    };
     bubblewrap = fakeDrv { name = "bubblewrap-0"; mainProgram = "bwrap"; };
     coreutils = fakeDrv { name = "coreutils-0"; };
     curl = fakeDrv { name = "curl-0"; mainProgram = "curl"; };
@@ -121,11 +134,22 @@ let
     };
   };
 
+  boxmakerValue =
+    let
+      v = builtins.fromJSON boxmakerJSON;
+      p = v.llamaServer.package or null;
+      asPackage =
+        if builtins.isString p then pkgs.${p}
+        else lib.mapAttrsToList (name: args: pkgs.${name}.override args) p;
+    in
+    if p == null then v
+    else lib.recursiveUpdate v { llamaServer.package = if builtins.isString p then asPackage else builtins.head asPackage; };
+
   evaluated = lib.evalModules {
     modules = [
       ../../nix/module.nix
       nixosStubs
-      { config.services.boxmaker = builtins.fromJSON boxmakerJSON; }
+      { config.services.boxmaker = boxmakerValue; }
     ];
     specialArgs = { inherit pkgs; };
   };

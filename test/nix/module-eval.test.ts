@@ -5,11 +5,13 @@
 // normalised in one place (NIXOS_SPECIFIC in ./units.ts). Bad option values
 // must stop the evaluation with the module's own assertion messages.
 import { describe, expect, it } from "vitest";
-import { parseConfig, type ConfigSchema } from "@boxmaker/common";
+import fc from "fast-check";
+import { DEFAULT_KV_CACHE_TYPE, parseConfig, type ConfigSchema } from "@boxmaker/common";
 import { configSchema as inferproxySchema } from "../../services/inferproxy/src/config.js";
 import { brokerConfigSchema } from "../../services/brokerd/src/config.js";
 import { loopdConfigSchema } from "../../services/loopd/src/config.js";
 import { requires } from "../support/requirements.js";
+import { execStart, readUnit } from "../deploy/unit-file.js";
 import {
   differences,
   evalModule,
@@ -23,6 +25,10 @@ import {
 const ok = requires("NixOS module evaluation", ["nix-instantiate"]);
 
 const MODEL = "/var/lib/models/ornith-1.5-35b-a3b-Q4_K_M.gguf";
+/** pkgs.llama-cpp.override { vulkanSupport = true; } (eval-module.nix's notation: JSON cannot hold a package). */
+const VULKAN = { "llama-cpp": { vulkanSupport: true } };
+/** The smallest configuration that evaluates with the module's own llama-server. */
+const withModel = { model: MODEL, package: VULKAN };
 const daemons = ["inferproxy", "brokerd", "loopd"] as const;
 const schemas: Record<string, ConfigSchema<unknown>> = {
   inferproxy: inferproxySchema,
@@ -50,6 +56,35 @@ function configOf(ev: Evaluation, d: (typeof daemons)[number]): Record<string, u
   return parseConfig(schemas[d]!, JSON.parse(file.text), d) as Record<string, unknown>;
 }
 
+/** llama-server's ExecStart as flag -> value (every flag the module writes takes at most one value). */
+function llamaFlags(ev: Evaluation): Map<string, string> {
+  const words = (ev.services["boxmaker-llama-server"]!.serviceConfig!.ExecStart as string).split(" ").slice(1);
+  const flags = new Map<string, string>();
+  for (let i = 0; i < words.length; i++) {
+    const next = words[i + 1];
+    if (next !== undefined && !next.startsWith("--")) flags.set(words[i]!, words[++i]!);
+    else flags.set(words[i]!, "");
+  }
+  return flags;
+}
+
+/**
+ * The three views of the slots agree: inferproxy expects the slot count and
+ * per-slot context llama-server is started with, and every slot loopd pins a
+ * role to exists there.
+ */
+function expectAgreement(ev: Evaluation): void {
+  const f = llamaFlags(ev);
+  const parallel = Number(f.get("--parallel"));
+  const contract = configOf(ev, "inferproxy").contract as { n_ctx_per_slot: number; total_slots: number };
+  expect(contract.total_slots).toBe(parallel);
+  expect(contract.n_ctx_per_slot * parallel).toBe(Number(f.get("--ctx-size")));
+  for (const slot of Object.values(configOf(ev, "loopd").slots as Record<string, number>)) {
+    expect(slot).toBeGreaterThanOrEqual(0);
+    expect(slot).toBeLessThan(parallel);
+  }
+}
+
 function evalError(boxmaker: unknown): string {
   try {
     evalModule(boxmaker);
@@ -73,7 +108,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
   });
 
   it("defaults with a model: the same four units and target as deploy/systemd, directive by directive", () => {
-    const ev = evalModule({ enable: true, llamaServer: { model: MODEL } });
+    const ev = evalModule({ enable: true, llamaServer: withModel });
     expect(Object.keys(ev.services).sort()).toEqual([
       "boxmaker-brokerd",
       "boxmaker-inferproxy",
@@ -83,7 +118,8 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     expect(Object.keys(ev.targets)).toEqual(["boxmaker"]);
     expect(unitDiffs(ev, MODEL)).toEqual([]);
     expect(ev.users.users.boxmaker).toMatchObject({ isSystemUser: true, group: "boxmaker", home: "/var/lib/boxmaker" });
-    expect(Object.keys(ev.users.groups)).toEqual(["boxmaker"]);
+    // The GPU groups are declared too, so SupplementaryGroups= cannot name a group that does not exist.
+    expect(Object.keys(ev.users.groups).sort()).toEqual(["boxmaker", "render", "video"]);
     expect(ev.environment.systemPackages).toEqual([ev.package]);
     expect(ev.environment.variables.BOXMAKER_SOCKET).toBe("/run/boxmaker/loopd.sock");
     expect(ev.warnings).toEqual([]);
@@ -95,7 +131,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
   it("own llama-server with a model, extra flags, GPU groups and workspaces: only those directives differ", () => {
     const ev = evalModule({
       enable: true,
-      llamaServer: { model: MODEL, extraFlags: ["--threads", "16"], gpuGroups: ["video", "render", "nvidia"] },
+      llamaServer: { ...withModel, extraFlags: ["--threads", "16"], gpuGroups: ["video", "render", "nvidia"] },
       workspaceRoots: ["/home/alice/src"],
     });
     expect(unitDiffs(ev, MODEL, ["--threads", "16"])).toEqual([
@@ -104,9 +140,12 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     ]);
     const exec = ev.services["boxmaker-llama-server"]!.serviceConfig!.ExecStart as string;
     expect(exec).toMatch(
-      new RegExp(`-llama-cpp-0/bin/llama-server --host /run/boxmaker/llama.sock --model ${MODEL} .* --threads 16$`),
+      new RegExp(
+        `-llama-cpp-vulkan-0/bin/llama-server --host /run/boxmaker/llama.sock --model ${MODEL} .* --threads 16$`,
+      ),
     );
     expect(configOf(ev, "brokerd").workspace_roots).toEqual(["/home/alice/src"]);
+    expect(Object.keys(ev.users.groups).sort()).toEqual(["boxmaker", "nvidia", "render", "video"]);
   });
 
   it("an existing upstream: no llama-server unit, nothing waits for it, no parking", () => {
@@ -118,7 +157,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     expect(ev.services["boxmaker-llama-server"]).toBeUndefined();
     // Compared with the plain units as they are (llama-server included) minus what needs the dedicated server.
     expect(unitDiffs(ev, null)).toEqual([
-      "boxmaker-inferproxy.service [Unit] After: deploy/systemd=boxmaker-llama-server.service module=(unset)",
+      "boxmaker-inferproxy.service [Unit] After: deploy/systemd=boxmaker-llama-server.service boxmaker.target module=boxmaker.target",
       "boxmaker-inferproxy.service [Unit] Wants: deploy/systemd=boxmaker-llama-server.service module=(unset)",
       "boxmaker.target [Unit] Wants: deploy/systemd=boxmaker-llama-server.service boxmaker-inferproxy.service boxmaker-brokerd.service boxmaker-loopd.service module=boxmaker-inferproxy.service boxmaker-brokerd.service boxmaker-loopd.service",
     ]);
@@ -138,7 +177,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
   it("schedules, MCP servers and policy end up in the config files, units unchanged", () => {
     const ev = evalModule({
       enable: true,
-      llamaServer: { model: MODEL },
+      llamaServer: withModel,
       schedules: [{ id: "daily", cron: "0 7 * * 1-5", prompt: "summarise the inbox" }],
       mcpServers: {
         fs: {
@@ -178,6 +217,98 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     ]);
   });
 
+  describe("slots, context per slot and KV type drive llama-server, inferproxy and loopd together", () => {
+    const straylight = { enable: true, llamaServer: withModel, contextPerSlot: 131072, kvCacheType: "q8_0" };
+
+    it.each([
+      [1, { main: 0, subagent: 0, scheduled: 0 }],
+      [2, { main: 0, subagent: 1, scheduled: 1 }],
+      [3, { main: 0, subagent: 1, scheduled: 2 }],
+    ])("%i slot(s) of 131k, q8_0: the slot map, the contract and the server flags agree", (slots, map) => {
+      const ev = evalModule({ ...straylight, slots });
+      const f = llamaFlags(ev);
+      expect(f.get("--parallel")).toBe(String(slots));
+      expect(f.get("--ctx-size")).toBe(String(slots * 131072));
+      expect([f.get("--cache-type-k"), f.get("--cache-type-v")]).toEqual(["q8_0", "q8_0"]);
+      expect(configOf(ev, "inferproxy").contract).toMatchObject({ n_ctx_per_slot: 131072, total_slots: slots });
+      expect(configOf(ev, "loopd").slots).toEqual(map);
+      expectAgreement(ev);
+      expect(ev.warnings).toEqual([]);
+    });
+
+    it("generated layouts: whatever the options, loopd pins only slots the server has and inferproxy expects what it was given", () => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 6 }),
+          fc.integer({ min: 1, max: 262_144 }),
+          fc.constantFrom("f16", "q8_0", "q4_0", "bf16"),
+          (slots, contextPerSlot, kvCacheType) => {
+            const ev = evalModule({ enable: true, llamaServer: withModel, slots, contextPerSlot, kvCacheType });
+            const f = llamaFlags(ev);
+            expect(f.get("--cache-type-k")).toBe(kvCacheType);
+            expect(f.get("--ctx-size")).toBe(String(slots * contextPerSlot));
+            expectAgreement(ev);
+            // Beyond three slots the map leaves slots unused, which the module says.
+            expect(ev.warnings.length).toBe(slots > 3 ? 1 : 0);
+          },
+        ),
+        { numRuns: 8 },
+      );
+    }, 120_000);
+
+    it("more slots than roles: a warning names the slots no session uses", () => {
+      const ev = evalModule({ ...straylight, slots: 5 });
+      expect(ev.warnings).toEqual([
+        "services.boxmaker.slots = 5, but slotMap uses only slot(s) 0, 1, 2: slot(s) 3, 4 hold KV memory no session uses.",
+      ]);
+    });
+
+    it("slotMap overrides the derived map within the slots that exist", () => {
+      const ev = evalModule({ ...straylight, slots: 2, slotMap: { subagent: 0 } });
+      expect(configOf(ev, "loopd").slots).toEqual({ main: 0, subagent: 0, scheduled: 1 });
+      expectAgreement(ev);
+    });
+
+    it("the default KV type is the stack's (q8_0), the same as the plain unit's", () => {
+      const f = llamaFlags(evalModule({ enable: true, llamaServer: withModel }));
+      expect([f.get("--cache-type-k"), f.get("--cache-type-v")]).toEqual([
+        DEFAULT_KV_CACHE_TYPE,
+        DEFAULT_KV_CACHE_TYPE,
+      ]);
+      const unit = execStart(readUnit("boxmaker-llama-server.service"));
+      expect(unit[unit.indexOf("--cache-type-k") + 1]).toBe(DEFAULT_KV_CACHE_TYPE);
+    });
+  });
+
+  describe("the llama-server package is the operator's choice", () => {
+    it.each([
+      [{ "llama-cpp": { vulkanSupport: true } }, "llama-cpp-vulkan-0"],
+      [{ "llama-cpp": { cudaSupport: true } }, "llama-cpp-cuda-0"],
+      [{ "llama-cpp": { rocmSupport: true } }, "llama-cpp-rocm-0"],
+      ["llama-cpp", "llama-cpp-0"],
+    ])("%j reaches ExecStart", (pkg, name) => {
+      const ev = evalModule({ enable: true, llamaServer: { model: MODEL, package: pkg } });
+      expect(ev.services["boxmaker-llama-server"]!.serviceConfig!.ExecStart).toMatch(
+        new RegExp(`^/nix/store/[0-9a-z]{32}-${name}/bin/llama-server `),
+      );
+    });
+
+    it("not needed for an external server", () => {
+      const ev = evalModule({ enable: true, llamaServer: { enable: false } });
+      expect(ev.services["boxmaker-llama-server"]).toBeUndefined();
+    });
+  });
+
+  it("livenessWindowMs feeds inferproxy's liveness_timeout_ms; unset, inferproxy's own default applies", () => {
+    const set = evalModule({ enable: true, llamaServer: withModel, livenessWindowMs: 15000 });
+    expect(configOf(set, "inferproxy").liveness_timeout_ms).toBe(15000);
+    const unset = evalModule({ enable: true, llamaServer: withModel });
+    expect(JSON.parse(unset.configFiles.inferproxy!.text)).not.toHaveProperty("liveness_timeout_ms");
+    expect(configOf(unset, "inferproxy").liveness_timeout_ms).toBe(
+      (parseConfig(inferproxySchema, {}, "inferproxy") as { liveness_timeout_ms: number }).liveness_timeout_ms,
+    );
+  });
+
   describe("refuses bad option values with the module's own messages", () => {
     it.each([
       [{ enable: true }, "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file"],
@@ -190,11 +321,23 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
         "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file",
       ],
       [
-        { enable: true, llamaServer: { model: MODEL }, slots: 5 },
-        "services.boxmaker.contextSize must divide evenly by slots.",
+        { enable: true, llamaServer: { model: MODEL } },
+        "services.boxmaker.llamaServer.package must be chosen: a llama.cpp build with your GPU's backend, e.g. pkgs.llama-cpp.override { vulkanSupport = true; }",
       ],
       [
-        { enable: true, llamaServer: { model: MODEL }, upstream: { url: "http://127.0.0.1:8080" } },
+        { enable: true, llamaServer: withModel, slots: 0 },
+        "services.boxmaker.slots must be at least 1: loopd needs a slot for the main session.",
+      ],
+      [
+        { enable: true, llamaServer: withModel, slots: 2, slotMap: { scheduled: 2 } },
+        "services.boxmaker.slotMap.scheduled is slot 2, but llama-server has 2 slot(s) (0..1).",
+      ],
+      [
+        { enable: true, llamaServer: withModel, slots: 1, slotMap: { main: 1 } },
+        "services.boxmaker.slotMap.main is slot 1, but llama-server has 1 slot(s) (0..0).",
+      ],
+      [
+        { enable: true, llamaServer: withModel, upstream: { url: "http://127.0.0.1:8080" } },
         "services.boxmaker.upstream.url is for an external server: set llamaServer.enable = false.",
       ],
       [
@@ -212,26 +355,38 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     });
 
     it("reports every failed assertion at once, as NixOS does", () => {
-      const err = evalError({ enable: true, slots: 5 });
-      expect(err).toContain("- services.boxmaker.contextSize must divide evenly by slots.");
+      const err = evalError({ enable: true, slots: 0 });
+      expect(err).toContain("- services.boxmaker.slots must be at least 1");
       expect(err).toContain("- services.boxmaker.llamaServer.model must be the absolute path");
+      expect(err).toContain("- services.boxmaker.llamaServer.package must be chosen");
+    });
+
+    it("the removed contextSize says what replaces it", () => {
+      const err = evalError({ enable: true, llamaServer: withModel, contextSize: 262144 });
+      expect(err).toContain("services.boxmaker.contextSize");
+      expect(err).toContain("Set services.boxmaker.contextPerSlot instead");
     });
 
     it.each([
       [
-        { enable: true, llamaServer: { model: MODEL }, slots: 0 },
-        "services.boxmaker.slots' is not of type `positive integer, meaning >0'",
+        { enable: true, llamaServer: withModel, slots: -1 },
+        "services.boxmaker.slots' is not of type `unsigned integer, meaning >=0'",
       ],
       [
-        { enable: true, llamaServer: { model: MODEL }, contract: { templateSha256: "abc" } },
+        { enable: true, llamaServer: withModel, contextPerSlot: 0 },
+        "services.boxmaker.contextPerSlot' is not of type `positive integer, meaning >0'",
+      ],
+      [{ enable: true, llamaServer: withModel, kvCacheType: "q9_0" }, "services.boxmaker.kvCacheType' is not of type"],
+      [
+        { enable: true, llamaServer: withModel, contract: { templateSha256: "abc" } },
         "services.boxmaker.contract.templateSha256' is not of type",
       ],
       [
-        { enable: true, llamaServer: { model: MODEL }, policy: { defaults: { write: "maybe" } } },
+        { enable: true, llamaServer: withModel, policy: { defaults: { write: "maybe" } } },
         "services.boxmaker.policy.defaults.write' is not of type",
       ],
       [
-        { enable: true, llamaServer: { model: MODEL }, sampling: { topP: 1.5 } },
+        { enable: true, llamaServer: withModel, sampling: { topP: 1.5 } },
         "services.boxmaker.sampling.topP' is not of type",
       ],
     ])("type errors: %j", (boxmaker, message) => {
@@ -239,7 +394,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     });
 
     it("an option the module does not have", () => {
-      expect(evalError({ enable: true, llamaServer: { model: MODEL }, port: 8080 })).toContain(
+      expect(evalError({ enable: true, llamaServer: withModel, port: 8080 })).toContain(
         "The option `services.boxmaker.port' does not exist",
       );
     });

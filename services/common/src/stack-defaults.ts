@@ -53,17 +53,22 @@ export const LLAMA_CONTRACT = {
 } as const;
 
 /**
- * llama-server's flags besides socket, model, slots, context and slot-save
- * path (which depend on the deployment). Each is part of the contract:
+ * The KV cache's element type (`--cache-type-k/--cache-type-v`). q8_0 rather
+ * than llama.cpp's f16: it halves the KV memory of every slot, which is what
+ * lets the measured layout (131k per slot) sit beside another resident model,
+ * and its effect on output is within llama.cpp's own measurement noise.
+ * Quantized V needs flash attention, which the fixed flags turn on.
+ */
+export const DEFAULT_KV_CACHE_TYPE = "q8_0";
+
+/**
+ * llama-server's flags besides socket, model, slots, context, KV type and
+ * slot-save path (which a deployment may choose). Boxmaker relies on each:
  */
 export const LLAMA_FIXED_FLAGS: readonly string[] = [
   // Per-slot KV (ctx-size / parallel each): with a unified cache the server
   // clears idle slots on every new task, which would evict pinned sessions.
   "--no-kv-unified",
-  "--cache-type-k",
-  "f16",
-  "--cache-type-v",
-  "f16",
   "--jinja",
   "--flash-attn",
   "on",
@@ -83,8 +88,10 @@ export function llamaServerArgs(o: {
   slotSavePath: string;
   slots?: number;
   contextSize?: number;
+  kvCacheType?: string;
   extraArgs?: readonly string[];
 }): string[] {
+  const kv = o.kvCacheType ?? DEFAULT_KV_CACHE_TYPE;
   return [
     "--host",
     o.socket,
@@ -94,6 +101,10 @@ export function llamaServerArgs(o: {
     String(o.slots ?? LLAMA_CONTRACT.slots),
     "--ctx-size",
     String(o.contextSize ?? LLAMA_CONTRACT.contextSize),
+    "--cache-type-k",
+    kv,
+    "--cache-type-v",
+    kv,
     ...LLAMA_FIXED_FLAGS,
     "--slot-save-path",
     o.slotSavePath,
@@ -137,6 +148,7 @@ export function stackDefaultsJson(): string {
       dirs: DEFAULT_DIRS,
       slotIds: SLOT_IDS,
       llamaContract: LLAMA_CONTRACT,
+      kvCacheType: DEFAULT_KV_CACHE_TYPE,
       llamaFixedFlags: LLAMA_FIXED_FLAGS,
       sampling: DEFAULT_SAMPLING,
       maxTokensPerRequest: MAX_TOKENS_PER_REQUEST,
