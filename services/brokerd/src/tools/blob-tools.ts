@@ -1,22 +1,13 @@
-import { availableParallelism } from "node:os";
 import { BLOB_PREFIX, BlobStore } from "../blobs.js";
 import { Refused, ToolError } from "../errors.js";
 import type { ToolDef, ToolText } from "../tool-table.js";
 import { checkPattern, runRegex } from "./regex-worker.js";
-import { Slots } from "./slots.js";
+import { searchSlots } from "./search-slots.js";
 
 const DEFAULT_LINES = 200;
 
-/**
- * Each grep_blob search is a worker thread holding a copy of the blob (and
- * brokerd holds one more while it waits): thirty at once on two cores once
- * stalled brokerd for 19 s at 2.3 GB. At most two run at a time, and never so
- * many that the event loop is left without a core (one on a two-core
- * machine: two busy workers there still delayed the loop by 450 ms); eight
- * more wait their turn without having read their blob, and the rest are
- * refused at once.
- */
-const grepSlots = new Slots(Math.max(1, Math.min(2, availableParallelism() - 1)), 8);
+/** grep_blob waits for a search slot (shared with search_files) before it reads its blob. */
+const grepSlots = searchSlots;
 
 /** Bounds a blob tool's own output; another blob here would only point at a copy of the same text. */
 function bounded(lines: string[], cap: number, hint: string): ToolText {
