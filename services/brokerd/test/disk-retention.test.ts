@@ -22,7 +22,7 @@ const rec = (i: number, pad: number): AuditRecord => ({
   kind: "call",
   session: `s-${i}`,
   tool: "read_file",
-  decision: "allow",
+  decision: "allowed",
   rule: "x".repeat(pad),
   duration_ms: i,
   result_bytes: 0,
