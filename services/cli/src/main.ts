@@ -23,6 +23,7 @@ import { register as registerSessionAdmin } from "./commands/session-admin.js";
 import { register as registerExport } from "./commands/export.js";
 import { register as registerChanges } from "./commands/changes.js";
 import { register as registerDemo } from "./commands/demo.js";
+import { register as registerContract } from "./commands/contract.js";
 import { printErr } from "./render/terminal-safe.js";
 
 const program = new Command("boxmaker")
@@ -54,6 +55,7 @@ for (const register of [
   registerChanges,
   registerDemo,
   registerStatus,
+  registerContract,
   registerTools,
   registerSchedule,
   registerCompact,

@@ -46,9 +46,17 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
           ? `${short(t.actualTemplateSha256)}${t.expectedTemplateSha256 && t.expectedTemplateSha256 !== t.actualTemplateSha256 ? s.red(` (expected ${short(t.expectedTemplateSha256)})`) : ""}`
           : "?",
       ],
-      ["context", t ? `${t.actualNCtx} per slot, ${t.actualTotalSlots} slots` : "?"],
+      [
+        "context",
+        t
+          ? `n_ctx_per_slot ${t.actualNCtx}${t.ran && t.actualNCtx !== t.expectedNCtx ? s.red(` (expected ${t.expectedNCtx})`) : ""}, ` +
+            `total_slots ${t.actualTotalSlots}${t.ran && t.actualTotalSlots !== t.expectedTotalSlots ? s.red(` (expected ${t.expectedTotalSlots})`) : ""}`
+          : "?",
+      ],
       ["self-test", selfTest],
     ];
+    // What differs is above; how to take the server as it is comes from inferproxy, which knows how it was started.
+    if (t?.ran && !t.passed && t.acceptCommand) rows.push(["to accept", t.acceptCommand]);
     out.push(indent(table(rows, visibleLength)));
   }
 

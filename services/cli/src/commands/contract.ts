@@ -1,0 +1,237 @@
+import type { InferStatusResponse } from "@boxmaker/common/client";
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import {
+  CONTRACT_KEYS,
+  INSTALLED_INFERPROXY_CONFIG,
+  checkContractValues,
+  contractChanges,
+  readContractFile,
+  writeContract,
+  type ContractChange,
+  type ContractFile,
+  type ContractValues,
+} from "../contract-file.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+import { printErr, printOut, writeJson } from "../render/terminal-safe.js";
+
+const RESTART = "systemctl restart boxmaker-inferproxy";
+
+type Verdict = "matches" | "differs" | "unknown";
+
+/** What inferproxy reports about the server and the contract it holds it to, from loopd's Status. */
+interface ContractFacts {
+  verdict: Verdict;
+  /** Why the verdict is unknown (inferproxy unreachable, server down or loading). */
+  why: string;
+  server: ContractValues | undefined;
+  contract: ContractValues | undefined;
+  differs: (typeof CONTRACT_KEYS)[number][];
+  model: string;
+  upstream: string;
+  serverState: string;
+  acceptCommand: string;
+}
+
+function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
+  const t = infer?.selfTest;
+  const base = {
+    model: infer?.model ?? "",
+    upstream: infer?.upstream ?? "",
+    serverState: infer?.serverState ?? "",
+    acceptCommand: t?.acceptCommand ?? "",
+  };
+  const contract = t && {
+    template_sha256: t.expectedTemplateSha256,
+    n_ctx_per_slot: t.expectedNCtx,
+    total_slots: t.expectedTotalSlots,
+  };
+  // A self-test is only about the server answering now: inferproxy reports none while it is down or loading.
+  if (!infer || !t?.ran || infer.serverState !== "ok") {
+    const why = !infer
+      ? "inferproxy did not answer loopd"
+      : `llama-server at ${infer.upstream || "?"} is ${infer.serverState || "unknown"}: nothing has been checked`;
+    return { ...base, verdict: "unknown", why, server: undefined, contract, differs: [] };
+  }
+  const server = {
+    template_sha256: t.actualTemplateSha256,
+    n_ctx_per_slot: t.actualNCtx,
+    total_slots: t.actualTotalSlots,
+  };
+  const differs = contractChanges(contract!, server).map((c) => c.key);
+  return { ...base, verdict: t.passed ? "matches" : "differs", why: "", server, contract, differs };
+}
+
+async function contractFacts(globals: GlobalOptions): Promise<ContractFacts> {
+  const client = await connect(globals);
+  try {
+    return factsOf((await client.status({})).infer);
+  } finally {
+    client.close();
+  }
+}
+
+/** The config file, if it can be read; show reports it without failing on it. */
+function tryRead(path: string): { file?: ContractFile; error?: string } {
+  try {
+    return { file: readContractFile(path) };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  const contract = program
+    .command("contract")
+    .description("the inference contract: what llama-server reports, what inferproxy expects, and adopting a new one");
+
+  contract
+    .command("show")
+    .description("the server's template sha256, n_ctx_per_slot and total_slots beside inferproxy's contract")
+    .option("--config <path>", "also compare inferproxy's config file", INSTALLED_INFERPROXY_CONFIG)
+    .option("--json", "print one JSON object")
+    .addHelpText(
+      "after",
+      `
+The server's values are as inferproxy sees them (GET /props, checked on every
+new connection). Exit 0 when they match, 1 when they differ (completions are
+refused until the contract is accepted or the server restarted as recorded),
+6 when nothing could be checked (inferproxy or llama-server not up).
+
+Examples:
+  boxmaker contract show
+  boxmaker contract show --json | jq .server`,
+    )
+    .action(async (opts: { config: string; json?: boolean }) => {
+      const f = await contractFacts(globals());
+      const read = tryRead(opts.config);
+      const fileContract = read.file?.contract;
+      if (opts.json) {
+        writeJson(
+          process.stdout,
+          `${JSON.stringify({
+            verdict: f.verdict,
+            reason: f.why,
+            server: f.server ? { state: f.serverState, upstream: f.upstream, model: f.model, ...f.server } : null,
+            contract: f.contract ?? null,
+            differs: f.differs,
+            accept_command: f.verdict === "differs" ? f.acceptCommand : "",
+            config_file: read.file
+              ? { path: read.file.path, contract: fileContract }
+              : { path: opts.config, error: read.error },
+          })}\n`,
+        );
+      } else {
+        printOut(renderShow(f, opts.config, read));
+      }
+      process.exitCode =
+        f.verdict === "matches" ? ExitCode.ok : f.verdict === "differs" ? ExitCode.failed : ExitCode.unavailable;
+    });
+
+  contract
+    .command("accept")
+    .description("write the server's current contract into inferproxy's config file (then restart inferproxy)")
+    .option("--config <path>", "inferproxy's config file", INSTALLED_INFERPROXY_CONFIG)
+    .option("--json", "print what changed as one JSON object")
+    .addHelpText(
+      "after",
+      `
+Takes template_sha256, n_ctx_per_slot and total_slots as inferproxy sees the
+server now and writes them into the file's "contract" (every other key kept;
+the file is replaced atomically, keeping its mode and owner). inferproxy reads
+its config at start: \`${RESTART}\` applies it. Under
+\`boxmaker up\`, use \`boxmaker up --accept-server-contract\` instead.
+
+Exit 0 when written (or nothing to change), 2 when there is no such file,
+6 when the server could not be checked, 1 when the file cannot be replaced.
+
+Examples:
+  sudo boxmaker contract accept && sudo ${RESTART}
+  boxmaker contract accept --config ./inferproxy.json --json`,
+    )
+    .action(async (opts: { config: string; json?: boolean }) => {
+      const f = await contractFacts(globals());
+      if (!f.server) {
+        printErr(`boxmaker: nothing to accept: ${f.why}\n`);
+        process.exitCode = ExitCode.unavailable;
+        return;
+      }
+      const bad = checkContractValues(f.server);
+      if (bad) {
+        printErr(`boxmaker: nothing to accept: ${bad}\n`);
+        process.exitCode = ExitCode.failed;
+        return;
+      }
+      const file = readContractFile(opts.config);
+      const changes = contractChanges(file.contract, f.server);
+      if (changes.length) writeContract(file, f.server);
+      // inferproxy reads the file only at start: until then it holds the server to what it started with.
+      const restart = contractChanges(f.contract!, f.server).length > 0;
+      if (opts.json) {
+        writeJson(
+          process.stdout,
+          `${JSON.stringify({
+            config: file.path,
+            written: changes.length > 0,
+            changed: Object.fromEntries(changes.map((c) => [c.key, { from: c.from, to: c.to }])),
+            contract: f.server,
+            restart: restart ? RESTART : "",
+          })}\n`,
+        );
+      } else {
+        printOut(renderAccept(file.path, changes, restart));
+      }
+    });
+}
+
+const ROWS: Record<(typeof CONTRACT_KEYS)[number], string> = {
+  template_sha256: "template_sha256",
+  n_ctx_per_slot: "n_ctx_per_slot ",
+  total_slots: "total_slots    ",
+};
+
+function renderShow(f: ContractFacts, configPath: string, read: { file?: ContractFile; error?: string }): string {
+  const out: string[] = [];
+  out.push(
+    f.server
+      ? `llama-server at ${f.upstream || "?"}${f.model ? `, serving ${f.model}` : ""}`
+      : `llama-server: ${f.why}`,
+  );
+  for (const k of CONTRACT_KEYS) {
+    const mark = f.server ? (f.differs.includes(k) ? "  ✗ differs" : "  ✓") : "";
+    out.push(`  ${ROWS[k]}  server    ${f.server ? String(f.server[k]) : "?"}`);
+    out.push(`  ${" ".repeat(15)}  contract  ${f.contract ? String(f.contract[k]) : "?"}${mark}`);
+  }
+  if (read.file) {
+    const pending = f.contract ? contractChanges(f.contract, read.file.contract) : [];
+    out.push(
+      pending.length
+        ? `config ${read.file.path} has ${pending.map((c) => `${c.key} ${c.to}`).join(", ")}: inferproxy reads it at start (\`${RESTART}\`)`
+        : `config ${read.file.path}: the contract inferproxy holds the server to`,
+    );
+  } else {
+    out.push(`config ${configPath}: not read (${read.error})`);
+  }
+  if (f.verdict === "matches") out.push("verdict: matches; completions are served");
+  else if (f.verdict === "differs") {
+    out.push(
+      `verdict: differs (${f.differs.join(", ")}); completions are refused`,
+      `  to use this server as it is: ${f.acceptCommand || `\`boxmaker contract accept && ${RESTART}\``}`,
+      "  or restart llama-server with the model and flags the contract was recorded for",
+    );
+  } else out.push("verdict: unknown");
+  return `${out.join("\n")}\n`;
+}
+
+function renderAccept(path: string, changes: ContractChange[], restart: boolean): string {
+  const out = changes.length
+    ? [`wrote ${path}:`, ...changes.map((c) => `  contract.${c.key}: ${c.from} → ${c.to}`)]
+    : [`${path} already has the server's contract; nothing written`];
+  out.push(
+    restart
+      ? `\`${RESTART}\` applies it (inferproxy reads its config at start)`
+      : "inferproxy already holds the server to it",
+  );
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,137 @@
+// Adopting a new model's contract, as an operator does it: the stack comes up against a server
+// that does not match, says what differs and the command, `contract accept` writes inferproxy's
+// config, and after a restart of inferproxy completions work.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Stack } from "../../../test/support/stack.js";
+import { tempDir } from "../../../test/support/tmp.js";
+
+const recorded = { template_sha256: "0".repeat(64), n_ctx_per_slot: 131072, total_slots: 3 };
+
+describe("boxmaker contract against a server that does not match", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let stack: Stack;
+  let config: string;
+
+  beforeAll(async () => {
+    tmp = tempDir("bxct-");
+    stack = await new Stack(tmp.dir, { inferproxy: { contract: recorded } }).start();
+    config = stack.daemons.get("inferproxy")!.configPath;
+    // root:boxmaker 0640 in an install: the mode must survive the replacement.
+    chmodSync(config, 0o640);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    tmp?.cleanup();
+  });
+
+  it("status says what differs and the command; a turn is refused with the same, nothing reaches the server", async () => {
+    const st = await stack.cli(["status"]);
+    expect(st.code).toBe(1);
+    expect(st.stdout).toMatch(/context\s+n_ctx_per_slot 32768 \(expected 131072\), total_slots 3\n/);
+    expect(st.stdout).toMatch(/self-test\s+FAILED: template_sha256: expected 0{64}, server has [0-9a-f]{64}/);
+    expect(st.stdout).toContain(`to accept  \`boxmaker contract accept --config ${config}`);
+
+    const run = await stack.cli(["run", "hello"]);
+    const said = run.stdout + run.stderr;
+    expect(run.code).not.toBe(0);
+    expect(said).toContain("FAILED_PRECONDITION");
+    expect(said).toMatch(
+      /does not match the contract \(template_sha256: expected 0{12}…, server has [0-9a-f]{12}…; n_ctx_per_slot: expected 131072, server has 32768\)/,
+    );
+    expect(said).toContain(`boxmaker contract accept --config ${config}`);
+    expect(said).not.toMatch(/more chars in the daemon log/);
+    expect(stack.sim.completions).toHaveLength(0);
+  });
+
+  it("contract show prints both sides and the verdict; --json has the same by the config's names", async () => {
+    const show = await stack.cli(["contract", "show", "--config", config]);
+    expect(show.code).toBe(1);
+    const sha = stack.sim.contract.template_sha256;
+    expect(show.stdout).toContain(`template_sha256  server    ${sha}\n`);
+    expect(show.stdout).toContain(`contract  ${"0".repeat(64)}  ✗ differs\n`);
+    expect(show.stdout).toMatch(/n_ctx_per_slot\s+server\s+32768\n\s+contract\s+131072 {2}✗ differs\n/);
+    expect(show.stdout).toMatch(/total_slots\s+server\s+3\n\s+contract\s+3 {2}✓\n/);
+    expect(show.stdout).toContain("verdict: differs (template_sha256, n_ctx_per_slot); completions are refused");
+
+    const json = await stack.cli(["contract", "show", "--json", "--config", config]);
+    expect(json.code).toBe(1);
+    const j = JSON.parse(json.stdout);
+    expect(j).toMatchObject({
+      verdict: "differs",
+      server: { state: "ok", ...stack.sim.contract },
+      contract: recorded,
+      differs: ["template_sha256", "n_ctx_per_slot"],
+      config_file: { path: config, contract: recorded },
+    });
+    expect(j.accept_command).toContain(`boxmaker contract accept --config ${config}`);
+  });
+
+  it("contract accept refuses a missing file (exit 2) and a broken one (exit 1), touching nothing", async () => {
+    const missing = await stack.cli(["contract", "accept", "--config", join(tmp.dir, "nope.json")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    expect(missing.stderr).toContain(`no inferproxy config at ${join(tmp.dir, "nope.json")}`);
+    const broken = join(tmp.dir, "broken.json");
+    writeFileSync(broken, '{"socket": ');
+    const r = await stack.cli(["contract", "accept", "--config", broken]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/broken\.json is not JSON/);
+    expect(readFileSync(broken, "utf8")).toBe('{"socket": ');
+  });
+
+  it("contract accept writes the server's values, keeps every other key and the mode, and says to restart", async () => {
+    const before = JSON.parse(readFileSync(config, "utf8"));
+    const inode = statSync(config).ino;
+    const r = await stack.cli(["contract", "accept", "--config", config]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      `wrote ${config}:\n` +
+        `  contract.template_sha256: ${"0".repeat(64)} → ${stack.sim.contract.template_sha256}\n` +
+        "  contract.n_ctx_per_slot: 131072 → 32768\n" +
+        "`systemctl restart boxmaker-inferproxy` applies it (inferproxy reads its config at start)\n",
+    );
+    const after = JSON.parse(readFileSync(config, "utf8"));
+    expect(after).toEqual({ ...before, contract: stack.sim.contract });
+    expect(statSync(config).mode & 0o777).toBe(0o640);
+    // Replaced by a rename, not rewritten in place; and nothing left beside it.
+    expect(statSync(config).ino).not.toBe(inode);
+    expect(readdirSync(tmp.dir).filter((n) => n.includes(".bx-"))).toEqual([]);
+
+    const again = await stack.cli(["contract", "accept", "--json", "--config", config]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({
+      config,
+      written: false,
+      changed: {},
+      contract: stack.sim.contract,
+      restart: "systemctl restart boxmaker-inferproxy",
+    });
+    // Still refused: inferproxy reads its config only at start.
+    const show = await stack.cli(["contract", "show", "--config", config]);
+    expect(show.stdout).toContain(`config ${config} has template_sha256 `);
+  });
+
+  it("after a restart of inferproxy on that file, turns work and show says it matches", async () => {
+    await stack.kill("inferproxy", "SIGTERM");
+    // The restarted daemon reads the file accept wrote.
+    stack.configs.inferproxy = JSON.parse(readFileSync(config, "utf8"));
+    await stack.startDaemon("inferproxy");
+    let show = await stack.cli(["contract", "show", "--config", config]);
+    for (let i = 0; i < 100 && show.code !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      show = await stack.cli(["contract", "show", "--config", config]);
+    }
+    expect(show.code, show.stdout + show.stderr).toBe(0);
+    expect(show.stdout).toContain("verdict: matches; completions are served");
+    expect(show.stdout).toContain(`config ${config}: the contract inferproxy holds the server to`);
+    stack.sim.enqueue({ content: "Adopted." });
+    const run = await stack.cli(["run", "hello"]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toContain("Adopted.");
+    const st = await stack.cli(["status"]);
+    expect(st.code).toBe(0);
+    expect(st.stdout).not.toContain("to accept");
+  });
+});
