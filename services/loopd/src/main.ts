@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { join } from "node:path";
 import {
   BrokerService,
   InferService,
@@ -18,6 +19,7 @@ import { SessionRunner } from "./session-runner.js";
 import { CompletionChannel } from "./completion-channel.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
+import { reconcileParkedFiles } from "./parked-files-upkeep.js";
 
 // `--version`: the package's version, before anything else happens.
 exitOnVersionFlag(import.meta.url);
@@ -52,6 +54,7 @@ runMain(async () => {
   const idleSweep =
     config.session_idle_ms > 0 ? setInterval(evictIdle, Math.min(60_000, config.session_idle_ms)).unref() : undefined;
 
+  let upkeep: ReturnType<typeof reconcileParkedFiles> | undefined;
   const daemon = await startDaemon({
     name: "loopd",
     socketPath: config.socket,
@@ -67,11 +70,13 @@ runMain(async () => {
           broker,
           schedules,
           sockets: { loopd: config.socket, inferproxy: config.inferproxy_socket, brokerd: config.brokerd_socket },
+          sessionsDir: join(config.state_dir, "sessions"),
         }),
         calls,
       ),
     onStopping: async () => {
       clearInterval(idleSweep);
+      upkeep?.stop();
       schedules.stop();
       await runner.drain("loopd is shutting down");
     },
@@ -82,6 +87,8 @@ runMain(async () => {
       store.closeAll();
     },
   });
+  // Parked files of sessions deleted or archived while loopd was down, or before a crash, go now.
+  upkeep = reconcileParkedFiles(runner.parking, store, log);
   const missed = schedules.begin();
   await daemon.ready(`${loaded} sessions, ${interrupted.length} interrupted, ${missed.length} schedules missed runs`);
 });

@@ -13,6 +13,7 @@ import type { SessionStore } from "./session-store.js";
 import type { SessionSummary } from "./session-index.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Schedules } from "./schedules.js";
+import { diskUsage } from "./disk-usage.js";
 import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
 export interface LoopServiceDeps {
@@ -22,6 +23,8 @@ export interface LoopServiceDeps {
   broker: ClientOf<typeof BrokerService>;
   schedules: Schedules;
   sockets: { loopd: string; inferproxy: string; brokerd: string };
+  /** Where the session logs are, for the disk usage `status` shows. */
+  sessionsDir: string;
 }
 
 /** Maps LoopService calls onto the runner and store. */
@@ -85,6 +88,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
       s.recordArchived();
       runner.blobs.pin(s); // an archived session pins nothing
+      await runner.parking.forget(s.id); // nor keeps a parked cache
       return sessionInfo(s);
     },
 
@@ -92,7 +96,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const s = runner.get(req.id);
       if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
       const deleted = store.delete(s.id);
-      if (deleted) runner.blobs.release(s.id);
+      if (deleted) {
+        runner.blobs.release(s.id);
+        await runner.parking.forget(s.id);
+      }
       return { deleted };
     },
 
@@ -144,9 +151,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         }
       };
       const opts = { signal: ctx.signal, timeoutMs: 3_000 };
-      const [infer, broker] = await Promise.all([
+      const [infer, broker, disk] = await Promise.all([
         probe("inferproxy", d.sockets.inferproxy, () => d.infer.status({}, opts)),
         probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),
+        diskUsage(d.sessionsDir, d.infer, d.broker, opts),
       ]);
       const cfgSlots = Object.entries(runner.slotsConfig) as [SessionRoleName, number][];
       return {
@@ -166,6 +174,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         })),
         sessions: store.count(),
         instructionsFile: runner.instructionsFile(),
+        disk,
       };
     },
 
