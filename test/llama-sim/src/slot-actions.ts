@@ -1,6 +1,8 @@
 // POST /slots/{id}?action=save|restore|erase. Save files hold the slot's
 // token pieces (not KV tensors), so a restore brings back exactly the prefix
-// the next request can reuse.
+// the next request can reuse. As with the real server, a save overwrites the
+// file of that name, nothing ever deletes one (erase empties the slot, not
+// the directory), and restoring a file that is gone is a 400.
 
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -10,6 +12,14 @@ import { errorBody, sendJson } from "./sse.js";
 import type { SimState } from "./state.js";
 
 const SAVE_FORMAT = "llama-sim-slot/1";
+/**
+ * A real save file is the slot's KV cells, so its size grows with the tokens
+ * saved: the recorded save (fixtures/llama-server/slot-save.json) wrote
+ * 194,580 bytes for 715 tokens. The simulator's files are padded to the same
+ * rate, so the disk a parked session costs, and a size cap over it, behave as
+ * they would against that server.
+ */
+const BYTES_PER_TOKEN = Math.round(194_580 / 715);
 
 function validFilename(name: unknown): name is string {
   return (
@@ -77,7 +87,9 @@ export async function handleSlotAction(
     const file = path.join(dir, filename);
     const t0 = performance.now();
     if (action === "save") {
-      const text = JSON.stringify({ format: SAVE_FORMAT, n_ctx: slot.nCtx, tokens: slot.tokens });
+      const json = JSON.stringify({ format: SAVE_FORMAT, n_ctx: slot.nCtx, tokens: slot.tokens });
+      // Trailing whitespace: still one JSON document for the restore to parse.
+      const text = json.padEnd(slot.tokens.length * BYTES_PER_TOKEN, " ");
       await writeFile(file, text);
       const ms = performance.now() - t0;
       return reply(200, {
