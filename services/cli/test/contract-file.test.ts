@@ -108,7 +108,11 @@ describe("inferproxy's config file, as contract accept edits it", () => {
       writeContract(readContractFile(link), server);
       expect(JSON.parse(readFileSync(target, "utf8")).contract).toEqual(server);
       expect(readContractFile(link).path).toBe(target);
-      expect(() => readContractFile("/nix/store/x-inferproxy.json")).toThrow(UsageError);
+      // NixOS: the unit's config is a store path (read-only) or absent from /etc; either way the module's options are named.
+      expect(() => readContractFile("/nix/store/x-inferproxy.json")).toThrow(
+        /services\.boxmaker contract options.*nixos-rebuild switch/,
+      );
+      expect(() => readContractFile(join(t.dir, "absent.json"))).toThrow(UsageError);
     } finally {
       t.cleanup();
     }
