@@ -1,6 +1,7 @@
 import type { LoopStatusResponse } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { table, visibleLength } from "./text.js";
+import { diskRows } from "./disk.js";
 
 /** Whether the stack can serve a turn: every daemon up and the server's self-test passed. */
 export function healthy(st: LoopStatusResponse): boolean {
@@ -94,6 +95,8 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
       ),
     );
   }
+  out.push("", s.bold("disk"));
+  out.push(indent(table(diskRows(st.disk, s), visibleLength)));
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
     `${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`,

@@ -97,6 +97,8 @@ export function inferproxyConfig(layout: Layout, upstream: Upstream, s: StackSet
       socket: layout.sockets.inferproxy,
       upstream: up,
       ...(s.contract ? { contract: s.contract } : {}),
+      // Parked caches are erased and capped where `up` put them; a server it did not start keeps its own.
+      slot_files: { dir: upstreamCanPark(upstream) ? layout.slotDir : "" },
       log_level: s.logLevel,
     },
     s.overrides?.inferproxy,
