@@ -26,15 +26,27 @@ await build({
   logLevel: "warning",
 });
 
-// The entry only turns on Node's compile cache (V8's compiled code kept on disk
-// under the temp dir) before the CLI's own modules load, so later starts skip
-// compiling them. An `import` would be hoisted above the call: hence `import()`.
+// The entry checks Node's version before anything else loads: the CLI needs
+// Node 22.12 (package.json "engines"), and on an older one its modules die
+// with a SyntaxError that names no version. So the entry has no static import
+// (an ES module's imports load before its first line runs, and one that fails
+// stops it there) and no syntax newer than the Node it is guarding against;
+// only once the version passes does it turn on Node's compile cache (V8's
+// compiled code kept on disk under the temp dir, so later starts skip
+// compiling; getBuiltinModule is Node 22.3's, so synchronous, before the CLI
+// starts loading) and import() the CLI.
 writeFileSync(
   join(here, "dist", "bundle", "boxmaker.js"),
   `#!/usr/bin/env node
-import { enableCompileCache } from "node:module";
-enableCompileCache?.();
-await import("./cli.js");
+var v = process.versions.node.split(".");
+var major = Number(v[0]);
+var minor = Number(v[1]);
+if (major < 22 || (major === 22 && minor < 12)) {
+  process.stderr.write("Boxmaker needs Node \\u2265 22.12; this is " + process.versions.node + "\\n");
+  process.exit(1);
+}
+process.getBuiltinModule("node:module").enableCompileCache();
+import("./cli.js");
 `,
   { mode: 0o755 },
 );
