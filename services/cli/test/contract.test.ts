@@ -4,7 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Stack } from "../../../test/support/stack.js";
+import { LLAMA_CONTRACT } from "@boxmaker/common/lite";
+import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
+import { Stack, runCli } from "../../../test/support/stack.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const recorded = { template_sha256: "0".repeat(64), n_ctx_per_slot: 131072, total_slots: 3 };
@@ -133,5 +135,68 @@ describe("boxmaker contract against a server that does not match", () => {
     const st = await stack.cli(["status"]);
     expect(st.code).toBe(0);
     expect(st.stdout).not.toContain("to accept");
+  });
+});
+
+describe("boxmaker contract before the stack is up (the install step)", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let sim: LlamaSim;
+  let config: string;
+  const noLoopd = () => ["--socket", join(tmp.dir, "no-loopd.sock")];
+
+  beforeAll(async () => {
+    tmp = tempDir("bxcu-");
+    sim = await startLlamaSim({ socketPath: join(tmp.dir, "llama.sock") });
+    config = join(tmp.dir, "inferproxy.json");
+    writeFileSync(config, JSON.stringify({ upstream: { socket_path: sim.socketPath! }, log_level: "info" }));
+  });
+  afterAll(async () => {
+    await sim?.close();
+    tmp?.cleanup();
+  });
+
+  it("show asks llama-server itself and compares the file's contract (the defaults when it has none)", async () => {
+    const show = await runCli([...noLoopd(), "contract", "show", "--config", config]);
+    expect(show.code, show.stderr).toBe(1);
+    expect(show.stdout).toContain(`llama-server at unix:${sim.socketPath!}, serving llama-sim.gguf (asked directly`);
+    expect(show.stdout).toContain(`template_sha256  server    ${sim.contract.template_sha256}\n`);
+    expect(show.stdout).toContain(`contract  ${LLAMA_CONTRACT.templateSha256}  ✗ differs`);
+    expect(show.stdout).toContain(
+      `\`boxmaker contract accept --config ${config} && systemctl restart boxmaker-inferproxy\``,
+    );
+    const j = JSON.parse((await runCli([...noLoopd(), "contract", "show", "--json", "--config", config])).stdout);
+    expect(j).toMatchObject({ source: "llama-server", verdict: "differs", server: sim.contract });
+  });
+
+  it("accept writes the server's values; show then says it matches", async () => {
+    const r = await runCli([...noLoopd(), "contract", "accept", "--config", config]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`wrote ${config}:`);
+    expect(JSON.parse(readFileSync(config, "utf8"))).toEqual({
+      upstream: { socket_path: sim.socketPath! },
+      log_level: "info",
+      contract: sim.contract,
+    });
+    const show = await runCli([...noLoopd(), "contract", "show", "--config", config]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain("verdict: matches");
+  });
+
+  it("a server that is loading, or none at all: exit 6 saying why, and accept writes nothing", async () => {
+    sim.setLoading(true);
+    const loading = await runCli([...noLoopd(), "contract", "show", "--config", config]);
+    expect(loading.code).toBe(6);
+    expect(loading.stdout).toContain(`llama-server: llama-server at unix:${sim.socketPath!} is loading`);
+    sim.setLoading(false);
+    const gone = join(tmp.dir, "gone.json");
+    writeFileSync(gone, JSON.stringify({ upstream: { socket_path: join(tmp.dir, "nothing.sock") } }));
+    const before = readFileSync(gone, "utf8");
+    const r = await runCli([...noLoopd(), "contract", "accept", "--config", gone]);
+    expect(r.code).toBe(6);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /nothing to accept: cannot reach loopd .*; and llama-server at unix:.*nothing\.sock: ENOENT/,
+    );
+    expect(readFileSync(gone, "utf8")).toBe(before);
   });
 });

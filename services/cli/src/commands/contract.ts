@@ -1,5 +1,6 @@
 import type { InferStatusResponse } from "@boxmaker/common/client";
 import type { Command } from "commander";
+import { DEFAULT_SOCKETS } from "@boxmaker/common/lite";
 import { connect } from "../connection.js";
 import {
   CONTRACT_KEYS,
@@ -12,6 +13,7 @@ import {
   type ContractFile,
   type ContractValues,
 } from "../contract-file.js";
+import { DaemonUnreachable } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printErr, printOut, writeJson } from "../render/terminal-safe.js";
@@ -32,6 +34,8 @@ interface ContractFacts {
   upstream: string;
   serverState: string;
   acceptCommand: string;
+  /** Who reported the server's values: inferproxy (through loopd), or llama-server itself when the stack is not up. */
+  source: "inferproxy" | "llama-server";
 }
 
 function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
@@ -41,6 +45,7 @@ function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
     upstream: infer?.upstream ?? "",
     serverState: infer?.serverState ?? "",
     acceptCommand: t?.acceptCommand ?? "",
+    source: "inferproxy" as const,
   };
   const contract = t && {
     template_sha256: t.expectedTemplateSha256,
@@ -63,13 +68,99 @@ function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
   return { ...base, verdict: t.passed ? "matches" : "differs", why: "", server, contract, differs };
 }
 
-async function contractFacts(globals: GlobalOptions): Promise<ContractFacts> {
-  const client = await connect(globals);
+/**
+ * What inferproxy sees, through loopd; when the stack is not up (or inferproxy
+ * did not answer), what llama-server itself reports on the upstream the config
+ * file names, against that file's contract — the install step before the
+ * daemons start, where there is no loopd to ask.
+ */
+async function contractFacts(
+  globals: GlobalOptions,
+  read: { file?: ContractFile; error?: string },
+): Promise<ContractFacts> {
+  let why: string;
   try {
-    return factsOf((await client.status({})).infer);
-  } finally {
-    client.close();
+    const client = await connect(globals);
+    try {
+      const f = factsOf((await client.status({})).infer);
+      if (f.serverState) return f;
+      why = f.why;
+    } finally {
+      client.close();
+    }
+  } catch (err) {
+    if (!(err instanceof DaemonUnreachable)) throw err;
+    why = err.message;
   }
+  if (!read.file) return { ...factsOf(undefined), why: `${why}; and ${read.error}` };
+  return serverFacts(read.file, why);
+}
+
+async function serverFacts(file: ContractFile, loopdWhy: string): Promise<ContractFacts> {
+  const up = (file.json.upstream ?? {}) as { socket_path?: unknown; url?: unknown };
+  const url = typeof up.url === "string" ? up.url : undefined;
+  const socketPath = typeof up.socket_path === "string" ? up.socket_path : DEFAULT_SOCKETS.llama;
+  const where = url ? { url } : { socketPath };
+  const upstream = url ?? `unix:${socketPath}`;
+  const base = {
+    model: "",
+    upstream,
+    serverState: "",
+    acceptCommand: acceptHint(file.path),
+    source: "llama-server" as const,
+    contract: file.contract,
+    differs: [],
+    server: undefined,
+  };
+  const [{ getJson }, { contractFromProps }] = await Promise.all([
+    import("../supervisor/readiness.js"),
+    import("../supervisor/configs.js"),
+  ]);
+  let res: { status: number; body: unknown };
+  try {
+    res = await getJson(where, "/props", 10_000);
+  } catch (err) {
+    const detail = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return { ...base, verdict: "unknown", why: `${loopdWhy}; and llama-server at ${upstream}: ${detail}` };
+  }
+  if (res.status !== 200) {
+    const state = res.status === 503 ? "loading" : `answering GET /props with HTTP ${res.status}`;
+    return { ...base, verdict: "unknown", serverState: state, why: `llama-server at ${upstream} is ${state}` };
+  }
+  let server: ContractValues;
+  try {
+    server = contractFromProps(res.body);
+  } catch (err) {
+    return {
+      ...base,
+      verdict: "unknown",
+      serverState: "ok",
+      why: `llama-server at ${upstream}: ${(err as Error).message}`,
+    };
+  }
+  const props = res.body as { model_path?: unknown; model_alias?: unknown };
+  const model =
+    typeof props.model_path === "string"
+      ? props.model_path
+      : typeof props.model_alias === "string"
+        ? props.model_alias
+        : "";
+  const differs = contractChanges(file.contract, server).map((c) => c.key);
+  return {
+    ...base,
+    model,
+    serverState: "ok",
+    server,
+    differs,
+    verdict: differs.length ? "differs" : "matches",
+    why: "",
+  };
+}
+
+/** The accept command when inferproxy could not say it: for the unit that reads this file. */
+function acceptHint(path: string): string {
+  const flag = path === INSTALLED_INFERPROXY_CONFIG ? "" : ` --config ${path}`;
+  return `\`boxmaker contract accept${flag} && ${RESTART}\``;
 }
 
 /** The config file, if it can be read; show reports it without failing on it. */
@@ -104,8 +195,8 @@ Examples:
   boxmaker contract show --json | jq .server`,
     )
     .action(async (opts: { config: string; json?: boolean }) => {
-      const f = await contractFacts(globals());
       const read = tryRead(opts.config);
+      const f = await contractFacts(globals(), read);
       const fileContract = read.file?.contract;
       if (opts.json) {
         writeJson(
@@ -113,6 +204,7 @@ Examples:
           `${JSON.stringify({
             verdict: f.verdict,
             reason: f.why,
+            source: f.source,
             server: f.server ? { state: f.serverState, upstream: f.upstream, model: f.model, ...f.server } : null,
             contract: f.contract ?? null,
             differs: f.differs,
@@ -151,7 +243,7 @@ Examples:
   boxmaker contract accept --config ./inferproxy.json --json`,
     )
     .action(async (opts: { config: string; json?: boolean }) => {
-      const f = await contractFacts(globals());
+      const f = await contractFacts(globals(), tryRead(opts.config));
       if (!f.server) {
         printErr(`boxmaker: nothing to accept: ${f.why}\n`);
         process.exitCode = ExitCode.unavailable;
@@ -195,7 +287,8 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
   const out: string[] = [];
   out.push(
     f.server
-      ? `llama-server at ${f.upstream || "?"}${f.model ? `, serving ${f.model}` : ""}`
+      ? `llama-server at ${f.upstream || "?"}${f.model ? `, serving ${f.model}` : ""}` +
+          (f.source === "llama-server" ? " (asked directly: the stack is not up)" : "")
       : `llama-server: ${f.why}`,
   );
   for (const k of CONTRACT_KEYS) {
@@ -203,7 +296,9 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
     out.push(`  ${ROWS[k]}  server    ${f.server ? String(f.server[k]) : "?"}`);
     out.push(`  ${" ".repeat(15)}  contract  ${f.contract ? String(f.contract[k]) : "?"}${mark}`);
   }
-  if (read.file) {
+  if (read.file && f.source === "llama-server") {
+    out.push(`config ${read.file.path}: the contract above (inferproxy reads it at start)`);
+  } else if (read.file) {
     const pending = f.contract ? contractChanges(f.contract, read.file.contract) : [];
     out.push(
       pending.length
