@@ -186,19 +186,28 @@ export class SessionRunner {
    * A turn on the session's slot, waiting in line for it. The one place a
    * turn's end is announced: turn_done or turn_failed, however it ended.
    */
-  private async runOnSlot(s: Session, text: string, limits: BudgetLimits, signal: AbortSignal): Promise<TurnResult> {
+  private async runOnSlot(
+    s: Session,
+    text: string,
+    limits: BudgetLimits,
+    signal: AbortSignal,
+    lender?: Session,
+  ): Promise<TurnResult> {
     const slot = s.state.slot;
     let release: (() => void) | undefined;
     let result: TurnResult | undefined;
     let end: EventBody;
     let failure: { err: unknown } | undefined;
     try {
-      release = await this.slots.acquire(slot, s.id, signal, (w) =>
-        s.events.publish({
-          case: "waiting",
-          value: { slot: w.slot, position: w.position, heldBySession: w.heldBy },
-        }),
-      );
+      const borrowed = lender !== undefined && this.slots.holder(slot) === lender.id;
+      release = borrowed
+        ? undefined
+        : await this.slots.acquire(slot, s.id, signal, (w) =>
+            s.events.publish({
+              case: "waiting",
+              value: { slot: w.slot, position: w.position, heldBySession: w.heldBy },
+            }),
+          );
       await this.parking.arrive(slot, s.id, signal);
       result = await runTurn(s, text, limits, this.loopDeps, signal);
       end = turnEndEvent(result);
@@ -227,7 +236,7 @@ export class SessionRunner {
     const task = typeof args.task === "string" ? args.task.trim() : "";
     if (!task) return { isError: true, content: "error: spawn_agent needs a non-empty `task` string" };
     if (parent.state.role === "subagent") {
-      // A subagent's child would wait forever for the slot its parent holds.
+      // Subagents do not nest: one level keeps a turn's cost and its approvals in sight.
       return { isError: true, content: "error: a subagent cannot spawn another subagent; do the task yourself" };
     }
     const child = await this.create("subagent", task.slice(0, 80), parent.id);
@@ -235,8 +244,14 @@ export class SessionRunner {
     const onAbort = () => ac.abort(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
     child.running = ac;
+    // With fewer slots than roles (two slots: scheduled and subagent share one; one slot: all share it) the
+    // child's slot may be the very slot its parent holds for this turn. The parent is waiting on the child,
+    // so the slot is idle: the child runs on the parent's hold instead of queueing behind it forever.
+    const lender = child.state.slot === parent.state.slot ? parent : undefined;
     try {
-      const out = await this.runOnSlot(child, task, this.d.config.budgets, ac.signal);
+      const out = await this.runOnSlot(child, task, this.d.config.budgets, ac.signal, lender);
+      // The child's prompt replaced the parent's in the slot: bring the parent's back (parked) before it goes on.
+      if (lender) await this.parking.arrive(lender.state.slot, lender.id, signal);
       if (out.error) return { isError: true, content: `error: subagent ${child.id} failed: ${out.error.message}` };
       if (out.finishReason === "budget" && out.breach) {
         return {

@@ -18,13 +18,13 @@ afterEach(() => {
   tmp.cleanup();
 });
 
-function config(): LoopdConfig {
+function config(slots: LoopdConfig["slots"] = { main: 0, subagent: 1, scheduled: 2 }): LoopdConfig {
   return {
     socket: "",
     state_dir: tmp.dir,
     inferproxy_socket: "",
     brokerd_socket: "",
-    slots: { main: 0, subagent: 1, scheduled: 2 },
+    slots,
     system_prompt: "sys",
     max_tokens: 100,
     budgets: { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 },
@@ -39,7 +39,11 @@ function config(): LoopdConfig {
   };
 }
 
-function runner(replies: ScriptedReply[], pins: { owner: string; sha256: string[] }[] = []) {
+function runner(
+  replies: ScriptedReply[],
+  pins: { owner: string; sha256: string[] }[] = [],
+  slots?: LoopdConfig["slots"],
+) {
   const infer = {
     ...fakeInfer(replies),
     status: async () => ({ slots: [], selfTest: undefined }),
@@ -54,7 +58,13 @@ function runner(replies: ScriptedReply[], pins: { owner: string; sha256: string[
     },
     putBlob: async () => ({ sha256: "" }),
   };
-  return new SessionRunner({ store, infer: infer as never, broker: broker as never, log: silentLog, config: config() });
+  return new SessionRunner({
+    store,
+    infer: infer as never,
+    broker: broker as never,
+    log: silentLog,
+    config: config(slots),
+  });
 }
 
 const turnEnds = async (hub: Parameters<typeof eventsSoFar>[0]) =>
@@ -128,4 +138,37 @@ describe("brokerd hears a session's pins when they change", () => {
     r.blobs.release(s.id);
     expect(pins.at(-1)).toEqual({ owner: s.id, sha256: [] });
   });
+});
+
+describe("a subagent on the slot its parent holds (fewer slots than roles)", () => {
+  const spawn = (id: string): ScriptedReply => ({
+    toolCalls: [{ id, name: "spawn_agent", arguments: JSON.stringify({ task: `count the files (${id})` }) }],
+  });
+  for (const [layout, slots, role] of [
+    ["one slot: every role on 0", { main: 0, subagent: 0, scheduled: 0 }, "main"],
+    ["two slots: scheduled and subagent share 1", { main: 0, subagent: 1, scheduled: 1 }, "scheduled"],
+  ] as const) {
+    it(`${layout}: the ${role} session's subagent runs on its hold and the turn completes`, async () => {
+      const r = runner(
+        [spawn("c1"), { content: "12 files" }, { content: "The subagent counted 12 files." }],
+        [],
+        slots,
+      );
+      const s = await r.create(role, "t");
+      let timer: NodeJS.Timeout | undefined;
+      const out = await Promise.race([
+        r.start(s.id, "delegate"),
+        new Promise<never>((_, no) => {
+          timer = setTimeout(() => no(new Error("deadlocked on the shared slot")), 20_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      expect(out.finishReason).toBe("stop");
+      expect(out.finalText).toBe("The subagent counted 12 files.");
+      const child = store.list().find((x) => x.state.role === "subagent")!;
+      expect(child.state.slot).toBe(s.state.slot);
+      expect(await turnEnds(child.events)).toEqual(["done:stop"]);
+      // The slot is free again for the next turn.
+      expect(r.slots.holder(s.state.slot)).toBeUndefined();
+    });
+  }
 });
