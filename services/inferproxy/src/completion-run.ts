@@ -6,6 +6,7 @@ import { LivenessTimeout, StreamProtocolError, ThinkingCapRefused } from "./erro
 import { mapRequestFailure, mapRunFailure } from "./failure-mapping.js";
 import { LivenessWatchdog, type SlotSample } from "./liveness.js";
 import type { RequestBody, StreamResponse } from "./llama-client.js";
+import { PrefillPace, paceLimits, type PaceLimits } from "./prefill-pace.js";
 import { SseParser } from "./sse-parser.js";
 import { type ControlOutcome, ThinkingCapControl } from "./thinking-cap.js";
 
@@ -25,6 +26,8 @@ export interface RunDeps {
   recheck(): void;
   /** The model the server that answered says it serves, for a contract refusal. */
   servedModel(): string;
+  /** What the server has shown of its prompt throughput, shared by the runs against it; absent: this run's own. */
+  pace?: PrefillPace;
   log: Logger;
 }
 
@@ -54,6 +57,12 @@ export class CompletionRun {
   private streaming = false;
   /** Whether the stream finished; only then may its connection go back to the pool. */
   private clean = false;
+  private readonly pace: PrefillPace;
+  private readonly limits: PaceLimits;
+  /** The last prompt_progress event: the next one says how long the batch between them took. */
+  private lastProgress: { processed: number; timeMs: number } | undefined;
+  /** The window in effect when the watchdog gave up, for the status. */
+  private deadWindowMs: number | undefined;
 
   constructor(
     private readonly p: RunParams,
@@ -64,11 +73,18 @@ export class CompletionRun {
       (id) => deps.endReasoning(id),
       (o) => this.upstream.abort(new ThinkingCapRefused(o.message)),
     );
+    this.pace = deps.pace ?? new PrefillPace();
+    this.limits = paceLimits(p.livenessWindowMs);
     // Started here: the wait for the response headers is watched too.
     this.watchdog = new LivenessWatchdog({
       windowMs: p.livenessWindowMs,
+      // A batch being read, this run's or another slot's (the server decodes them together), may be longer.
+      currentWindowMs: () => Math.max(p.livenessWindowMs, this.pace.readingWindowMs),
       probe: (signal) => deps.probeSlot(signal),
-      onDead: (silent, why) => this.upstream.abort(new LivenessTimeout(silent, why)),
+      onDead: (silent, why) => {
+        this.deadWindowMs = this.watchdog.windowMs;
+        this.upstream.abort(new LivenessTimeout(silent, why));
+      },
       onBusy: (silent, smp) =>
         deps.log.debug(
           { silent_ms: Math.round(silent), n_decoded: smp.decoded },
@@ -96,6 +112,7 @@ export class CompletionRun {
       yield* this.fail(err);
     } finally {
       this.watchdog.stop();
+      this.pace.setReading(this, undefined);
       this.p.signal.removeEventListener("abort", onCancel);
       // A finished stream leaves its connection to the pool; anything else must not be reused.
       if (!this.clean) this.upstream.abort(new Error("completion ended"));
@@ -158,6 +175,7 @@ export class CompletionRun {
     try {
       for (const data of payloads) {
         const r = this.asm.onData(data);
+        for (const ev of r.events) if (ev.event?.case === "progress") this.onProgress(ev.event.value);
         events.push(...r.events);
         if (this.cap.onReasoningDeltas(r.reasoningDeltas, this.asm.completionId)) {
           this.deps.log.info(
@@ -175,6 +193,39 @@ export class CompletionRun {
     yield* this.capEvent();
   }
 
+  /**
+   * A batch of the prompt was read: it teaches the pace how fast the server
+   * reads at this depth, and sets the window for the next batch (or back to
+   * the configured one once the prompt is read).
+   */
+  private onProgress(p: { total?: number; processed?: number; timeMs?: number }): void {
+    const processed = p.processed ?? 0;
+    const total = p.total ?? 0;
+    const timeMs = p.timeMs ?? 0;
+    const prev = this.lastProgress;
+    if (prev && processed > prev.processed) this.pace.observe(prev.processed, processed, timeMs - prev.timeMs, true);
+    this.lastProgress = { processed, timeMs };
+    if (processed >= total) {
+      this.pace.setReading(this, undefined);
+    } else {
+      const w = this.pace.windowFor(processed, total, this.limits);
+      this.pace.setReading(this, w.windowMs);
+      if (w.windowMs > this.p.livenessWindowMs) {
+        this.deps.log.debug(
+          {
+            processed,
+            total,
+            batch_tokens: w.batchTokens,
+            predicted_ms: w.predictedMs === undefined ? null : Math.round(w.predictedMs),
+            window_ms: w.windowMs,
+          },
+          "prompt batch: liveness window",
+        );
+      }
+    }
+    this.watchdog.rearm();
+  }
+
   private *capEvent(): Generator<CompletionEventInit> {
     const ev = this.cap.takeEvent(this.asm.completionId);
     if (ev) yield ev;
@@ -187,7 +238,7 @@ export class CompletionRun {
     if (this.p.signal.aborted) throw cancelled("cancelled by client");
     const f = mapRunFailure(err, reason, {
       ...this.p.errCtx,
-      livenessWindowMs: this.p.livenessWindowMs,
+      livenessWindowMs: this.deadWindowMs ?? this.p.livenessWindowMs,
       completionId: this.asm.completionId,
     });
     if (f.serverDown) this.deps.markDown();

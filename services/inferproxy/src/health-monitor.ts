@@ -56,6 +56,8 @@ function serverIdentity(p: Props & { media_marker?: unknown }): string {
  */
 /** The longest the health poll stretches to while the server stays healthy. */
 const IDLE_POLL_MAX_MS = 30_000;
+/** How often a request waiting for the server to come back checks: a restart is seconds, a load tens. */
+const WAIT_POLL_MS = 250;
 
 export class HealthMonitor {
   state: ServerState = "down";
@@ -164,6 +166,34 @@ export class HealthMonitor {
   check(closeAfter = false): Promise<void> {
     this.running ??= this.checkOnce(closeAfter).finally(() => (this.running = undefined));
     return this.running;
+  }
+
+  /**
+   * Waits until the server answers `/health` and its self-test has run (the
+   * server came back after a restart), checking every WAIT_POLL_MS; true when
+   * it did within `timeoutMs`, false when it did not or `signal` ended the
+   * wait. A request re-sent after the server went away waits here instead of
+   * failing at once and being sent again into the same outage.
+   */
+  async waitForServer(timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (this.verified) return true;
+      if (signal.aborted || performance.now() >= deadline) return false;
+      await this.check();
+      if (this.verified) return true;
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const t = setTimeout(done, Math.min(WAIT_POLL_MS, this.o.pollMs, left));
+        signal.addEventListener("abort", done, { once: true });
+      });
+    }
   }
 
   /** A check now unless the last one is younger than the configured interval (for `status`). */

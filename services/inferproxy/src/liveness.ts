@@ -70,10 +70,11 @@ export class SilenceJudge {
     return now - this.lastProgressAt;
   }
 
-  judge(sample: SlotSample | undefined, now: number): SilenceVerdict {
+  /** `windowMs`: the window in effect now (a prefill batch gets longer, prefill-pace.ts). */
+  judge(sample: SlotSample | undefined, now: number, windowMs = this.windowMs): SilenceVerdict {
     const prev = this.last;
     this.last = sample;
-    const due = now - this.lastProgressAt >= this.windowMs;
+    const due = now - this.lastProgressAt >= windowMs;
     if (!sample) {
       return due
         ? { verdict: "kill", reason: "llama-server did not answer GET /slots" }
@@ -101,6 +102,13 @@ export class SilenceJudge {
 
 export interface LivenessWatchdogOptions {
   windowMs: number;
+  /**
+   * The window in effect now, asked at every look; absent: always `windowMs`.
+   * While the server reads a prompt, one batch can keep it silent for longer
+   * than the configured window, and how much longer follows what it is
+   * reading (prefill-pace.ts).
+   */
+  currentWindowMs?: () => number;
   /** Asks the server about the slot; undefined when it cannot tell. Absent: silence alone decides. */
   probe?: (signal: AbortSignal) => Promise<SlotSample | undefined>;
   /** Called once when the stream is judged dead. */
@@ -115,20 +123,38 @@ export interface LivenessWatchdogOptions {
  * only a stream silent for half a window costs a `GET /slots`.
  */
 export class LivenessWatchdog {
-  readonly windowMs: number;
   private timer: NodeJS.Timeout | undefined;
   private last = performance.now();
   private fired = false;
   private stopped = false;
   private readonly judge: SilenceJudge;
   private probing: AbortController | undefined;
-  private readonly tickMs: number;
 
   constructor(private readonly o: LivenessWatchdogOptions) {
-    this.windowMs = o.windowMs;
     this.judge = new SilenceJudge(o.windowMs, this.last);
-    this.tickMs = o.probe ? Math.max(1, Math.floor(o.windowMs / 2)) : o.windowMs;
-    this.timer = setTimeout(() => this.expire(), this.tickMs);
+    this.timer = setTimeout(() => this.expire(), this.tickMs());
+  }
+
+  /** The window in effect now: what a silence is judged against. */
+  get windowMs(): number {
+    return Math.max(1, this.o.currentWindowMs?.() ?? this.o.windowMs);
+  }
+
+  /** A look every half window with a probe to ask (two looks per window), else once per window. */
+  private tickMs(): number {
+    const w = this.windowMs;
+    return this.o.probe ? Math.max(1, Math.floor(w / 2)) : w;
+  }
+
+  /**
+   * The window just changed (a progress event announced a batch): the timer
+   * armed for the old one would look too early or too late.
+   */
+  rearm(): void {
+    if (this.stopped || this.fired || this.probing || !this.timer) return;
+    clearTimeout(this.timer);
+    const left = this.windowMs - this.judge.stalledMs(performance.now());
+    this.timer = setTimeout(() => this.expire(), Math.max(1, Math.min(this.tickMs(), left)));
   }
 
   kick(): void {
@@ -159,6 +185,12 @@ export class LivenessWatchdog {
 
   private expire(): void {
     if (this.stopped || this.fired) return;
+    // Woken early: `kick` refreshes whatever delay the timer last had, and the window may have grown.
+    const early = this.tickMs() - this.judge.stalledMs(performance.now());
+    if (early >= 1) {
+      this.timer = setTimeout(() => this.expire(), early);
+      return;
+    }
     if (!this.o.probe) {
       this.die("no chunk within the window");
       return;
@@ -173,15 +205,16 @@ export class LivenessWatchdog {
         if (ctl.signal.aborted || this.stopped || this.fired) return;
         this.probing = undefined;
         const now = performance.now();
-        const v = this.judge.judge(sample, now);
+        const windowMs = this.windowMs;
+        const v = this.judge.judge(sample, now, windowMs);
         if (v.verdict === "kill") {
           this.die(v.reason);
           return;
         }
         if (sample && v.progressed) this.o.onBusy?.(now - this.last, sample);
         // Next look after another half window, or sooner when the window is up by then.
-        const left = this.windowMs - this.judge.stalledMs(now);
-        this.timer = setTimeout(() => this.expire(), Math.max(1, Math.min(this.tickMs, left)));
+        const left = windowMs - this.judge.stalledMs(now);
+        this.timer = setTimeout(() => this.expire(), Math.max(1, Math.min(this.tickMs(), left)));
       });
   }
 

@@ -20,6 +20,7 @@ import { HealthMonitor } from "./health-monitor.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 import { LlamaClient } from "./llama-client.js";
 import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
+import { PrefillPace } from "./prefill-pace.js";
 import { completionBodyParts } from "./request-shaping.js";
 import type { SelfTestResult } from "./self-test.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
@@ -57,6 +58,8 @@ export class InferProxy {
   /** Conversations already checked as JSON arrays: a grown one is checked only in its new messages. */
   private readonly arrayCheck = new JsonArrayCheck();
   private readonly memory = new MessagesMemory();
+  /** How fast the server reads prompts, for the liveness window of a prefill batch (prefill-pace.ts). */
+  private readonly pace = new PrefillPace();
 
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
@@ -125,6 +128,21 @@ export class InferProxy {
     // refused there if it still does not match.
   }
 
+  /** A re-sent request waits for a server that went away to be back (CompleteRequest.wait_for_server_ms). */
+  private async waitForServer(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.monitor.verified) return;
+    this.log.info({ wait_ms: ms, state: this.monitor.state }, "waiting for llama-server to come back");
+    const back = await this.monitor.waitForServer(ms, signal);
+    if (signal.aborted) throw cancelled("cancelled while waiting for llama-server");
+    if (!back) {
+      throw new RpcError(
+        Status.UNAVAILABLE,
+        `llama-server at ${this.client.label} did not come back within ${ms} ms (state: ${this.monitor.state})`,
+        { upstream: this.client.label, reason: "server_down", retry_after_ms: String(this.cfg.health_poll_ms) },
+      );
+    }
+  }
+
   async *complete(req: CompleteRequest, ctx: CallContext): AsyncGenerator<CompletionEventInit> {
     const spliced = req.afterMessagesToken ? this.memory.splice(req.afterMessagesToken, req.messagesJson) : undefined;
     const { head, tail } = completionBodyParts(
@@ -134,6 +152,7 @@ export class InferProxy {
     );
     // Checked now (completionBodyParts throws otherwise): the next request may send only what it adds.
     const body = completionBody(head, spliced ?? openOf(req.messagesJson), tail);
+    if (req.waitForServerMs > 0) await this.waitForServer(req.waitForServerMs, ctx.signal);
     this.requireSelfTest();
     const holder = req.requestId || `anonymous-${++this.anon}`;
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
@@ -160,6 +179,7 @@ export class InferProxy {
         markDown: () => this.monitor.markDown(),
         recheck: () => void this.monitor.check(),
         servedModel: () => this.servedModel(),
+        pace: this.pace,
         log: this.log.child({ request_id: holder, slot: req.slot }),
       },
     );

@@ -140,7 +140,7 @@ export async function runCompletion(
     }
     while (processed < total) {
       if (signal.aborted) break;
-      await sleep(turn.prefillMsPerBatch ?? 0, signal);
+      await sleep((turn.prefillMsPerBatch ?? 0) + ((turn.prefillMsPer1kDepth ?? 0) * processed) / 1000, signal);
       if (signal.aborted) break;
       processed = Math.min(total, processed + state.config.batchSize);
       live.nPromptTokensProcessed = processed - cacheN;
@@ -162,7 +162,7 @@ export async function runCompletion(
     let silenced = false;
     let quieted = false;
     let finish: string = turn.finishReason ?? (toolPlans.length > 0 ? "tool_calls" : "stop");
-    type Stop = "length" | "error" | "drop" | "aborted" | undefined;
+    type Stop = "length" | "error" | "drop" | "crash" | "aborted" | undefined;
 
     const streamError = () => {
       const e = turn.errorInStream!;
@@ -191,6 +191,7 @@ export async function runCompletion(
       }
       if (signal.aborted) return "aborted";
       if (turn.dropAfterTokens !== undefined && (atEnd || emitted >= turn.dropAfterTokens)) return "drop";
+      if (turn.crashAfterTokens !== undefined && (atEnd || emitted >= turn.crashAfterTokens)) return "crash";
       const e = turn.errorInStream;
       if (e && (e.afterTokens === undefined ? atEnd : atEnd || emitted >= e.afterTokens)) return "error";
       return undefined;
@@ -257,6 +258,13 @@ export async function runCompletion(
       // A scripted crash of the connection, not a polite end of stream.
       entry.outcome = "dropped";
       res.destroy();
+      return;
+    }
+    if (stop === "crash") {
+      // The whole process: this stream and every other connection go with it.
+      entry.outcome = "dropped";
+      res.destroy();
+      state.crash({ downMs: turn.crashDownMs ?? 0, loadingMs: turn.crashLoadingMs ?? 0 });
       return;
     }
     if (stop === "error") {

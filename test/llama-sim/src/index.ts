@@ -68,6 +68,17 @@ export interface LlamaSim {
   readonly maxConcurrentPerSlot: readonly number[];
   /** Forget scripts, logs, slot caches and concurrency records. Loading state and running completions are untouched. */
   reset(): void;
+  /**
+   * The process dies and is started again: every connection is dropped, the
+   * socket answers nothing for `downMs`, then every endpoint is 503 for
+   * `loadingMs` (the model loading), with every slot's cache lost. Resolves
+   * once it answers again. A scripted turn's `crashAfterTokens` does the same.
+   */
+  restart(o?: { downMs?: number; loadingMs?: number }): Promise<void>;
+  /** Restarts so far (scripted crashes included). */
+  readonly restarts: number;
+  /** Resolves once the latest restart has the server listening again. */
+  whenUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -103,6 +114,34 @@ export async function startLlamaSim(opts: LlamaSimOptions = {}): Promise<LlamaSi
     return s;
   };
   let closed: Promise<void> | undefined;
+  let restarts = 0;
+  let up: Promise<void> = Promise.resolve();
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      if (socketPath) server.listen(socketPath, () => resolve());
+      else server.listen(port, "127.0.0.1", () => resolve());
+    });
+  const restart = (o: { downMs?: number; loadingMs?: number } = {}): Promise<void> => {
+    restarts++;
+    up = (async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      state.lose();
+      await new Promise((r) => setTimeout(r, o.downMs ?? 0));
+      if (closed) return;
+      // Completions cut by the crash may have written their slot back meanwhile: a new process has nothing.
+      state.lose();
+      if (o.loadingMs) state.loading = true;
+      await listen();
+      if (o.loadingMs) setTimeout(() => (state.loading = false), o.loadingMs);
+      await new Promise((r) => setTimeout(r, o.loadingMs ?? 0));
+    })();
+    return up;
+  };
+  state.onCrash = (o) => void restart(o);
 
   return {
     url: socketPath ? "http://localhost" : `http://127.0.0.1:${port}`,
@@ -136,6 +175,11 @@ export async function startLlamaSim(opts: LlamaSimOptions = {}): Promise<LlamaSi
       return state.maxConcurrentPerSlot();
     },
     reset: () => state.reset(),
+    restart,
+    get restarts() {
+      return restarts;
+    },
+    whenUp: () => up,
     close: () => {
       closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

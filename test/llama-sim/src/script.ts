@@ -33,6 +33,13 @@ export interface Turn {
   argumentChunkSize?: number;
   /** Delay per 2,048-token prefill batch. Default 0. */
   prefillMsPerBatch?: number;
+  /**
+   * More delay per batch for each 1,000 tokens the slot already holds when the
+   * batch starts: every token attends to all before it, so a batch deep in a
+   * long context takes longer (measured: 1.8 s at depth 0, 6–7 s at 28k on the
+   * tiny CPU model). Default 0.
+   */
+  prefillMsPer1kDepth?: number;
   /** Stay silent this long once silenceAfterTokens tokens are out (default 0: right after prefill). */
   silenceMs?: number;
   silenceAfterTokens?: number;
@@ -45,6 +52,15 @@ export interface Turn {
   quietAfterTokens?: number;
   /** Destroy the socket after this many generated tokens (0: right after prefill). */
   dropAfterTokens?: number;
+  /**
+   * The server process dies after this many generated tokens (0: right after
+   * prefill): every connection is dropped, the socket stops answering for
+   * `crashDownMs` (then `/health` is 503 for `crashLoadingMs`, a model
+   * loading), and the server comes back with every slot's cache empty.
+   */
+  crashAfterTokens?: number;
+  crashDownMs?: number;
+  crashLoadingMs?: number;
   /** An error object inside the 200 stream, then the stream ends; non-streamed: that HTTP status. */
   errorInStream?: StreamError;
   /** Answer with this status and JSON body instead of generating. */
@@ -59,11 +75,15 @@ const TURN_KEYS: ReadonlySet<string> = new Set([
   "tokenDelayMs",
   "argumentChunkSize",
   "prefillMsPerBatch",
+  "prefillMsPer1kDepth",
   "silenceMs",
   "silenceAfterTokens",
   "quietMs",
   "quietAfterTokens",
   "dropAfterTokens",
+  "crashAfterTokens",
+  "crashDownMs",
+  "crashLoadingMs",
   "errorInStream",
   "httpError",
 ]);

@@ -113,6 +113,23 @@ export class SimState {
     return this.slots.map((s) => s.maxInFlight);
   }
 
+  /** Set by the server's owner (index.ts): what a crash does to the process. */
+  onCrash: ((o: { downMs: number; loadingMs: number }) => void) | undefined;
+  /** Crashes so far; a completion started before the last one belongs to a dead process. */
+  crashes = 0;
+
+  /** The process dies (a scripted crash): see Turn.crashAfterTokens. */
+  crash(o: { downMs: number; loadingMs: number }): void {
+    this.crashes++;
+    this.onCrash?.(o);
+  }
+
+  /** What a restarted process has lost: every slot's cache and task. */
+  lose(): void {
+    for (const s of this.slots) s.resetState();
+    this.active.clear();
+  }
+
   reset(): void {
     this.script.clear();
     this.requests = [];
