@@ -372,6 +372,9 @@ in
 
     systemd.services.boxmaker-inferproxy = daemon "inferproxy" "Boxmaker inferproxy (gRPC in front of llama-server)" (
       {
+        # Parked session caches: llama-server writes them, inferproxy erases them and caps the directory.
+        StateDirectory = "boxmaker/slots";
+        StateDirectoryMode = "0750";
         TimeoutStartSec = "15min";
         ProtectHome = true;
         ProtectProc = "invisible";
