@@ -5,6 +5,7 @@ import { cutForPerson } from "./error-text.js";
 import type { SpilledBlock } from "./prepass/index.js";
 import { userMessageJson, withNotes } from "./messages.js";
 import type { Session } from "./session.js";
+import { TurnRetries } from "./request-retry.js";
 import { estimateNewPromptTokens, promptBytes, recordPromptCount } from "./token-counts.js";
 import { runToolCall, type ToolDeps } from "./tool-dispatch.js";
 import { TurnTally, contextAfter, promptTokensOf } from "./turn-accounting.js";
@@ -135,6 +136,8 @@ async function loop(
     finishReason: "budget",
     breach: { budget: "total_tokens", limit: budget.limits.max_total_tokens, used: budget.totalTokens },
   });
+  // Nobody watches a scheduled turn: it waits for a server that is restarting even before its first answer.
+  const retries = new TurnRetries(s.state.role === "scheduled");
   for (;;) {
     const breach = budget.beforeRequest();
     if (breach) return { finishReason: "budget", breach };
@@ -150,6 +153,8 @@ async function loop(
         requestId: `${s.id}/${turn}/${budget.iterations + 1}`,
         maxTokens,
         signal,
+        retries,
+        log: deps.log,
       });
     let final: FinalMessage;
     let sentBytes = promptBytes(s.state);

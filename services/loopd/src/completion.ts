@@ -1,7 +1,23 @@
 import { setImmediate } from "node:timers/promises";
-import { RpcError, Status, type ClientOf, type FinalMessage, type InferService } from "@boxmaker/common";
+import {
+  RpcError,
+  Status,
+  type ClientOf,
+  type CompletionEvent,
+  type FinalMessage,
+  type InferService,
+  type Logger,
+} from "@boxmaker/common";
 import type { TurnBudget } from "./budgets.js";
 import { IncompleteStreamError } from "./errors.js";
+import {
+  pauseBeforeRetry,
+  retryReason,
+  waitForServerMs,
+  type PendingRetry,
+  type Shown,
+  type TurnRetries,
+} from "./request-retry.js";
 import type { Session } from "./session.js";
 import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
 
@@ -13,6 +29,15 @@ export interface CompletionCall {
   requestId: string;
   maxTokens: number;
   signal: AbortSignal;
+  /** The turn's retries (request-retry.ts); absent: a failure ends the request. */
+  retries?: TurnRetries;
+  log?: Logger;
+}
+
+/** One attempt of a request: whether it is a retry, and what it streamed to the person. */
+interface Attempt {
+  retry: PendingRetry | undefined;
+  shown: Shown;
 }
 
 /**
@@ -21,21 +46,87 @@ export interface CompletionCall {
  * final message, which is returned for the loop to log and act on.
  */
 export async function requestCompletion(call: CompletionCall): Promise<FinalMessage> {
+  let retry: PendingRetry | undefined;
+  for (;;) {
+    const attempt: Attempt = { retry, shown: { contentChars: 0, reasoningTokens: 0 } };
+    try {
+      return await withPrefix(call, attempt);
+    } catch (err) {
+      // The server (or inferproxy) went away: nothing of this attempt is in the log, so it can be sent again.
+      const r = call.retries;
+      if (!r?.mayRetry(err, call.signal)) throw r ? r.exhausted(err) : err;
+      retry = r.next();
+      const why = retryReason(err);
+      call.log?.warn(
+        { session: call.s.id, request_id: call.requestId, attempt: retry.attempt, code: why.code, err: why.reason },
+        "model request cut off; sending it again once the server is back",
+      );
+      call.s.events.publish({
+        case: "retry",
+        value: {
+          phase: "waiting",
+          attempt: retry.attempt,
+          maxAttempts: r.max,
+          code: why.code,
+          reason: why.reason,
+          discardedContentChars: attempt.shown.contentChars,
+          discardedReasoningTokens: attempt.shown.reasoningTokens,
+        },
+      });
+      await pauseBeforeRetry(retry.attempt, call.signal);
+    }
+  }
+}
+
+async function withPrefix(call: CompletionCall, attempt: Attempt): Promise<FinalMessage> {
   const prefixed = requestMessages(call.s.state);
   try {
-    return await streamCompletion(call, prefixed);
+    return await streamCompletion(call, prefixed, attempt);
   } catch (err) {
     // inferproxy restarted or forgot the prefix: nothing was sent upstream or published; send it all.
     if (!prefixed.afterMessagesToken || !isPrefixUnknown(err)) throw err;
     forgetSent(call.s.state);
-    return streamCompletion(call, requestMessages(call.s.state, true));
+    return streamCompletion(call, requestMessages(call.s.state, true), attempt);
   }
 }
 
+/**
+ * The first answer to a request: the turn has reached the server, and a
+ * retry is announced as made, with what the server had to read again.
+ */
+function onFirstAnswer(call: CompletionCall, attempt: Attempt, e: CompletionEvent["event"]): void {
+  if (call.retries) call.retries.reached = true;
+  const retry = attempt.retry;
+  if (!retry) return;
+  attempt.retry = undefined;
+  let cached = 0;
+  let reread = 0;
+  if (e.case === "progress") {
+    cached = e.value.cache;
+    reread = Math.max(0, e.value.total - e.value.cache);
+  } else if ((e.case === "final" || e.case === "partial") && e.value.timings) {
+    cached = e.value.timings.cacheN;
+    reread = e.value.timings.promptN;
+  }
+  call.s.events.publish({
+    case: "retry",
+    value: {
+      phase: "resent",
+      attempt: retry.attempt,
+      maxAttempts: call.retries?.max ?? 0,
+      waitedMs: performance.now() - retry.brokeAt,
+      promptCached: cached,
+      promptReread: reread,
+    },
+  });
+}
+
 async function streamCompletion(
-  { s, infer, budget, requestId, maxTokens, signal }: CompletionCall,
+  call: CompletionCall,
   messages: RequestMessages,
+  attempt: Attempt,
 ): Promise<FinalMessage> {
+  const { s, infer, budget, requestId, maxTokens, signal } = call;
   const publish = s.events.publish.bind(s.events);
   const stream = infer.complete(
     {
@@ -46,22 +137,31 @@ async function streamCompletion(
       maxTokens,
       thinkingCapTokens: budget.thinkingCapForNextRequest(),
       requestId,
+      // A re-sent request waits in inferproxy for the server to be back, within the wall budget.
+      waitForServerMs: attempt.retry ? waitForServerMs(budget.wallRemainingMs()) : 0,
     },
     { signal },
   );
   let final: FinalMessage | undefined;
   let shownFirst = false;
+  let answered = false;
   try {
     for await (const ev of stream) {
       const e = ev.event;
+      if (!answered) {
+        answered = true;
+        onFirstAnswer(call, attempt, e);
+      }
       switch (e.case) {
         case "progress":
           publish({ case: "progress", value: e.value });
           break;
         case "reasoning":
+          attempt.shown.reasoningTokens++;
           publish({ case: "reasoning", value: e.value });
           break;
         case "content":
+          attempt.shown.contentChars += e.value.text.length;
           publish({ case: "content", value: e.value });
           break;
         case "thinkingCap":

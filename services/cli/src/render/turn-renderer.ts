@@ -17,6 +17,8 @@ export interface RenderOptions {
 /** Turns one turn's events into what a person reads. The exit code is TurnOutcome's job. */
 export class TurnRenderer {
   private atLineStart = true;
+  /** A retry line waiting for its end: the server's answer to the request sent again. */
+  private retryOpen = false;
   private reasoningDeltas = 0;
   private inReasoning = false;
   private readonly progress: ProgressLine;
@@ -48,6 +50,11 @@ export class TurnRenderer {
     const s = this.o.style;
     const e = ev.event;
     if (e.case !== "progress") this.progress.clear();
+    if (this.retryOpen && !(e.case === "retry" && e.value.phase === "resent")) {
+      // Whatever comes instead of the answer (another break, the turn's end) starts its own line.
+      this.retryOpen = false;
+      this.emit("\n");
+    }
     switch (e.case) {
       case "turnStarted":
         break;
@@ -118,6 +125,32 @@ export class TurnRenderer {
         );
         break;
       }
+      case "retry": {
+        const v = e.value;
+        if (v.phase === "resent") {
+          if (!this.retryOpen) break;
+          this.retryOpen = false;
+          this.emit(`${s.yellow(retryResentText(v.waitedMs, v.promptCached, v.promptReread))}\n`);
+          break;
+        }
+        this.endReasoning();
+        // One line for the whole retry: it ends when the server answers the request sent again.
+        if (!this.atLineStart) this.emit("\n");
+        this.emit(
+          s.yellow(
+            retryWaitingText(
+              v.code,
+              v.reason,
+              v.attempt,
+              v.maxAttempts,
+              v.discardedContentChars,
+              v.discardedReasoningTokens,
+            ),
+          ),
+        );
+        this.retryOpen = true;
+        break;
+      }
       case "budgetBreach":
         this.endReasoning();
         this.line(s.red(`budget ${e.value.budget} reached: ${e.value.used} of ${e.value.limit}`));
@@ -169,6 +202,41 @@ export function thinkingCapText(capTokens: number, accepted: boolean, message: s
     return `thinking cap of ${capTokens} tokens reached, but the reply had already finished when llama-server was asked to stop reasoning; nothing was cut`;
   }
   return `thinking cap of ${capTokens} tokens reached; llama-server refused to stop reasoning (${message})`;
+}
+
+const count = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
+
+/**
+ * The start of the retry line: why the request was cut, what of it the
+ * person already saw and is now discarded, and that it is sent again.
+ */
+export function retryWaitingText(
+  code: string,
+  reason: string,
+  attempt: number,
+  maxAttempts: number,
+  discardedChars: number,
+  discardedThinking: number,
+): string {
+  const shown = [
+    ...(discardedChars ? [`${count(discardedChars, "character")} of reply`] : []),
+    ...(discardedThinking ? [`${count(discardedThinking, "token")} of thinking`] : []),
+  ];
+  const why = reason.length > 160 ? `${reason.slice(0, 160)}…` : reason;
+  return (
+    `↻ the model request was cut off (${code}: ${why})` +
+    (shown.length ? `; the ${shown.join(" and ")} shown above are discarded` : "") +
+    `; sending it again once the server is back (retry ${attempt} of ${maxAttempts})`
+  );
+}
+
+/** The end of the retry line: how long the server was gone and what the request cost it to read again. */
+export function retryResentText(waitedMs: number, cached: number, reread: number): string {
+  const lost = cached === 0 ? "its prompt cache was lost, " : "";
+  return (
+    ` — back after ${(waitedMs / 1000).toFixed(1)} s: ${lost}${count(reread, "prompt token")} read again` +
+    (cached ? ` (${count(cached, "token")} still cached)` : "")
+  );
 }
 
 function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {

@@ -1,0 +1,142 @@
+import { describe, expect, it } from "vitest";
+import type { SessionEvent } from "@boxmaker/common";
+import { useStack } from "../support/use-stack.js";
+import { doneOf, newSession, turn, type LoopClient } from "../support/loop-client.js";
+
+type Retry = Extract<SessionEvent["event"], { case: "retry" }>["value"];
+const retries = (events: SessionEvent[]): Retry[] =>
+  events.flatMap((e) => (e.event.case === "retry" ? [e.event.value] : []));
+
+/** The session's messages as logged: role and content. */
+async function logged(c: LoopClient, id: string) {
+  return (await c.getSession({ id })).messages.map(
+    (m) => JSON.parse(m.messageJson) as { role: string; content: string },
+  );
+}
+
+/** Follows a session's events from its start until its turn ends. */
+async function followTurn(c: LoopClient, sessionId: string): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  for await (const ev of c.follow({ sessionId, afterSeq: 0n })) {
+    out.push(ev);
+    if (ev.event.case === "turnDone" || ev.event.case === "turnFailed") break;
+  }
+  return out;
+}
+
+/**
+ * llama-server dies mid-turn (the simulator's scripted crash: every
+ * connection dropped, the socket gone for a while, then a new process with
+ * empty caches) and the same turn completes once it is back.
+ */
+describe("a turn survives a llama-server restart", () => {
+  const t = useStack("bxsr-", { inferproxy: { health_poll_ms: 200 } });
+
+  it("killed mid-generation and back 1.5 s later: the request is sent again and the turn completes, logged once", async () => {
+    const id = await newSession(t.client, "restart");
+    t.stack.sim.enqueue({ content: "first answer" });
+    doneOf(await turn(t.client, id, "one"));
+
+    const cut = ["this ", "reply ", "is ", "cut ", "off"];
+    t.stack.sim.enqueue({
+      content: cut,
+      tokenDelayMs: 20,
+      crashAfterTokens: 3,
+      crashDownMs: 1500,
+      crashLoadingMs: 300,
+    });
+    t.stack.sim.enqueue({ content: "the whole answer" });
+    const events = await turn(t.client, id, "two");
+    const done = doneOf(events);
+    expect(done.finalText).toBe("the whole answer");
+    expect(t.stack.sim.restarts).toBe(1);
+
+    const [waiting, resent, ...more] = retries(events);
+    expect(more).toEqual([]);
+    expect(waiting).toMatchObject({ phase: "waiting", attempt: 1, maxAttempts: 5, code: "UNAVAILABLE" });
+    expect(waiting!.reason).toMatch(/dropped the stream mid-completion/);
+    // What the person had seen of the cut reply is named, to the character.
+    const shownBefore = events
+      .slice(
+        0,
+        events.findIndex((e) => e.event.case === "retry"),
+      )
+      .flatMap((e) => (e.event.case === "content" ? [e.event.value.text] : []))
+      .join("");
+    expect(shownBefore.length).toBeGreaterThan(0);
+    expect(waiting!.discardedContentChars).toBe(shownBefore.length);
+    // The new process had nothing cached: the whole prompt was read again.
+    expect(resent).toMatchObject({ phase: "resent", attempt: 1, promptCached: 0 });
+    expect(resent!.promptReread).toBe(t.stack.sim.completions.at(-1)!.timings!.prompt_n);
+    expect(resent!.waitedMs).toBeGreaterThan(0);
+
+    // Nothing logged twice: one user message and one assistant message per turn, the cut reply nowhere.
+    const msgs = (await logged(t.client, id)).filter((m) => m.role !== "system");
+    expect(msgs.map((m) => `${m.role}:${m.content}`)).toEqual([
+      "user:one",
+      "assistant:first answer",
+      "user:two",
+      "assistant:the whole answer",
+    ]);
+    // The next turn works as usual, on the re-read cache.
+    t.stack.sim.enqueue({ content: "three" });
+    expect(doneOf(await turn(t.client, id, "three")).finalText).toBe("three");
+  });
+
+  it("a server that keeps dying is given up on after 5 retries, and the turn says so", async () => {
+    const id = await newSession(t.client, "flapping");
+    t.stack.sim.enqueue({ content: "ok" });
+    doneOf(await turn(t.client, id, "hello"));
+    for (let i = 0; i < 6; i++) t.stack.sim.enqueue({ content: ["a", "b", "c"], crashAfterTokens: 1, crashDownMs: 50 });
+    const events = await turn(t.client, id, "again");
+    const end = events.at(-1)!.event;
+    expect(end.case).toBe("turnFailed");
+    if (end.case !== "turnFailed") return;
+    expect(end.value.code).toBe("UNAVAILABLE");
+    expect(end.value.message).toMatch(/sent again 5 times; giving up/);
+    expect(
+      retries(events)
+        .filter((r) => r.phase === "waiting")
+        .map((r) => r.attempt),
+    ).toEqual([1, 2, 3, 4, 5]);
+    const msgs = await logged(t.client, id);
+    expect(msgs.filter((m) => m.role === "assistant").map((m) => m.content)).toEqual(["ok"]);
+    await t.stack.sim.whenUp();
+  });
+
+  it("the turn's wall-clock budget bounds the wait for a server that does not come back", async () => {
+    const id = await newSession(t.client, "gone");
+    t.stack.sim.enqueue({ content: "ok" });
+    doneOf(await turn(t.client, id, "hello"));
+    t.stack.sim.enqueue({ content: ["a", "b"], crashAfterTokens: 1, crashDownMs: 6_000 });
+    const events: SessionEvent[] = [];
+    for await (const ev of t.client.send({ sessionId: id, text: "wait", budgets: { maxWallMs: 2_000 } }))
+      events.push(ev);
+    const done = doneOf(events);
+    expect(done.finishReason).toBe("budget");
+    expect(events.find((e) => e.event.case === "budgetBreach")?.event.value).toMatchObject({ budget: "wall_ms" });
+    expect(retries(events).map((r) => r.phase)).toEqual(["waiting"]);
+    await t.stack.sim.whenUp();
+  });
+
+  it("a scheduled turn waits for a server that is restarting when it starts, and completes", async () => {
+    const sch = await t.client.addSchedule({ cron: "0 0 1 1 *", prompt: "nightly check" });
+    const up = t.stack.sim.restart({ downMs: 1_500, loadingMs: 300 });
+    t.stack.sim.enqueue({ content: "all quiet" });
+    const info = await t.client.runSchedule({ id: sch.id });
+    const events = await followTurn(t.client, info.id);
+    await up;
+    expect(doneOf(events).finalText).toBe("all quiet");
+    expect(retries(events).map((r) => r.phase)).toEqual(["waiting", "resent"]);
+    await t.client.removeSchedule({ id: sch.id });
+  });
+
+  it("a main turn whose first request finds the server down still fails at once (a person is told now)", async () => {
+    const id = await newSession(t.client, "down at start");
+    const up = t.stack.sim.restart({ downMs: 1_500 });
+    const events = await turn(t.client, id, "hello");
+    await up;
+    expect(events.at(-1)!.event.case).toBe("turnFailed");
+    expect(retries(events)).toEqual([]);
+  });
+});
