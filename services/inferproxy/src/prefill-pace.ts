@@ -13,8 +13,12 @@
  * The cost of a token at depth d is modelled as linear, t(d) = α + β·d with
  * α, β ≥ 0. Then an observation t(dᵢ) bounds every deeper token from above:
  * t(d) ≤ t(dᵢ) · d/dᵢ for d ≥ dᵢ (and t(d) ≤ t(dᵢ) for d ≤ dᵢ), whatever α and
- * β are. Each observation so gives a bound, the tightest is kept, and the
- * window is a margin times that, between the configured window and a ceiling.
+ * β are. Each observation so gives a bound; the window is a margin times
+ * the largest bound of the last few, between the configured window and a
+ * ceiling. The largest, not the tightest: on a loaded machine one batch took
+ * 3.8× the one before it, which the tightest bound with a 3× margin would
+ * have killed (replayed over the 128k measurement, the largest of 4 with a
+ * 3× margin left every batch at least half its window; 7.8× on average).
  */
 
 /** One batch (or a whole request) the server was seen reading. */
@@ -30,7 +34,7 @@ export const DEFAULT_BATCH_TOKENS = 2048;
 /** Smaller observations are mostly fixed per-request cost, not reading: they would only loosen the bound. */
 const MIN_OBSERVED_TOKENS = 256;
 /** Observations kept: recent ones describe the server (and the machine's load) as it is now. */
-const KEEP = 8;
+const KEEP = 4;
 
 export interface BatchWindow {
   /** The silence allowed now. */
@@ -112,9 +116,9 @@ export class PrefillPace {
   predictMs(depth: number, tokens: number): number | undefined {
     if (this.seen.length === 0 || tokens <= 0) return undefined;
     const mid = depth + (tokens - 1) / 2;
-    let best = Number.POSITIVE_INFINITY;
-    for (const o of this.seen) best = Math.min(best, o.msPerToken * Math.max(1, mid / o.midDepth));
-    return best * tokens;
+    let bound = 0;
+    for (const o of this.seen) bound = Math.max(bound, o.msPerToken * Math.max(1, mid / o.midDepth));
+    return bound * tokens;
   }
 
   /**

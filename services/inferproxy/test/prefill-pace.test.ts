@@ -51,9 +51,10 @@ describe("PrefillPace: the window for a prefill batch follows the server's measu
           pace.observe(d, d + batch, batchCost(alpha, beta, d, batch), true);
         const predicted = pace.predictMs(d, batch)!;
         const actual = batchCost(alpha, beta, d, batch);
-        // The next batch from the last one seen: one batch deeper, so at most (mid+batch)/mid worse.
-        const lastMid = d - batch + (batch - 1) / 2;
-        expect(predicted / actual).toBeLessThanOrEqual((lastMid + batch) / lastMid + 1e-9);
+        // The next batch: at most as much worse as it is deeper than the oldest of the 4 observations kept.
+        const oldestMid = d - Math.min(batches, 4) * batch + (batch - 1) / 2;
+        const mid = d + (batch - 1) / 2;
+        expect(predicted / actual).toBeLessThanOrEqual(mid / oldestMid + 1e-9);
       }),
       { numRuns: 500 },
     );
