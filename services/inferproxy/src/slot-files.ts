@@ -7,9 +7,9 @@ import { failedPrecondition, invalidArgument, messageOf, type Logger } from "@bo
  * (loopd's parking names them). Nothing else in the directory is ever listed,
  * counted against the cap or erased: it may be the operator's.
  */
-export const OWN_SLOT_FILE = /^boxmaker-[A-Za-z0-9._-]+\.bin$/;
+const OWN_SLOT_FILE = /^boxmaker-[A-Za-z0-9._-]+\.bin$/;
 
-export interface SlotFileEntry {
+interface SlotFileEntry {
   filename: string;
   bytes: number;
   /** Last saved or restored, from the file's mtime (set on restore by `touch`). */
