@@ -79,6 +79,8 @@ export class Stack {
       upstream: { socket_path: this.sockets.llama },
       contract: upstream?.contract ?? this.sim.contract,
       health_poll_ms: 200,
+      // The simulator's slot-save directory, as `boxmaker up` sets it (never the production default).
+      slot_files: { dir: upstream ? "" : join(this.dir, "slots") },
       log_level: "warn",
       ...this.opts.inferproxy,
     };
