@@ -40,6 +40,7 @@ async function bareHop(dir) {
     addService(server, InferService, {
       status: async () => ({}),
       slotAction: async () => ({}),
+      slotFiles: async () => ({}),
       complete: async function* () { yield { event: { case: "content", value: { text: "x" } } }; },
     });
     server.bindAsync("unix://${sock}", grpc.ServerCredentials.createInsecure(), () => console.log("up"));

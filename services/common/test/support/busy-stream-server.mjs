@@ -11,6 +11,7 @@ const server = new grpc.Server();
 addService(server, InferService, {
   status: async () => ({}),
   slotAction: async () => ({}),
+  slotFiles: async () => ({}),
   completeChannel: async function* () {},
   complete: async function* () {
     yield { event: { case: "content", value: { text: `first ${process.hrtime.bigint()}` } } };

@@ -9,6 +9,7 @@ const server = new grpc.Server();
 addService(server, InferService, {
   status: async () => ({ serverState: name }),
   slotAction: async () => ({}),
+  slotFiles: async () => ({}),
   completeChannel: async function* () {},
   complete: async function* (_req, ctx) {
     for (let i = 0; !ctx.signal.aborted; i++) {

@@ -20,6 +20,7 @@ const server = new grpc.Server();
 addService(server, InferService, {
   status: async () => ({}),
   slotAction: async () => ({}),
+  slotFiles: async () => ({}),
   complete: busyCompletion,
   completeChannel: (requests, ctx) => completeChannel(requests, ctx, busyCompletion),
 });
