@@ -21,7 +21,7 @@ import { cutForPerson } from "./error-text.js";
  */
 
 /** Retries per turn: a server that keeps going away is not coming back to stay. */
-export const MAX_RETRIES = 5;
+const MAX_RETRIES = 5;
 /** The longest one re-sent request waits for the server (a model load is seconds to a minute). */
 const MAX_WAIT_FOR_SERVER_MS = 180_000;
 /** Before attempt n, for inferproxy's own restart (systemd brings it back in ~3 s). */
@@ -83,7 +83,7 @@ export class TurnRetries {
  * inferproxy itself was not there. A hung server (DEADLINE_EXCEEDED) is not
  * coming back by itself, and another model (FAILED_PRECONDITION) is refused.
  */
-export function isServerGone(err: unknown): boolean {
+function isServerGone(err: unknown): boolean {
   return err instanceof RpcError && err.code === Status.UNAVAILABLE;
 }
 

@@ -210,7 +210,7 @@ const count = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}
  * The start of the retry line: why the request was cut, what of it the
  * person already saw and is now discarded, and that it is sent again.
  */
-export function retryWaitingText(
+function retryWaitingText(
   code: string,
   reason: string,
   attempt: number,
@@ -231,7 +231,7 @@ export function retryWaitingText(
 }
 
 /** The end of the retry line: how long the server was gone and what the request cost it to read again. */
-export function retryResentText(waitedMs: number, cached: number, reread: number): string {
+function retryResentText(waitedMs: number, cached: number, reread: number): string {
   const lost = cached === 0 ? "its prompt cache was lost, " : "";
   return (
     ` — back after ${(waitedMs / 1000).toFixed(1)} s: ${lost}${count(reread, "prompt token")} read again` +
