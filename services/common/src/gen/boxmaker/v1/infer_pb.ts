@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/infer.proto.
  */
 export const file_boxmaker_v1_infer: GenFile = /*@__PURE__*/
-  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wIvIBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCRIaChJ3YWl0X2Zvcl9zZXJ2ZXJfbXMYCSABKA0ihgEKDkNoYW5uZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAQSLQoFc3RhcnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3RIABIsCgZjYW5jZWwYAyABKAsyGi5ib3htYWtlci52MS5DaGFubmVsQ2FuY2VsSABCBgoEa2luZCIPCg1DaGFubmVsQ2FuY2VsIn4KDENoYW5uZWxFdmVudBIPCgdjYWxsX2lkGAEgASgEEi0KBWV2ZW50GAIgASgLMhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50SAASJgoDZW5kGAMgASgLMhcuYm94bWFrZXIudjEuQ2hhbm5lbEVuZEgAQgYKBGtpbmQilQEKCkNoYW5uZWxFbmQSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEjcKCG1ldGFkYXRhGAMgAygLMiUuYm94bWFrZXIudjEuQ2hhbm5lbEVuZC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLlAgoPQ29tcGxldGlvbkV2ZW50Ei8KCHByb2dyZXNzGAEgASgLMhsuYm94bWFrZXIudjEuUHJvbXB0UHJvZ3Jlc3NIABIrCglyZWFzb25pbmcYAiABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIpCgdjb250ZW50GAMgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASLwoJdG9vbF9jYWxsGAQgASgLMhouYm94bWFrZXIudjEuVG9vbENhbGxEZWx0YUgAEjUKDHRoaW5raW5nX2NhcBgFIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIqCgVmaW5hbBgGIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAEiwKB3BhcnRpYWwYByABKAsyGS5ib3htYWtlci52MS5GaW5hbE1lc3NhZ2VIAEIHCgVldmVudCJSCg5Qcm9tcHRQcm9ncmVzcxINCgV0b3RhbBgBIAEoDRINCgVjYWNoZRgCIAEoDRIRCglwcm9jZXNzZWQYAyABKA0SDwoHdGltZV9tcxgEIAEoASIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSJfCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIXCg9hcmd1bWVudHNfZGVsdGEYBSABKAkiZgoQVGhpbmtpbmdDYXBGaXJlZBIYChByZWFzb25pbmdfdG9rZW5zGAEgASgNEhUKDWNvbXBsZXRpb25faWQYAiABKAkSEAoIYWNjZXB0ZWQYAyABKAgSDwoHbWVzc2FnZRgEIAEoCSJpCghUb29sQ2FsbBINCgVpbmRleBgBIAEoDRIKCgJpZBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBG5hbWUYBCABKAkSEQoJYXJndW1lbnRzGAUgASgJEhMKC3BhcnNlX2Vycm9yGAYgASgJImoKB1RpbWluZ3MSDwoHY2FjaGVfbhgBIAEoDRIQCghwcm9tcHRfbhgCIAEoDRIRCglwcm9tcHRfbXMYAyABKAESEwoLcHJlZGljdGVkX24YBCABKA0SFAoMcHJlZGljdGVkX21zGAUgASgBIpECCgxGaW5hbE1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSGQoRcmVhc29uaW5nX2NvbnRlbnQYAyABKAkSKQoKdG9vbF9jYWxscxgEIAMoCzIVLmJveG1ha2VyLnYxLlRvb2xDYWxsEhUKDWZpbmlzaF9yZWFzb24YBSABKAkSJQoHdGltaW5ncxgGIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFQoNY29tcGxldGlvbl9pZBgHIAEoCRINCgVtb2RlbBgIIAEoCRIYChByZWFzb25pbmdfdG9rZW5zGAkgASgNEhYKDm1lc3NhZ2VzX3Rva2VuGAogASgJIhQKEkluZmVyU3RhdHVzUmVxdWVzdCKZAgoIU2VsZlRlc3QSCwoDcmFuGAEgASgIEg4KBnBhc3NlZBgCIAEoCBIgChhleHBlY3RlZF90ZW1wbGF0ZV9zaGEyNTYYAyABKAkSHgoWYWN0dWFsX3RlbXBsYXRlX3NoYTI1NhgEIAEoCRIWCg5leHBlY3RlZF9uX2N0eBgFIAEoDRIUCgxhY3R1YWxfbl9jdHgYBiABKA0SHAoUZXhwZWN0ZWRfdG90YWxfc2xvdHMYByABKA0SGgoSYWN0dWFsX3RvdGFsX3Nsb3RzGAggASgNEhIKCm1pc21hdGNoZXMYCSADKAkSGgoSY2hlY2tlZF9hdF91bml4X21zGAogASgDEhYKDmFjY2VwdF9jb21tYW5kGAsgASgJIl4KCFNsb3RJbmZvEgoKAmlkGAEgASgNEg0KBW5fY3R4GAIgASgNEhUKDWlzX3Byb2Nlc3NpbmcYAyABKAgSDwoHaGVsZF9ieRgEIAEoCRIPCgd3YWl0aW5nGAUgASgNIrABChNJbmZlclN0YXR1c1Jlc3BvbnNlEhQKDHNlcnZlcl9zdGF0ZRgBIAEoCRISCgpidWlsZF9pbmZvGAIgASgJEg0KBW1vZGVsGAMgASgJEigKCXNlbGZfdGVzdBgEIAEoCzIVLmJveG1ha2VyLnYxLlNlbGZUZXN0EiQKBXNsb3RzGAUgAygLMhUuYm94bWFrZXIudjEuU2xvdEluZm8SEAoIdXBzdHJlYW0YBiABKAkiYAoRU2xvdEFjdGlvblJlcXVlc3QSDAoEc2xvdBgBIAEoDRIrCgZhY3Rpb24YAiABKA4yGy5ib3htYWtlci52MS5TbG90QWN0aW9uS2luZBIQCghmaWxlbmFtZRgDIAEoCSJeChJTbG90QWN0aW9uUmVzcG9uc2USDAoEc2xvdBgBIAEoDRIOCgZ0b2tlbnMYAiABKA0SDQoFYnl0ZXMYAyABKAQSCgoCbXMYBCABKAESDwoHZXZpY3RlZBgFIAMoCSIhChBTbG90RmlsZXNSZXF1ZXN0Eg0KBWVyYXNlGAEgAygJIkEKCFNsb3RGaWxlEhAKCGZpbGVuYW1lGAEgASgJEg0KBWJ5dGVzGAIgASgEEhQKDHVzZWRfdW5peF9tcxgDIAEoAyKpAQoRU2xvdEZpbGVzUmVzcG9uc2USDwoHbWFuYWdlZBgBIAEoCBILCgNkaXIYAiABKAkSGAoQdW5tYW5hZ2VkX3JlYXNvbhgDIAEoCRIkCgVmaWxlcxgEIAMoCzIVLmJveG1ha2VyLnYxLlNsb3RGaWxlEhMKC3RvdGFsX2J5dGVzGAUgASgEEhEKCWNhcF9ieXRlcxgGIAEoBBIOCgZlcmFzZWQYByABKA0qhwEKDlNsb3RBY3Rpb25LaW5kEiAKHFNMT1RfQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIZChVTTE9UX0FDVElPTl9LSU5EX1NBVkUQARIcChhTTE9UX0FDVElPTl9LSU5EX1JFU1RPUkUQAhIaChZTTE9UX0FDVElPTl9LSU5EX0VSQVNFEAMyjwMKDEluZmVyU2VydmljZRJICghDb21wbGV0ZRIcLmJveG1ha2VyLnYxLkNvbXBsZXRlUmVxdWVzdBocLmJveG1ha2VyLnYxLkNvbXBsZXRpb25FdmVudDABEk0KD0NvbXBsZXRlQ2hhbm5lbBIbLmJveG1ha2VyLnYxLkNoYW5uZWxSZXF1ZXN0GhkuYm94bWFrZXIudjEuQ2hhbm5lbEV2ZW50KAEwARJLCgZTdGF0dXMSHy5ib3htYWtlci52MS5JbmZlclN0YXR1c1JlcXVlc3QaIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEk0KClNsb3RBY3Rpb24SHi5ib3htYWtlci52MS5TbG90QWN0aW9uUmVxdWVzdBofLmJveG1ha2VyLnYxLlNsb3RBY3Rpb25SZXNwb25zZRJKCglTbG90RmlsZXMSHS5ib3htYWtlci52MS5TbG90RmlsZXNSZXF1ZXN0Gh4uYm94bWFrZXIudjEuU2xvdEZpbGVzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wIvIBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCRIaChJ3YWl0X2Zvcl9zZXJ2ZXJfbXMYCSABKA0ihgEKDkNoYW5uZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAQSLQoFc3RhcnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3RIABIsCgZjYW5jZWwYAyABKAsyGi5ib3htYWtlci52MS5DaGFubmVsQ2FuY2VsSABCBgoEa2luZCIPCg1DaGFubmVsQ2FuY2VsIn4KDENoYW5uZWxFdmVudBIPCgdjYWxsX2lkGAEgASgEEi0KBWV2ZW50GAIgASgLMhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50SAASJgoDZW5kGAMgASgLMhcuYm94bWFrZXIudjEuQ2hhbm5lbEVuZEgAQgYKBGtpbmQilQEKCkNoYW5uZWxFbmQSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEjcKCG1ldGFkYXRhGAMgAygLMiUuYm94bWFrZXIudjEuQ2hhbm5lbEVuZC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLlAgoPQ29tcGxldGlvbkV2ZW50Ei8KCHByb2dyZXNzGAEgASgLMhsuYm94bWFrZXIudjEuUHJvbXB0UHJvZ3Jlc3NIABIrCglyZWFzb25pbmcYAiABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIpCgdjb250ZW50GAMgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASLwoJdG9vbF9jYWxsGAQgASgLMhouYm94bWFrZXIudjEuVG9vbENhbGxEZWx0YUgAEjUKDHRoaW5raW5nX2NhcBgFIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIqCgVmaW5hbBgGIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAEiwKB3BhcnRpYWwYByABKAsyGS5ib3htYWtlci52MS5GaW5hbE1lc3NhZ2VIAEIHCgVldmVudCJSCg5Qcm9tcHRQcm9ncmVzcxINCgV0b3RhbBgBIAEoDRINCgVjYWNoZRgCIAEoDRIRCglwcm9jZXNzZWQYAyABKA0SDwoHdGltZV9tcxgEIAEoASIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSJfCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIXCg9hcmd1bWVudHNfZGVsdGEYBSABKAkiZgoQVGhpbmtpbmdDYXBGaXJlZBIYChByZWFzb25pbmdfdG9rZW5zGAEgASgNEhUKDWNvbXBsZXRpb25faWQYAiABKAkSEAoIYWNjZXB0ZWQYAyABKAgSDwoHbWVzc2FnZRgEIAEoCSJpCghUb29sQ2FsbBINCgVpbmRleBgBIAEoDRIKCgJpZBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBG5hbWUYBCABKAkSEQoJYXJndW1lbnRzGAUgASgJEhMKC3BhcnNlX2Vycm9yGAYgASgJImoKB1RpbWluZ3MSDwoHY2FjaGVfbhgBIAEoDRIQCghwcm9tcHRfbhgCIAEoDRIRCglwcm9tcHRfbXMYAyABKAESEwoLcHJlZGljdGVkX24YBCABKA0SFAoMcHJlZGljdGVkX21zGAUgASgBIqsCCgxGaW5hbE1lc3NhZ2USFAoMbWVzc2FnZV9qc29uGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSGQoRcmVhc29uaW5nX2NvbnRlbnQYAyABKAkSKQoKdG9vbF9jYWxscxgEIAMoCzIVLmJveG1ha2VyLnYxLlRvb2xDYWxsEhUKDWZpbmlzaF9yZWFzb24YBSABKAkSJQoHdGltaW5ncxgGIAEoCzIULmJveG1ha2VyLnYxLlRpbWluZ3MSFQoNY29tcGxldGlvbl9pZBgHIAEoCRINCgVtb2RlbBgIIAEoCRIYChByZWFzb25pbmdfdG9rZW5zGAkgASgNEhYKDm1lc3NhZ2VzX3Rva2VuGAogASgJEhgKEHRlbXBsYXRlX3dhcm5pbmcYCyABKAkiFAoSSW5mZXJTdGF0dXNSZXF1ZXN0IpkCCghTZWxmVGVzdBILCgNyYW4YASABKAgSDgoGcGFzc2VkGAIgASgIEiAKGGV4cGVjdGVkX3RlbXBsYXRlX3NoYTI1NhgDIAEoCRIeChZhY3R1YWxfdGVtcGxhdGVfc2hhMjU2GAQgASgJEhYKDmV4cGVjdGVkX25fY3R4GAUgASgNEhQKDGFjdHVhbF9uX2N0eBgGIAEoDRIcChRleHBlY3RlZF90b3RhbF9zbG90cxgHIAEoDRIaChJhY3R1YWxfdG90YWxfc2xvdHMYCCABKA0SEgoKbWlzbWF0Y2hlcxgJIAMoCRIaChJjaGVja2VkX2F0X3VuaXhfbXMYCiABKAMSFgoOYWNjZXB0X2NvbW1hbmQYCyABKAkiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0i5AEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCRIyCg50ZW1wbGF0ZV9wcm9iZRgHIAEoCzIaLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmUi6wMKDVRlbXBsYXRlUHJvYmUSCwoDcmFuGAEgASgIEg0KBWVycm9yGAIgASgJEg8KB3ZlcmRpY3QYAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIWCg50b29sc19yZW5kZXJlZBgFIAEoCBIWCg50b29sc19wb3NpdGlvbhgGIAEoCRISCgp0b29sc19tb3ZlGAcgASgIEhUKDXByZWZpeF9zdGFibGUYCCABKAgSEgoKZGl2ZXJnZW5jZRgJIAEoCRIeChZyZXJlYWRfdG9rZW5zX3Blcl90dXJuGAogASgNEh0KFXByZWRpY3RlZF9yZXVzZV9yYXRpbxgLIAEoARItCgVzdGVwcxgMIAMoCzIeLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmVTdGVwEhEKCXJlYXNvbmluZxgNIAEoCRIfChdyZWFzb25pbmdfcmVyZWFkX3Rva2VucxgOIAEoDRIvCgZzaGFwZXMYDyADKAsyHy5ib3htYWtlci52MS5UZW1wbGF0ZVNoYXBlQ2hlY2sSEAoId2FybmluZ3MYECADKAkSGQoRcHJvYmVkX2F0X3VuaXhfbXMYESABKAMSFwoPdGVtcGxhdGVfc2hhMjU2GBIgASgJEhQKDHRvb2xzX3Rva2VucxgTIAEoDSJoChFUZW1wbGF0ZVByb2JlU3RlcBINCgVhZnRlchgBIAEoCRIVCg1wcm9tcHRfdG9rZW5zGAIgASgNEg4KBnJldXNlZBgDIAEoDRIOCgZyZXJlYWQYBCABKA0SDQoFZnJlc2gYBSABKA0iRAoSVGVtcGxhdGVTaGFwZUNoZWNrEg0KBXNoYXBlGAEgASgJEhAKCGFjY2VwdGVkGAIgASgIEg0KBWVycm9yGAMgASgJImAKEVNsb3RBY3Rpb25SZXF1ZXN0EgwKBHNsb3QYASABKA0SKwoGYWN0aW9uGAIgASgOMhsuYm94bWFrZXIudjEuU2xvdEFjdGlvbktpbmQSEAoIZmlsZW5hbWUYAyABKAkiXgoSU2xvdEFjdGlvblJlc3BvbnNlEgwKBHNsb3QYASABKA0SDgoGdG9rZW5zGAIgASgNEg0KBWJ5dGVzGAMgASgEEgoKAm1zGAQgASgBEg8KB2V2aWN0ZWQYBSADKAkiIQoQU2xvdEZpbGVzUmVxdWVzdBINCgVlcmFzZRgBIAMoCSJBCghTbG90RmlsZRIQCghmaWxlbmFtZRgBIAEoCRINCgVieXRlcxgCIAEoBBIUCgx1c2VkX3VuaXhfbXMYAyABKAMiqQEKEVNsb3RGaWxlc1Jlc3BvbnNlEg8KB21hbmFnZWQYASABKAgSCwoDZGlyGAIgASgJEhgKEHVubWFuYWdlZF9yZWFzb24YAyABKAkSJAoFZmlsZXMYBCADKAsyFS5ib3htYWtlci52MS5TbG90RmlsZRITCgt0b3RhbF9ieXRlcxgFIAEoBBIRCgljYXBfYnl0ZXMYBiABKAQSDgoGZXJhc2VkGAcgASgNKocBCg5TbG90QWN0aW9uS2luZBIgChxTTE9UX0FDVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGQoVU0xPVF9BQ1RJT05fS0lORF9TQVZFEAESHAoYU0xPVF9BQ1RJT05fS0lORF9SRVNUT1JFEAISGgoWU0xPVF9BQ1RJT05fS0lORF9FUkFTRRADMo8DCgxJbmZlclNlcnZpY2USSAoIQ29tcGxldGUSHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3QaHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnQwARJNCg9Db21wbGV0ZUNoYW5uZWwSGy5ib3htYWtlci52MS5DaGFubmVsUmVxdWVzdBoZLmJveG1ha2VyLnYxLkNoYW5uZWxFdmVudCgBMAESSwoGU3RhdHVzEh8uYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXNwb25zZRJNCgpTbG90QWN0aW9uEh4uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlcXVlc3QaHy5ib3htYWtlci52MS5TbG90QWN0aW9uUmVzcG9uc2USSgoJU2xvdEZpbGVzEh0uYm94bWFrZXIudjEuU2xvdEZpbGVzUmVxdWVzdBoeLmJveG1ha2VyLnYxLlNsb3RGaWxlc1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message boxmaker.v1.Sampling
@@ -577,6 +577,15 @@ export type FinalMessage = Message<"boxmaker.v1.FinalMessage"> & {
    * @generated from field: string messages_token = 10;
    */
   messagesToken: string;
+
+  /**
+   * When the template probe found that the chat template does not render
+   * conversations prefix-stably: the sentence saying where and what it costs
+   * (loopd names it as the cause when the cache stops being reused); empty otherwise.
+   *
+   * @generated from field: string template_warning = 11;
+   */
+  templateWarning: string;
 };
 
 /**
@@ -746,6 +755,14 @@ export type InferStatusResponse = Message<"boxmaker.v1.InferStatusResponse"> & {
    * @generated from field: string upstream = 6;
    */
   upstream: string;
+
+  /**
+   * What the server's chat template does with the conversations Boxmaker
+   * sends (template-probe.ts), probed at every self-test.
+   *
+   * @generated from field: boxmaker.v1.TemplateProbe template_probe = 7;
+   */
+  templateProbe?: TemplateProbe | undefined;
 };
 
 /**
@@ -754,6 +771,221 @@ export type InferStatusResponse = Message<"boxmaker.v1.InferStatusResponse"> & {
  */
 export const InferStatusResponseSchema: GenMessage<InferStatusResponse> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_infer, 17);
+
+/**
+ * The template probe: probe conversations rendered by llama-server itself
+ * (POST /apply-template) and counted by its tokenizer (POST /tokenize).
+ *
+ * @generated from message boxmaker.v1.TemplateProbe
+ */
+export type TemplateProbe = Message<"boxmaker.v1.TemplateProbe"> & {
+  /**
+   * @generated from field: bool ran = 1;
+   */
+  ran: boolean;
+
+  /**
+   * Why the probe could not run (the server has no /apply-template, …); empty when it ran.
+   *
+   * @generated from field: string error = 2;
+   */
+  error: string;
+
+  /**
+   * ok | warn (not prefix-stable, or a message shape rejected) | no_tools (tool use refused)
+   *
+   * @generated from field: string verdict = 3;
+   */
+  verdict: string;
+
+  /**
+   * The one sentence `up` and `status` print.
+   *
+   * @generated from field: string summary = 4;
+   */
+  summary: string;
+
+  /**
+   * @generated from field: bool tools_rendered = 5;
+   */
+  toolsRendered: boolean;
+
+  /**
+   * Where the tools block is: "in the system message", "before the last user message", …
+   *
+   * @generated from field: string tools_position = 6;
+   */
+  toolsPosition: string;
+
+  /**
+   * The tools block is rendered at a place that moves as the conversation grows.
+   *
+   * @generated from field: bool tools_move = 7;
+   */
+  toolsMove: boolean;
+
+  /**
+   * @generated from field: bool prefix_stable = 8;
+   */
+  prefixStable: boolean;
+
+  /**
+   * The first divergence, described ("the tools block moves …"); empty when stable.
+   *
+   * @generated from field: string divergence = 9;
+   */
+  divergence: string;
+
+  /**
+   * Tokens the probe conversation would read again, at most, on one request.
+   *
+   * @generated from field: uint32 reread_tokens_per_turn = 10;
+   */
+  rereadTokensPerTurn: number;
+
+  /**
+   * Σprompt_n over Σ truly new tokens across the probe's requests (1.0 when stable).
+   *
+   * @generated from field: double predicted_reuse_ratio = 11;
+   */
+  predictedReuseRatio: number;
+
+  /**
+   * @generated from field: repeated boxmaker.v1.TemplateProbeStep steps = 12;
+   */
+  steps: TemplateProbeStep[];
+
+  /**
+   * kept | dropped | not_rendered: what the template does with an earlier
+   * assistant message's reasoning_content once the conversation goes on.
+   *
+   * @generated from field: string reasoning = 13;
+   */
+  reasoning: string;
+
+  /**
+   * Tokens a thinking model's turn would read again because of what the template does with reasoning.
+   *
+   * @generated from field: uint32 reasoning_reread_tokens = 14;
+   */
+  reasoningRereadTokens: number;
+
+  /**
+   * @generated from field: repeated boxmaker.v1.TemplateShapeCheck shapes = 15;
+   */
+  shapes: TemplateShapeCheck[];
+
+  /**
+   * Sentences for the operator, one per finding that costs something.
+   *
+   * @generated from field: repeated string warnings = 16;
+   */
+  warnings: string[];
+
+  /**
+   * @generated from field: int64 probed_at_unix_ms = 17;
+   */
+  probedAtUnixMs: bigint;
+
+  /**
+   * sha256 of the template probed.
+   *
+   * @generated from field: string template_sha256 = 18;
+   */
+  templateSha256: string;
+
+  /**
+   * The tokens the tools block takes in the probe's rendering.
+   *
+   * @generated from field: uint32 tools_tokens = 19;
+   */
+  toolsTokens: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.TemplateProbe.
+ * Use `create(TemplateProbeSchema)` to create a new message.
+ */
+export const TemplateProbeSchema: GenMessage<TemplateProbe> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 18);
+
+/**
+ * One request of the probe conversation, against the request before it.
+ *
+ * @generated from message boxmaker.v1.TemplateProbeStep
+ */
+export type TemplateProbeStep = Message<"boxmaker.v1.TemplateProbeStep"> & {
+  /**
+   * What the request ends with: "user", "tool result", …
+   *
+   * @generated from field: string after = 1;
+   */
+  after: string;
+
+  /**
+   * @generated from field: uint32 prompt_tokens = 2;
+   */
+  promptTokens: number;
+
+  /**
+   * Tokens of the previous request's prompt this one starts with.
+   *
+   * @generated from field: uint32 reused = 3;
+   */
+  reused: number;
+
+  /**
+   * Tokens of the previous prompt it does not start with (read again).
+   *
+   * @generated from field: uint32 reread = 4;
+   */
+  reread: number;
+
+  /**
+   * Tokens past the previous prompt.
+   *
+   * @generated from field: uint32 fresh = 5;
+   */
+  fresh: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.TemplateProbeStep.
+ * Use `create(TemplateProbeStepSchema)` to create a new message.
+ */
+export const TemplateProbeStepSchema: GenMessage<TemplateProbeStep> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 19);
+
+/**
+ * One message shape Boxmaker sends, and whether the template renders it.
+ *
+ * @generated from message boxmaker.v1.TemplateShapeCheck
+ */
+export type TemplateShapeCheck = Message<"boxmaker.v1.TemplateShapeCheck"> & {
+  /**
+   * @generated from field: string shape = 1;
+   */
+  shape: string;
+
+  /**
+   * @generated from field: bool accepted = 2;
+   */
+  accepted: boolean;
+
+  /**
+   * The server's error when rejected (cut).
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.TemplateShapeCheck.
+ * Use `create(TemplateShapeCheckSchema)` to create a new message.
+ */
+export const TemplateShapeCheckSchema: GenMessage<TemplateShapeCheck> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 20);
 
 /**
  * @generated from message boxmaker.v1.SlotActionRequest
@@ -782,7 +1014,7 @@ export type SlotActionRequest = Message<"boxmaker.v1.SlotActionRequest"> & {
  * Use `create(SlotActionRequestSchema)` to create a new message.
  */
 export const SlotActionRequestSchema: GenMessage<SlotActionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 18);
+  messageDesc(file_boxmaker_v1_infer, 21);
 
 /**
  * @generated from message boxmaker.v1.SlotActionResponse
@@ -828,7 +1060,7 @@ export type SlotActionResponse = Message<"boxmaker.v1.SlotActionResponse"> & {
  * Use `create(SlotActionResponseSchema)` to create a new message.
  */
 export const SlotActionResponseSchema: GenMessage<SlotActionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 19);
+  messageDesc(file_boxmaker_v1_infer, 22);
 
 /**
  * @generated from message boxmaker.v1.SlotFilesRequest
@@ -848,7 +1080,7 @@ export type SlotFilesRequest = Message<"boxmaker.v1.SlotFilesRequest"> & {
  * Use `create(SlotFilesRequestSchema)` to create a new message.
  */
 export const SlotFilesRequestSchema: GenMessage<SlotFilesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 20);
+  messageDesc(file_boxmaker_v1_infer, 23);
 
 /**
  * @generated from message boxmaker.v1.SlotFile
@@ -877,7 +1109,7 @@ export type SlotFile = Message<"boxmaker.v1.SlotFile"> & {
  * Use `create(SlotFileSchema)` to create a new message.
  */
 export const SlotFileSchema: GenMessage<SlotFile> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 21);
+  messageDesc(file_boxmaker_v1_infer, 24);
 
 /**
  * @generated from message boxmaker.v1.SlotFilesResponse
@@ -933,7 +1165,7 @@ export type SlotFilesResponse = Message<"boxmaker.v1.SlotFilesResponse"> & {
  * Use `create(SlotFilesResponseSchema)` to create a new message.
  */
 export const SlotFilesResponseSchema: GenMessage<SlotFilesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 22);
+  messageDesc(file_boxmaker_v1_infer, 25);
 
 /**
  * @generated from enum boxmaker.v1.SlotActionKind
