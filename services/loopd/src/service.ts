@@ -1,5 +1,6 @@
 import {
   invalidArgument,
+  notFound,
   toRpcError,
   type BrokerService,
   type ClientOf,
@@ -27,17 +28,48 @@ export interface LoopServiceDeps {
   sessionsDir: string;
 }
 
+/**
+ * What one call may carry, checked before loopd does any work on it: each is
+ * handled on loopd's one thread, and these were the inputs that held it (a
+ * 30 MB message 1.6 s in the pre-pass, a 10 MB schedule prompt 0.6 s in
+ * its JSON file, a 1 MB title in every listing). A title is one line `ls`
+ * shows, so a longer one is cut rather than refused.
+ */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+const MAX_SCHEDULE_PROMPT_BYTES = 64 * 1024;
+const MAX_CRON_CHARS = 256;
+const MAX_TITLE_CHARS = 200;
+
+function sessionTitle(raw: string): string {
+  const t = raw
+    .slice(0, MAX_TITLE_CHARS * 4)
+    .replace(/\s+/g, " ")
+    .trim();
+  return t.length > MAX_TITLE_CHARS ? `${t.slice(0, MAX_TITLE_CHARS - 1)}…` : t;
+}
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
 /** Maps LoopService calls onto the runner and store. */
 export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
   const { runner, store } = d;
   return {
     async createSession(req) {
-      const s = await runner.create(roleName(req.role), req.title, req.parentId);
+      // A parent is a session that exists: a made-up one would be listed as a child of nothing.
+      if (req.parentId && !store.get(req.parentId)) throw notFound(`no session ${req.parentId} to be the parent`);
+      const s = await runner.create(roleName(req.role), sessionTitle(req.title), req.parentId);
       return sessionInfo(s);
     },
 
     async *send(req, ctx) {
       const s = runner.get(req.sessionId);
+      const bytes = req.text.length > MAX_MESSAGE_BYTES / 3 ? Buffer.byteLength(req.text) : 0;
+      if (bytes > MAX_MESSAGE_BYTES) {
+        throw invalidArgument(
+          `the message is ${mib(bytes)}; loopd takes at most ${mib(MAX_MESSAGE_BYTES)} in one message: ` +
+            "put the text in a file in the workspace and ask for it to be read",
+        );
+      }
       // Subscribe before starting so not even the first event can be missed.
       const events = s.events.subscribe(s.events.lastSeq, ctx.signal, true);
       const b = req.budgets;
@@ -105,7 +137,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
 
     async renameSession(req) {
       const s = runner.get(req.id);
-      const title = req.title.replace(/\s+/g, " ").trim();
+      const title = sessionTitle(req.title);
       if (!title) throw invalidArgument("a session title cannot be empty");
       s.recordRenamed(title);
       return sessionInfo(s);
@@ -184,6 +216,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     async addSchedule(req) {
+      if (req.cron.length > MAX_CRON_CHARS)
+        throw invalidArgument(`a cron expression is at most ${MAX_CRON_CHARS} characters`);
+      if (Buffer.byteLength(req.prompt) > MAX_SCHEDULE_PROMPT_BYTES)
+        throw invalidArgument(`a schedule's prompt is at most ${MAX_SCHEDULE_PROMPT_BYTES / 1024} KiB`);
       return scheduleInfo(d.schedules.add(req.cron, req.prompt));
     },
     async listSchedules() {
