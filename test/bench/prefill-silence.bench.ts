@@ -38,7 +38,8 @@ export default async function (emit: Emit): Promise<void> {
     if (run.error) throw run.error;
     for (const depth of [32_768, 65_536, 131_072]) {
       if (depth > run.promptTokens + 8192) continue;
-      const b = batchAt(run, Math.min(depth, run.promptTokens - 1))!;
+      // The deepest full batch stands for 128k: the prompt's last batch is a short remainder.
+      const b = batchAt(run, Math.min(depth, run.promptTokens - 2049))!;
       const k = `${Math.round(b.from / 1024)}k`;
       emit(`silence_ms_batch_at_${k}`, b.silenceMs, "ms");
       emit(`window_ms_batch_at_${k}`, b.windowMs, "ms");
