@@ -1,4 +1,4 @@
-import { SessionEventSchema, type BudgetsSchema, type SessionEvent } from "@boxmaker/common/client";
+import { RpcError, SessionEventSchema, Status, type BudgetsSchema, type SessionEvent } from "@boxmaker/common/client";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LoopClient } from "./connection.js";
 import { ExitCode } from "./exit-codes.js";
@@ -43,11 +43,87 @@ export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: St
         if (!opts.untilStreamEnd) break;
         outcome = new TurnOutcome();
       }
+      // Read no faster than the output is taken (a pipe to a slow reader): the stream's flow
+      // control then holds loopd back, instead of this process holding the whole turn in memory.
+      await drained(process.stdout);
+      await drained(process.stderr);
     }
   } finally {
     renderer?.finish();
   }
   return exit;
+}
+
+/**
+ * A session's events, carried on past loopd ending the stream for falling
+ * behind. loopd ends a Send or Follow stream whose client reads too slowly
+ * (a terminal scrolling a burst, a paused pipe) with RESOURCE_EXHAUSTED and
+ * the seq to resume from; this follows again from the last event it passed
+ * on, so the caller sees every event once, in order, and nothing about the
+ * resume. Only what cannot be picked up is said: a gap where loopd no longer
+ * holds the events (one line, then the stream goes on), or a stream ended
+ * again before it delivered anything (the error).
+ */
+export async function* resumingEvents(
+  first: AsyncIterable<SessionEvent>,
+  followFrom: (afterSeq: bigint) => AsyncIterable<SessionEvent>,
+): AsyncGenerator<SessionEvent> {
+  let stream = first;
+  let last: bigint | undefined;
+  let barren = 0;
+  let resumedAfter: bigint | undefined;
+  for (;;) {
+    let delivered = false;
+    try {
+      for await (const ev of stream) {
+        if (last !== undefined && ev.seq <= last) continue; // already passed on
+        if (resumedAfter !== undefined && ev.seq > resumedAfter + 1n) {
+          printErr(
+            `(events ${resumedAfter + 1n}–${ev.seq - 1n} of session ${ev.sessionId} are no longer held by loopd; ` +
+              "`boxmaker show` has the turn as logged)\n",
+          );
+        }
+        resumedAfter = undefined;
+        delivered = true;
+        last = ev.seq;
+        yield ev;
+      }
+      return;
+    } catch (err) {
+      const from = resumeSeq(err);
+      if (from === undefined) throw err;
+      barren = delivered ? 0 : barren + 1;
+      if (barren > MAX_BARREN_RESUMES) throw err;
+      resumedAfter = last ?? from;
+      stream = followFrom(resumedAfter);
+    }
+  }
+}
+
+/** Where loopd said a stream it ended for falling behind may be picked up, if that is how it ended. */
+function resumeSeq(err: unknown): bigint | undefined {
+  if (!(err instanceof RpcError) || err.code !== Status.RESOURCE_EXHAUSTED) return undefined;
+  const raw = err.details.resume_after_seq;
+  return raw !== undefined && /^\d+$/.test(raw) ? BigInt(raw) : undefined;
+}
+
+/** Resumes in a row that brought nothing: the client cannot keep up at all, and says so. */
+const MAX_BARREN_RESUMES = 3;
+
+/** Resolves once `out` has written what it buffered (at once when nothing waits); a closed stream counts as drained. */
+function drained(out: NodeJS.WriteStream): Promise<void> | undefined {
+  if (!out.writableNeedDrain) return undefined;
+  return new Promise((resolve) => {
+    const done = () => {
+      out.off("drain", done);
+      out.off("close", done);
+      out.off("error", done);
+      resolve();
+    };
+    out.once("drain", done);
+    out.once("close", done);
+    out.once("error", done);
+  });
 }
 
 export type BudgetsInit = MessageInitShape<typeof BudgetsSchema>;
@@ -82,7 +158,10 @@ export async function sendAndRender(
   };
   for (const sig of STOP_SIGNALS) process.on(sig, stopHandler);
   try {
-    const events = client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) });
+    const events = resumingEvents(
+      client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) }),
+      (afterSeq) => client.follow({ sessionId, afterSeq }),
+    );
     return await renderEvents(events, { ...opts, ...(approvals ? { onEvent: (ev) => approvals.handle(ev) } : {}) });
   } finally {
     approvals?.dispose();

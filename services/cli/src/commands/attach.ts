@@ -29,7 +29,7 @@ Examples:
   boxmaker attach --follow --json 01JD3K8Q2W | jq -c 'select(.tool_call)'`,
     )
     .action(async (id: string, opts: AttachFlags) => {
-      const { renderEvents } = await import("../turn-stream.js");
+      const { renderEvents, resumingEvents } = await import("../turn-stream.js");
       const { followFrom, fromTurnStart } = await import("../attach-filter.js");
       const { CtrlC } = await import("../ctrl-c.js");
       const client = await connect(globals());
@@ -43,9 +43,8 @@ Examples:
         const ac = new AbortController();
         const ctrlC = new CtrlC(() => ac.abort());
         try {
-          const events = fromTurnStart(
-            client.follow({ sessionId: id, afterSeq: followFrom(r.session!) }, { signal: ac.signal }),
-          );
+          const follow = (afterSeq: bigint) => client.follow({ sessionId: id, afterSeq }, { signal: ac.signal });
+          const events = fromTurnStart(resumingEvents(follow(followFrom(r.session!)), follow));
           process.exitCode = await renderEvents(events, {
             json: !!opts.json,
             reasoning: !!opts.reasoning,

@@ -100,7 +100,7 @@ Examples:
         try {
           const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
           printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
-          const { renderEvents } = await import("../turn-stream.js");
+          const { renderEvents, resumingEvents } = await import("../turn-stream.js");
           const tty = Boolean(process.stdin.isTTY);
           let onEvent: (ev: import("@boxmaker/common/client").SessionEvent) => void;
           if (tty) {
@@ -122,7 +122,10 @@ Examples:
               }
             };
           }
-          exit = await renderEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), {
+          const events = resumingEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), (afterSeq) =>
+            client.follow({ sessionId: session.id, afterSeq }),
+          );
+          exit = await renderEvents(events, {
             json: false,
             reasoning: true,
             onEvent,
