@@ -126,7 +126,9 @@ describe("search_files on a big workspace, thirty at once", () => {
     await poll;
     const delay = await loopDelay();
 
-    const busy = results.filter((r) => /searches \(search_files and grep_blob\) are running and \d+ are waiting/.test(r.content));
+    const busy = results.filter((r) =>
+      /searches \(search_files and grep_blob\) are running and \d+ are waiting/.test(r.content),
+    );
     const timedOut = results.filter((r) => /ran past 1500 ms/.test(r.content));
     const found = results.filter((r) => r.content.includes("needle.txt:1: the needle-4c1 is here"));
     console.log(
