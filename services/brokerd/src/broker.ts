@@ -13,6 +13,7 @@ import { type Disclosure, disclosureFile } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
 import { openMcpServers, type McpServers } from "./mcp/servers.js";
 import { checkHomeWorkspace } from "./home-workspace.js";
+import { unwritableRoots } from "./workspace-writable.js";
 import { PathGuard } from "./policy/paths.js";
 import { protectionOf } from "./policy/protected-paths.js";
 import { BLOB_READERS } from "./result-cap.js";
@@ -103,6 +104,8 @@ export class Broker {
       opts.log,
     );
     if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");
+    for (const u of unwritableRoots(guard.roots))
+      opts.log.warn(u, `workspace root ${u.root} is not writable, so approved writes there will fail: ${u.fix}`);
     // Never waits on a server: each connects in the background and its tools appear when it is up.
     mcp.start();
     return broker;

@@ -13,6 +13,7 @@ import {
   writeSync,
 } from "node:fs";
 import { ToolError } from "../errors.js";
+import { fixFor } from "../workspace-writable.js";
 import { components, describeType, fdPath, openDirAt } from "./fs-walk.js";
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
@@ -27,14 +28,24 @@ export function writeFileAt(root: string, rel: string, content: string | Buffer)
   const parts = components(rel);
   const name = parts.pop();
   if (name === undefined) throw new ToolError(`${rel} is the workspace root, not a file`);
-  const dirfd = openDirAt(root, parts, rel, true);
+  let dirfd: number;
+  try {
+    dirfd = openDirAt(root, parts, rel, true);
+  } catch (err) {
+    throw unwritable(err, root, rel);
+  }
   try {
     const existing = lstatSync(fdPath(dirfd, name), { throwIfNoEntry: false });
     if (existing?.isDirectory()) throw new ToolError(`${rel} is a directory`);
     if (existing && !existing.isFile() && !existing.isSymbolicLink())
       throw new ToolError(`${rel} is ${describeType(existing)}; only regular files are written`);
     const tmp = `.${name.slice(0, 200)}.bx-${randomBytes(6).toString("hex")}`;
-    const fd = openSync(fdPath(dirfd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+    let fd: number;
+    try {
+      fd = openSync(fdPath(dirfd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+    } catch (err) {
+      throw unwritable(err, root, rel);
+    }
     try {
       // The new file replaces the old one's inode: it keeps the old file's mode (an edited script stays
       // executable) and, where this account may give it, its owner and group.
@@ -75,4 +86,11 @@ function keepOwnership(fd: number, was: Stats): void {
   }
   // After chown, which clears set-id bits; those are not kept (a model's write must not make a set-id program).
   fchmodSync(fd, was.mode & 0o777);
+}
+
+/** EROFS/EACCES from the file system, said as what it is and how to fix it (not a temp file's path). */
+function unwritable(err: unknown, root: string, rel: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== "EROFS" && code !== "EACCES" && code !== "EPERM") return err;
+  return new ToolError(`${rel} cannot be written (${code}), the workspace root ${root}: ${fixFor(root, code)}`);
 }
