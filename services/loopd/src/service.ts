@@ -106,7 +106,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     async getSession(req) {
       const s = runner.get(req.id);
       return {
-        session: sessionInfo(s),
+        session: { ...sessionInfo(s), cacheHealth: runner.cacheHealth.ofSession(s.id) },
         messages: s.state.history.filter((m) => !m.carried).map(historyMessage),
       };
     },
@@ -207,6 +207,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         sessions: store.count(),
         instructionsFile: runner.instructionsFile(),
         disk,
+        cacheHealth: runner.cacheHealth.ofServer(),
       };
     },
 

@@ -5,6 +5,7 @@ import {
   notFound,
   type BrokerService,
   type ClientOf,
+  type FinalMessage,
   type InferService,
   type Logger,
 } from "@boxmaker/common";
@@ -25,6 +26,7 @@ import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { SessionBlobs } from "./session-blobs.js";
 import { TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
+import { CacheHealth } from "./cache-health.js";
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -46,6 +48,8 @@ export class SessionRunner {
   readonly approvals: ApprovalWaits;
   readonly compactor: Compactor;
   readonly blobs: SessionBlobs;
+  /** Σprompt_n over the tokens truly new, per session and for the server (cache-health.ts). */
+  readonly cacheHealth = new CacheHealth();
   private readonly loopDeps: LoopDeps;
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -80,8 +84,28 @@ export class SessionRunner {
         d.config.prepass.enabled
           ? this.blobs.spill(s, text, d.config.prepass.threshold_bytes, signal)
           : Promise.resolve({ text, blocks: [] }),
-      afterResponse: (s, final) => this.parking.verify(s.id, final),
+      afterResponse: (s, final) => {
+        this.parking.verify(s.id, final);
+        this.noteCacheHealth(s, final);
+      },
     };
+  }
+
+  /** Feeds cache health; the one warning when reuse fell goes to the session's watchers and the log. */
+  private noteCacheHealth(s: Session, final: FinalMessage): void {
+    const t = final.timings;
+    const w = this.cacheHealth.record({
+      sessionId: s.id,
+      slot: s.state.slot,
+      epoch: s.state.epoch.epoch,
+      cacheN: t?.cacheN ?? 0,
+      promptN: t?.promptN ?? 0,
+      predictedN: t?.predictedN ?? 0,
+      templateWarning: final.templateWarning,
+    });
+    if (!w) return;
+    this.d.log.warn({ session: s.id, cause: w.cause, ratio: w.ratio }, w.message);
+    s.events.publish({ case: "cacheWarning", value: w });
   }
 
   /** Folds a session now (`boxmaker compact`), on its slot like a turn. */
@@ -211,6 +235,9 @@ export class SessionRunner {
       await this.parking.arrive(slot, s.id, signal);
       result = await runTurn(s, text, limits, this.loopDeps, signal);
       end = turnEndEvent(result);
+      // turnEndEvent builds a plain init object: the session's cache health rides on it.
+      if (end?.case === "turnDone")
+        (end.value as { cacheHealth?: unknown }).cacheHealth = this.cacheHealth.ofSession(s.id);
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
       const cancelled = signal.aborted;
