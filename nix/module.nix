@@ -124,6 +124,18 @@ in
     };
 
     user = mkOption { type = types.str; default = "boxmaker"; description = "User all Boxmaker services run as."; };
+    toolsUser = mkOption {
+      type = types.nullOr types.str;
+      default = null;
+      example = "alice";
+      description = ''
+        The account brokerd (and so every tool and sandboxed command) acts as; null: `user`.
+        On a one-person workstation set it to your own account: files the agent creates or
+        overwrites are then yours, as if you had edited them (the sandbox still confines the model).
+        On a shared machine keep the dedicated account and make the workspaces group-writable
+        for `group`.
+      '';
+    };
     group = mkOption {
       type = types.str;
       default = "boxmaker";
@@ -388,7 +400,7 @@ in
       after = [ "boxmaker-llama-server.service" "boxmaker.target" ];
     };
 
-    systemd.services.boxmaker-brokerd = daemon "brokerd" "Boxmaker brokerd (tools, policy, sandbox)" {
+    systemd.services.boxmaker-brokerd = daemon "brokerd" "Boxmaker brokerd (tools, policy, sandbox)" ({
       StateDirectory = "boxmaker/broker";
       StateDirectoryMode = "0750";
       TimeoutStartSec = "2min";
@@ -396,7 +408,13 @@ in
       ReadWritePaths = cfg.workspaceRoots;
       # bubblewrap creates namespaces and configures the sandbox's loopback over netlink.
       RestrictAddressFamilies = [ "AF_UNIX" "AF_INET" "AF_INET6" "AF_NETLINK" ];
-    };
+    } // lib.optionalAttrs (cfg.toolsUser != null) {
+      # The operator's own account: its socket still belongs to the group every daemon shares, and
+      # what it creates gets the operator's usual 0644 (the stack's 0007 would hide it from others).
+      User = cfg.toolsUser;
+      SupplementaryGroups = [ cfg.group ];
+      UMask = "0022";
+    });
 
     systemd.services.boxmaker-loopd = daemon "loopd" "Boxmaker loopd (sessions and the agent loop)" {
       StateDirectory = "boxmaker/loopd";

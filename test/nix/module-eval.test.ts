@@ -309,6 +309,26 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     );
   });
 
+  it("toolsUser: brokerd (and every tool) acts as the operator's account, the other daemons stay boxmaker", () => {
+    const mine = evalModule({
+      enable: true,
+      llamaServer: withModel,
+      toolsUser: "alice",
+      workspaceRoots: ["/home/alice/src"],
+    });
+    const b = mine.services["boxmaker-brokerd"]!.serviceConfig!;
+    expect(b.User).toBe("alice");
+    expect(b.Group).toBe("boxmaker");
+    expect(b.SupplementaryGroups).toEqual(["boxmaker"]);
+    expect(b.UMask).toBe("0022");
+    expect(b.ReadWritePaths).toEqual(["/home/alice/src"]);
+    for (const d of ["loopd", "inferproxy"])
+      expect(mine.services[`boxmaker-${d}`]!.serviceConfig!.User).toBe("boxmaker");
+    const shared = evalModule({ enable: true, llamaServer: withModel });
+    expect(shared.services["boxmaker-brokerd"]!.serviceConfig!.User).toBe("boxmaker");
+    expect(shared.services["boxmaker-brokerd"]!.serviceConfig!.UMask).toBe("0007");
+  });
+
   describe("refuses bad option values with the module's own messages", () => {
     it.each([
       [{ enable: true }, "services.boxmaker.llamaServer.model must be the absolute path of a GGUF file"],
