@@ -51,11 +51,28 @@ export function requires(
   const needsLine = `needs ${missing.map((t) => `${t} (${HOW_TO_GET[t]})`).join(", ")}`;
   if (underCi())
     throw new Error(`${what} ${needsLine}; under CI=true a missing tool fails the run instead of skipping`);
-  const line = `${what}: skipped, ${needsLine}`;
   // One line per skip in the end-of-run summary (test/support/skip-summary.ts), not one per worker here.
+  recordSkip(`${what}: skipped, ${needsLine}`);
+  return false;
+}
+
+/**
+ * For a tier that needs something of the machine rather than a tool on PATH: the
+ * systemd tier boots a container, which needs root, systemd-nspawn and a kernel
+ * that lets it. `whyNot` is undefined where the machine can, else one line saying
+ * why not. Unlike requires(), this skips under CI too: a CI machine that cannot
+ * boot containers must not turn the run red, while one that can runs the tier
+ * (.ci/run prepares it). The line goes into the end-of-run summary.
+ */
+export function machineCan(what: string, whyNot: string | undefined): boolean {
+  if (whyNot === undefined) return true;
+  recordSkip(`${what}: skipped, ${whyNot}`);
+  return false;
+}
+
+function recordSkip(line: string): void {
   const file = skipsFile();
   if (file) appendFileSync(file, `${line}\n`);
-  return false;
 }
 
 function skipsFile(): string | undefined {
