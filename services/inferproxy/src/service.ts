@@ -22,7 +22,10 @@ import { LlamaClient } from "./llama-client.js";
 import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
 import { PrefillPace } from "./prefill-pace.js";
 import { completionBodyParts } from "./request-shaping.js";
-import type { SelfTestResult } from "./self-test.js";
+import { templateSha256, type SelfTestResult } from "./self-test.js";
+import { probeNotRun, type TemplateProbeResult } from "./template-probe.js";
+import { probeTemplate } from "./template-probe-io.js";
+import { refuseToolsIfUnrendered, templateWarning } from "./template-verdict.js";
 import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
 import { SlotFiles } from "./slot-files.js";
 import { slotFilesReply } from "./slot-files-rpc.js";
@@ -60,6 +63,15 @@ export class InferProxy {
   private readonly memory = new MessagesMemory();
   /** How fast the server reads prompts, for the liveness window of a prefill batch (prefill-pace.ts). */
   private readonly pace = new PrefillPace();
+  /**
+   * The template probe's client: not the checked one, so a server that does
+   * not match the contract is probed too (what its template will cost is what
+   * the operator wants to know before accepting it).
+   */
+  private readonly probeClient: LlamaClient;
+  /** What the server's chat template does with Boxmaker's conversations (template-probe.ts), re-probed at every self-test. */
+  templateProbe: TemplateProbeResult = probeNotRun();
+  private probing: Promise<void> | undefined;
 
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
@@ -71,13 +83,41 @@ export class InferProxy {
       pollMs: o.config.health_poll_ms,
       timeoutMs,
       log: o.log,
-      onSelfTest: o.onSelfTest,
+      onSelfTest: (r) => {
+        this.startProbe();
+        o.onSelfTest?.(r);
+      },
     });
     // Every new connection is checked against the contract before anything is sent on it.
     this.client = new LlamaClient(o.config.upstream, {
       onProps: (res) => this.monitor.checkConnection(res),
       timeoutMs: o.config.request_timeout_ms,
     });
+    this.probeClient = new LlamaClient(o.config.upstream);
+  }
+
+  /** Probes the template of the server the self-test just checked; a newer self-test's probe replaces it. */
+  private startProbe(): void {
+    const template = this.monitor.props?.chat_template;
+    const sha = typeof template === "string" ? templateSha256(template) : "";
+    const run = probeTemplate(this.probeClient, this.cfg.request_timeout_ms, sha).then((r) => {
+      if (this.probing !== run) return;
+      this.templateProbe = r;
+      this.probing = undefined;
+      const facts = { verdict: r.verdict, error: r.error || undefined, warnings: r.warnings, template_sha256: sha };
+      if (r.ran && r.verdict === "ok") this.log.info(facts, `template probe: ${r.summary}`);
+      else this.log.warn(facts, `template probe: ${r.summary}`);
+    });
+    this.probing = run;
+  }
+
+  /** Waits (at most `ms`) for a probe under way, so what is judged is this server's template. */
+  private async probeSettled(ms: number): Promise<void> {
+    const p = this.probing;
+    if (!p) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
   }
 
   /** Runs the first health check and self-test, then keeps polling. */
@@ -88,6 +128,7 @@ export class InferProxy {
   async close(): Promise<void> {
     this.monitor.stop();
     await this.client.close();
+    await this.probeClient.close();
   }
 
   impl(): ImplOf<typeof InferService> {
@@ -154,6 +195,8 @@ export class InferProxy {
     const body = completionBody(head, spliced ?? openOf(req.messagesJson), tail);
     if (req.waitForServerMs > 0) await this.waitForServer(req.waitForServerMs, ctx.signal);
     this.requireSelfTest();
+    await this.probeSettled(this.cfg.request_timeout_ms);
+    refuseToolsIfUnrendered(this.templateProbe, req.toolsJson, this.servedModel());
     const holder = req.requestId || `anonymous-${++this.anon}`;
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
       throw ctx.signal.aborted ? cancelled("cancelled while waiting for the slot") : err;
@@ -185,8 +228,10 @@ export class InferProxy {
     );
     try {
       for await (const ev of run.events()) {
-        if (ev.event?.case === "final")
+        if (ev.event?.case === "final") {
           ev.event.value.messagesToken = this.memory.remember(body.held, req.afterMessagesToken);
+          ev.event.value.templateWarning = templateWarning(this.templateProbe);
+        }
         yield ev;
       }
     } finally {
@@ -197,6 +242,7 @@ export class InferProxy {
   async status(): Promise<StatusInit> {
     // The poll stretches while the server is quiet: what status reports is checked now.
     await this.monitor.fresh();
+    await this.probeSettled(5_000);
     let slotsBody: unknown;
     if (this.monitor.state === "ok") {
       try {
@@ -214,6 +260,7 @@ export class InferProxy {
       upstream: this.client.label,
       totalSlots: this.totalSlots,
       slotsBody,
+      templateProbe: this.templateProbe,
       holding: (id) => ({ slot: id, heldBy: this.locks.holder(id) ?? "", waiting: this.locks.waiting(id).length }),
     });
   }

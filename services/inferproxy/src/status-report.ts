@@ -2,6 +2,7 @@ import type { InferStatusResponseSchema } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServerState } from "./health-monitor.js";
 import type { Props, SelfTestResult } from "./self-test.js";
+import type { TemplateProbeResult } from "./template-probe.js";
 
 export type StatusInit = MessageInitShape<typeof InferStatusResponseSchema>;
 
@@ -24,6 +25,7 @@ export interface StatusFacts {
   totalSlots: number;
   /** The body of `GET /slots`, when the server answered it. */
   slotsBody: unknown;
+  templateProbe?: TemplateProbeResult;
   holding(slot: number): Pick<SlotHolding, "heldBy" | "waiting">;
 }
 
@@ -53,6 +55,9 @@ export function statusReport(f: StatusFacts): StatusInit {
     model: props?.model_alias ?? props?.model_path ?? "",
     upstream: f.upstream,
     selfTest: { ...st, checkedAtUnixMs: BigInt(st.checkedAtUnixMs) },
+    ...(f.templateProbe
+      ? { templateProbe: { ...f.templateProbe, probedAtUnixMs: BigInt(f.templateProbe.probedAtUnixMs) } }
+      : {}),
     slots: [...ids]
       .sort((a, b) => a - b)
       .map((id) => {

@@ -10,6 +10,7 @@ import { handleSlotAction } from "./slot-actions.js";
 import { errorBody, sendJson } from "./sse.js";
 import type { SimState } from "./state.js";
 import { pieceId, tokenize } from "./tokens.js";
+import { renderPrompt, type ChatMessage } from "./render.js";
 import { jsonParseError } from "./completion.js";
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -120,6 +121,29 @@ async function handle(state: SimState, req: IncomingMessage, res: ServerResponse
     const tokens =
       b.with_pieces === true ? pieces.map((piece) => ({ id: pieceId(piece), piece })) : pieces.map(pieceId);
     return reply(200, { tokens });
+  }
+  // The prompt a completion with this body would read, as llama-server renders it (the same
+  // path as /v1/chat/completions, without inference): `{"prompt": "…"}`. The template probe uses it.
+  if (method === "POST" && p === "/apply-template") {
+    if (parsed === undefined || typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      let msg = "body is not a JSON object";
+      try {
+        JSON.parse(raw);
+      } catch (err) {
+        msg = jsonParseError(raw, err);
+      }
+      return reply(500, errorBody(500, msg, "server_error"));
+    }
+    const b = parsed as Record<string, unknown>;
+    if (!Array.isArray(b.messages) || b.messages.length === 0) {
+      return reply(
+        400,
+        errorBody(400, "'messages' is required and must be a non-empty array", "invalid_request_error"),
+      );
+    }
+    const tools = Array.isArray(b.tools) ? (b.tools as unknown[]) : undefined;
+    const rendered = renderPrompt(b.messages as ChatMessage[], tools, { thinkBlocks: state.config.thinkBlocks });
+    return reply(200, { prompt: rendered.text });
   }
   if (method === "POST" && (p === "/v1/chat/completions/control" || p === "/chat/completions/control")) {
     entry.status = handleControl(state, res, raw);

@@ -1,0 +1,509 @@
+/**
+ * The template probe: what the server's chat template does with the
+ * conversations Boxmaker sends, learnt from the server itself. Probe
+ * conversations are rendered by llama-server (`POST /apply-template`, the same
+ * code path as a completion's prompt) and counted by its tokenizer; nothing
+ * here renders a template. The verdicts decide what inferproxy does
+ * (template-verdict.ts): a template that renders no tools is refused for tool
+ * use, one that is not prefix-stable comes up with a warning of its cost.
+ *
+ * This module is pure but for the two calls it is given (`ProbeIo`), so the
+ * analysis is tested on any rendering a test can write.
+ */
+
+/** What the probe needs of the server. */
+export interface ProbeIo {
+  /** The prompt the server would send the model for this body, or the server's error. */
+  render(body: { messages: readonly ProbeMessage[]; tools?: readonly unknown[] }): Promise<RenderResult>;
+  tokenize(text: string): Promise<number[]>;
+}
+
+export type RenderResult = { ok: true; prompt: string } | { ok: false; error: string };
+
+export type ProbeMessage = Record<string, unknown> & { role: string };
+
+export interface ProbeStep {
+  after: string;
+  promptTokens: number;
+  reused: number;
+  reread: number;
+  fresh: number;
+}
+
+export interface ShapeCheck {
+  shape: string;
+  accepted: boolean;
+  error: string;
+}
+
+export type ReasoningFinding = "kept" | "dropped" | "not_rendered" | "";
+export type Verdict = "ok" | "warn" | "no_tools";
+
+export interface TemplateProbeResult {
+  ran: boolean;
+  error: string;
+  verdict: Verdict | "";
+  summary: string;
+  toolsRendered: boolean;
+  toolsPosition: string;
+  toolsMove: boolean;
+  toolsTokens: number;
+  prefixStable: boolean;
+  divergence: string;
+  rereadTokensPerTurn: number;
+  predictedReuseRatio: number;
+  steps: ProbeStep[];
+  reasoning: ReasoningFinding;
+  reasoningRereadTokens: number;
+  shapes: ShapeCheck[];
+  warnings: string[];
+  probedAtUnixMs: number;
+  templateSha256: string;
+}
+
+export function probeNotRun(error = ""): TemplateProbeResult {
+  return {
+    ran: false,
+    error,
+    verdict: "",
+    summary: error ? `template probe could not run: ${error}` : "",
+    toolsRendered: false,
+    toolsPosition: "",
+    toolsMove: false,
+    toolsTokens: 0,
+    prefixStable: false,
+    divergence: "",
+    rereadTokensPerTurn: 0,
+    predictedReuseRatio: 0,
+    steps: [],
+    reasoning: "",
+    reasoningRereadTokens: 0,
+    shapes: [],
+    warnings: [],
+    probedAtUnixMs: 0,
+    templateSha256: "",
+  };
+}
+
+/**
+ * Boxmaker's tools array as brokerd builds it (the same `{type, function:
+ * {name, description, parameters}}` shape and key order, core tools and the
+ * two meta tools), cut to four: where a template puts the block and whether
+ * it moves does not depend on how long it is, only what a move costs does.
+ */
+export const PROBE_TOOLS: readonly unknown[] = [
+  {
+    function: {
+      description: "Read a text file in the workspace. Optional 1-based inclusive line range.",
+      name: "read_file",
+      parameters: {
+        additionalProperties: false,
+        properties: {
+          path: { description: "Path relative to the workspace", type: "string" },
+          start_line: { minimum: 1, type: "integer" },
+          end_line: { minimum: 1, type: "integer" },
+        },
+        required: ["path"],
+        type: "object",
+      },
+    },
+    type: "function",
+  },
+  {
+    function: {
+      description: "Run a shell command in the workspace (sandboxed). May need a person's approval.",
+      name: "run_command",
+      parameters: {
+        additionalProperties: false,
+        properties: { command: { type: "string" }, timeout_ms: { minimum: 1, type: "integer" } },
+        required: ["command"],
+        type: "object",
+      },
+    },
+    type: "function",
+  },
+  {
+    function: {
+      description: "Search the tools not listed here by what they do; returns names and schemas.",
+      name: "find_tool",
+      parameters: {
+        additionalProperties: false,
+        properties: { query: { type: "string" } },
+        required: ["query"],
+        type: "object",
+      },
+    },
+    type: "function",
+  },
+  {
+    function: {
+      description: "Call a tool that find_tool returned, by name, with its arguments.",
+      name: "call_tool",
+      parameters: {
+        additionalProperties: false,
+        properties: { name: { type: "string" }, arguments: { type: "object" } },
+        required: ["name", "arguments"],
+        type: "object",
+      },
+    },
+    type: "function",
+  },
+];
+
+// Tool call ids: nine alphanumerics is the strictest form a template asks
+// (Mistral's); what llama-server generates itself (32) is checked as a shape.
+const ID_A = "bxprobe01";
+const ID_B = "bxprobe02";
+const SERVER_ID = "Q7bK2mX9pL4vR8nT1wY6zC3dF5gH0jS2";
+
+const sys = (): ProbeMessage => ({ role: "system", content: "You are the probe. Marker sysmark." });
+const user = (m: string): ProbeMessage => ({ role: "user", content: `Marker ${m}: what do the notes say?` });
+const call = (id: string, name: string, args: string, reasoning?: string): ProbeMessage => ({
+  role: "assistant",
+  content: "",
+  ...(reasoning ? { reasoning_content: reasoning } : {}),
+  tool_calls: [{ id, type: "function", function: { name, arguments: args } }],
+});
+const result = (id: string, m: string): ProbeMessage => ({
+  role: "tool",
+  tool_call_id: id,
+  content: `Marker ${m}: line one of the notes.`,
+});
+const answer = (m: string, reasoning?: string): ProbeMessage => ({
+  role: "assistant",
+  content: `Marker ${m}: the notes say one thing.`,
+  ...(reasoning ? { reasoning_content: reasoning } : {}),
+});
+
+/** Every message's marker word, in order: where a rendering puts things is told by these. */
+export const MARKERS = ["sysmark", "usera", "", "toola", "answera", "userb", "", "toolb", "answerb", "userc"];
+
+/**
+ * The probe conversation, as Boxmaker's loop grows it: user → assistant with a
+ * tool call → tool result → assistant → user, twice. Each request ends after a
+ * user or tool message (REQUEST_ENDS). With `reasoning`, every assistant
+ * message carries reasoning_content as a thinking model's do.
+ */
+export function probeConversation(reasoning: boolean): ProbeMessage[] {
+  const r = (m: string) => (reasoning ? `Marker ${m}: I should look at the notes first.` : undefined);
+  return [
+    sys(),
+    user("usera"),
+    call(ID_A, "read_file", '{"path":"notes.txt"}', r("thinka")),
+    result(ID_A, "toola"),
+    answer("answera", r("thinkb")),
+    user("userb"),
+    call(ID_B, "find_tool", '{"query":"notes"}', r("thinkc")),
+    result(ID_B, "toolb"),
+    answer("answerb", r("thinkd")),
+    user("userc"),
+  ];
+}
+
+/** Indices (inclusive) of the last message of each request the loop would send. */
+export const REQUEST_ENDS = [1, 3, 5, 7, 9];
+
+/** The message shapes Boxmaker sends besides the probe conversation's, each as a conversation of its own. */
+export function shapeConversations(): Array<{ shape: string; messages: ProbeMessage[] }> {
+  return [
+    {
+      shape: "two user messages in a row (a turn cancelled before the reply)",
+      messages: [sys(), user("usera"), user("userb")],
+    },
+    {
+      shape: "a system message after the first (a note between turns)",
+      messages: [sys(), user("usera"), answer("answera"), { role: "system", content: "Marker note." }, user("userb")],
+    },
+    {
+      shape: "an assistant message with empty content",
+      messages: [sys(), user("usera"), { role: "assistant", content: "" }, user("userb")],
+    },
+    {
+      shape: "a tool call id as llama-server generates it (32 characters)",
+      messages: [
+        sys(),
+        user("usera"),
+        call(SERVER_ID, "read_file", '{"path":"notes.txt"}'),
+        result(SERVER_ID, "toola"),
+      ],
+    },
+    {
+      shape: "two tool calls in one assistant message",
+      messages: [
+        sys(),
+        user("usera"),
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [
+            { id: ID_A, type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
+            { id: ID_B, type: "function", function: { name: "read_file", arguments: '{"path":"b.txt"}' } },
+          ],
+        },
+        result(ID_A, "toola"),
+        result(ID_B, "toolb"),
+      ],
+    },
+  ];
+}
+
+/** Length of the common prefix of two sequences (strings or token arrays). */
+export function commonPrefix(a: ArrayLike<unknown>, b: ArrayLike<unknown>): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * Where char `at` of `prompt` lies, by message: one past the last message
+ * (in conversation order) whose marker is rendered before it. Not the count of
+ * markers before it: a template may render a message out of order (Mistral
+ * Nemo puts the system message inside the last user message).
+ */
+export function messagesBefore(prompt: string, messages: readonly ProbeMessage[], at: number): number {
+  let k = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const m = markerOf(messages[i]!);
+    if (!m) continue;
+    const p = prompt.indexOf(m);
+    if (p >= 0 && p < at) k = i + 1;
+  }
+  return k;
+}
+
+function markerOf(m: ProbeMessage): string {
+  const c = typeof m.content === "string" ? m.content : "";
+  const w = /Marker (\w+)/.exec(c);
+  return w ? w[0] : "";
+}
+
+/** Words for "before message k" of a conversation. */
+export function describePosition(messages: readonly ProbeMessage[], k: number): string {
+  if (k === 0) return "at the start of the prompt, before the system message";
+  if (k >= messages.length) return "after the last message";
+  if (messages[k - 1]?.role === "system") return "after the system message";
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+  if (k === lastUser) return "before the last user message";
+  return `before message ${k + 1} (${messages[k]!.role})`;
+}
+
+/** Token-level comparison of consecutive requests' prompts. */
+export function compareSteps(prompts: ReadonlyArray<{ after: string; tokens: readonly number[] }>): ProbeStep[] {
+  const steps: ProbeStep[] = [];
+  for (let i = 1; i < prompts.length; i++) {
+    const prev = prompts[i - 1]!.tokens;
+    const cur = prompts[i]!.tokens;
+    const reused = commonPrefix(prev, cur);
+    steps.push({
+      after: prompts[i]!.after,
+      promptTokens: cur.length,
+      reused,
+      reread: prev.length - reused,
+      fresh: Math.max(0, cur.length - prev.length),
+    });
+  }
+  return steps;
+}
+
+/** Σprompt_n over Σ new tokens the steps imply (a request reads what it re-reads plus what is new). */
+export function reuseRatio(steps: readonly ProbeStep[]): number {
+  const fresh = steps.reduce((n, s) => n + s.fresh, 0);
+  const read = steps.reduce((n, s) => n + s.fresh + s.reread, 0);
+  return fresh > 0 ? read / fresh : 1;
+}
+
+const afterOf = (m: ProbeMessage) => (m.role === "tool" ? "tool result" : m.role);
+const cut = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
+
+/** Runs the whole probe through `io`. Throws only when the server cannot render anything at all. */
+export async function runTemplateProbe(io: ProbeIo, nowMs: number, templateSha256 = ""): Promise<TemplateProbeResult> {
+  const r = probeNotRun();
+  r.ran = true;
+  r.probedAtUnixMs = nowMs;
+  r.templateSha256 = templateSha256;
+
+  // Where the tools go: the first request with and without them.
+  const conv = probeConversation(false);
+  const first = conv.slice(0, 2);
+  const withTools = await io.render({ messages: first, tools: PROBE_TOOLS });
+  const without = await io.render({ messages: first });
+  let toolsAtFirst = -1;
+  if (!without.ok)
+    throw new ProbeError(`the template does not render a system and a user message: ${cut(without.error)}`);
+  if (!withTools.ok) {
+    r.toolsRendered = false;
+    r.shapes.push({ shape: "a tools array", accepted: false, error: templateError(withTools.error) });
+  } else if (withTools.prompt !== without.prompt) {
+    r.toolsRendered = true;
+    const at = commonPrefix(withTools.prompt, without.prompt);
+    const k = messagesBefore(withTools.prompt, first, at);
+    toolsAtFirst = k;
+    r.toolsPosition = describePosition(first, k);
+    r.toolsTokens = (await io.tokenize(withTools.prompt)).length - (await io.tokenize(without.prompt)).length;
+  }
+
+  // Prefix stability as the loop grows the conversation.
+  const main = await renderRequests(io, conv);
+  if (!main.ok) {
+    r.shapes.push({
+      shape: `the probe conversation (up to its ${main.failedAfter})`,
+      accepted: false,
+      error: cut(main.error),
+    });
+  } else {
+    r.steps = main.steps;
+    r.prefixStable = main.steps.every((s) => s.reread === 0);
+    r.predictedReuseRatio = reuseRatio(main.steps);
+    r.rereadTokensPerTurn = Math.max(0, ...main.steps.map((s) => s.reread));
+    if (r.toolsRendered) {
+      // The same position rule at the end of the conversation: a block tied to the last user message moves.
+      const last = await io.render({ messages: conv, tools: PROBE_TOOLS });
+      const lastWithout = await io.render({ messages: conv });
+      if (last.ok && lastWithout.ok) {
+        const k = messagesBefore(last.prompt, conv, commonPrefix(last.prompt, lastWithout.prompt));
+        const lastUser = conv.map((m) => m.role).lastIndexOf("user");
+        if (k === lastUser && k !== toolsAtFirst) {
+          r.toolsMove = true;
+          r.toolsPosition = "before the last user message";
+        }
+      }
+    }
+    if (!r.prefixStable) r.divergence = describeDivergence(main, conv, r.toolsMove);
+  }
+
+  // Reasoning: kept, dropped once the conversation goes on, or never rendered.
+  const think = probeConversation(true);
+  const within = await io.render({ messages: think.slice(0, 4), tools: PROBE_TOOLS });
+  const later = await io.render({ messages: think.slice(0, 6), tools: PROBE_TOOLS });
+  if (within.ok && later.ok) {
+    const inWithin = within.prompt.includes("Marker thinka");
+    const inLater = later.prompt.includes("Marker thinka");
+    r.reasoning = inLater ? "kept" : inWithin ? "dropped" : "not_rendered";
+    const reasoned = await renderRequests(io, think);
+    if (r.reasoning === "kept") {
+      // What not sending reasoning_content back would cost: the last request with and without it.
+      const stripped = think.map(({ reasoning_content: _, ...m }) => m as ProbeMessage);
+      const a = await io.render({ messages: think, tools: PROBE_TOOLS });
+      const b = await io.render({ messages: stripped, tools: PROBE_TOOLS });
+      if (a.ok && b.ok) {
+        const ta = await io.tokenize(a.prompt);
+        r.reasoningRereadTokens = ta.length - commonPrefix(ta, await io.tokenize(b.prompt));
+      }
+    } else if (reasoned.ok) {
+      r.reasoningRereadTokens = Math.max(0, ...reasoned.steps.map((s) => s.reread));
+    }
+  }
+
+  for (const { shape, messages } of shapeConversations()) {
+    const out = await io.render({ messages, tools: PROBE_TOOLS });
+    r.shapes.push({ shape, accepted: out.ok, error: out.ok ? "" : templateError(out.error) });
+  }
+
+  judge(r);
+  return r;
+}
+
+export class ProbeError extends Error {}
+
+type Rendered = { ok: true; steps: ProbeStep[]; prompts: string[] } | { ok: false; error: string; failedAfter: string };
+
+async function renderRequests(io: ProbeIo, conv: readonly ProbeMessage[]): Promise<Rendered> {
+  const prompts: Array<{ after: string; tokens: number[] }> = [];
+  const texts: string[] = [];
+  for (const end of REQUEST_ENDS) {
+    const out = await io.render({ messages: conv.slice(0, end + 1), tools: PROBE_TOOLS });
+    if (!out.ok) return { ok: false, error: out.error, failedAfter: afterOf(conv[end]!) };
+    texts.push(out.prompt);
+    prompts.push({ after: afterOf(conv[end]!), tokens: await io.tokenize(out.prompt) });
+  }
+  return { ok: true, steps: compareSteps(prompts), prompts: texts };
+}
+
+/** The tools block's text in a rendering (every template quotes the description). */
+const TOOLS_TEXT = "Read a text file in the workspace";
+
+function describeDivergence(
+  main: Extract<Rendered, { ok: true }>,
+  conv: readonly ProbeMessage[],
+  toolsMove: boolean,
+): string {
+  const i = main.steps.findIndex((s) => s.reread > 0);
+  const prev = main.prompts[i]!;
+  const cur = main.prompts[i + 1]!;
+  const sent = conv.slice(0, REQUEST_ENDS[i]! + 1);
+  const at = commonPrefix(prev, cur);
+  const head = `request ${i + 2} (after a ${main.steps[i]!.after}) does not start with request ${i + 1}'s prompt`;
+  // The message the divergence is in, and the first marked message after it.
+  const k = messagesBefore(prev, sent, at);
+  let next = Number.POSITIVE_INFINITY;
+  for (let j = k; j < sent.length; j++) {
+    const p = markerOf(sent[j]!) ? prev.indexOf(markerOf(sent[j]!), at) : -1;
+    if (p >= 0) {
+      next = p;
+      break;
+    }
+  }
+  // A movable block that starts between the divergence and that message is what moved.
+  const tools = prev.indexOf(TOOLS_TEXT, at);
+  const system = prev.indexOf(markerOf(sent[0]!), at);
+  let what: string;
+  if (tools >= 0 && tools <= next && (system < 0 || tools <= system)) {
+    what = toolsMove
+      ? "the tools block moves: it is rendered before the last user message, so each new user message moves it"
+      : "the tools block is rendered differently";
+  } else if (system >= 0 && system <= next) {
+    what = "the system message moves: it is rendered with the last user message";
+  } else if (k >= sent.length) {
+    what = "the reply is not rendered the way the generation prompt begins it";
+  } else {
+    const m = sent[k]!;
+    const kind = m.role === "assistant" && Array.isArray(m.tool_calls) ? "assistant, a tool call" : afterOf(m);
+    what = `message ${k + 1} (${kind}) is rendered differently once a ${main.steps[i]!.after} follows`;
+  }
+  return `${head}: ${what}`;
+}
+
+/** The part of a server's template error that says what is wrong (llama-server wraps it in parser noise). */
+export function templateError(message: string): string {
+  const m = /(?:Jinja Exception|Error): ([^\n]+)\s*$/.exec(message);
+  return cut((m?.[1] ?? message).trim());
+}
+
+/** The verdict, warnings and the one sentence, from the findings. */
+export function judge(r: TemplateProbeResult): void {
+  const warnings: string[] = [];
+  const rejected = r.shapes.filter((s) => !s.accepted);
+  if (!r.toolsRendered) {
+    warnings.push(
+      "the chat template renders no tools: the model would never see read_file, find_tool, call_tool or any tool, so completions with tools are refused",
+    );
+  }
+  if (r.steps.length > 0 && !r.prefixStable) {
+    warnings.push(
+      `not prefix-stable: ${r.divergence}; each such turn re-reads up to ${r.rereadTokensPerTurn} tokens of the probe conversation ` +
+        `(Σprompt_n over new tokens ${r.predictedReuseRatio.toFixed(2)}×)${r.toolsMove ? ` plus the whole tools array each time (${r.toolsTokens} tokens for the probe's 4 tools)` : ""}`,
+    );
+  }
+  for (const s of rejected) warnings.push(`the template rejects ${s.shape}: ${s.error}`);
+  r.warnings = warnings;
+  r.verdict = !r.toolsRendered ? "no_tools" : warnings.length ? "warn" : "ok";
+  const reasoning =
+    r.reasoning === "kept"
+      ? "earlier reasoning is kept"
+      : r.reasoning === "dropped"
+        ? `earlier reasoning is dropped at the next user message (a thinking model re-reads up to ${r.reasoningRereadTokens} tokens there)`
+        : r.reasoning === "not_rendered"
+          ? "reasoning is never rendered"
+          : "";
+  const head =
+    r.verdict === "no_tools"
+      ? "template renders no tools: tool use is refused"
+      : r.verdict === "warn" && !r.prefixStable && r.steps.length > 0
+        ? `template is not prefix-stable: a turn re-reads up to ${r.rereadTokensPerTurn} tokens (probe), ${r.toolsMove ? "the tools block moves before the last user message" : "earlier turns render differently"}`
+        : r.steps.length === 0
+          ? `template renders tools ${r.toolsPosition}; the probe conversation was rejected`
+          : `template renders tools ${r.toolsPosition}, prefix-stable`;
+  const tail = [rejected.length ? `${rejected.length} message shape(s) rejected` : "", reasoning].filter(Boolean);
+  r.summary = `${head}${tail.length ? `; ${tail.join("; ")}` : ""} (\`boxmaker doctor\` for the table)`;
+}
