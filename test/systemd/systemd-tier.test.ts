@@ -17,18 +17,8 @@ import { BootFailure, Container, findRootfs, hostParts } from "./container.js";
 import { installBlocks, runnableBlocks } from "./install-section.js";
 
 const WHAT = "the systemd tier (test/systemd)";
-/**
- * Set while the documented install cannot work as written; the tier then skips
- * with this line unless BOXMAKER_TIER_DOCS names a draft to run it on. Remove
- * it with the fix. (With the draft that swaps the two lines, all of it passes.)
- */
-const DOCS_BROKEN: string | undefined =
-  "docs/operations.md's contract block runs `boxmaker contract show` (exit 1 while the contract differs) before `accept`, so under sh -e the install stops there with any model but the recorded one";
 const found = findRootfs();
-const machineOk = machineCan(
-  WHAT,
-  "whyNot" in found ? found.whyNot : process.env.BOXMAKER_TIER_DOCS ? undefined : DOCS_BROKEN,
-);
+const machineOk = machineCan(WHAT, "whyNot" in found ? found.whyNot : undefined);
 const toolsOk =
   machineOk &&
   requires(WHAT, ["git", "llama-server"], (t) => (t === "llama-server" ? realBuild !== undefined : !!toolPath(t)));
