@@ -24,6 +24,7 @@ import { register as registerExport } from "./commands/export.js";
 import { register as registerChanges } from "./commands/changes.js";
 import { register as registerDemo } from "./commands/demo.js";
 import { register as registerContract } from "./commands/contract.js";
+import { register as registerDoctor } from "./commands/doctor.js";
 import { printErr } from "./render/terminal-safe.js";
 
 const program = new Command("boxmaker")
@@ -56,6 +57,7 @@ for (const register of [
   registerDemo,
   registerStatus,
   registerContract,
+  registerDoctor,
   registerTools,
   registerSchedule,
   registerCompact,

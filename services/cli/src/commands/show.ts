@@ -37,6 +37,7 @@ Examples:
         const { styleFor } = await import("../render/style.js");
         const { renderHistory } = await import("../render/history.js");
         const { ago } = await import("../render/text.js");
+        const { reuseText } = await import("../render/template-probe.js");
         const s = styleFor(process.stdout);
         const info = res.session;
         if (info) {
@@ -45,7 +46,10 @@ Examples:
               s.dim(
                 `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
               ) +
-              s.dim(`project instructions: ${info.instructionsFile || "none"}\n\n`),
+              s.dim(`project instructions: ${info.instructionsFile || "none"}\n`) +
+              s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
+              (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
+              "\n",
           );
         }
         printOut(

@@ -2,6 +2,7 @@ import type { LoopStatusResponse } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { table, visibleLength } from "./text.js";
 import { diskRows } from "./disk.js";
+import { probeSentence, reuseText } from "./template-probe.js";
 
 /** Whether the stack can serve a turn: every daemon up and the server's self-test passed. */
 export function healthy(st: LoopStatusResponse): boolean {
@@ -55,6 +56,8 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
           : "?",
       ],
       ["self-test", selfTest],
+      ["template probe", probeSentence(inf.templateProbe, s)],
+      ["cache reuse", reuseText(st.cacheHealth)],
     ];
     // What differs is above; how to take the server as it is comes from inferproxy, which knows how it was started.
     if (t?.ran && !t.passed && t.acceptCommand) rows.push(["to accept", t.acceptCommand]);

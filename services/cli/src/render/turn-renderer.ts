@@ -169,10 +169,16 @@ export class TurnRenderer {
             ? [`${e.value.spilledBlocks} input block${e.value.spilledBlocks === 1 ? "" : "s"} spilled`]
             : []),
           ...(e.value.compactions ? [`${e.value.compactions} compaction${e.value.compactions === 1 ? "" : "s"}`] : []),
+          // The session's Σprompt_n over the tokens truly new (1.00× is every byte reused).
+          ...(e.value.cacheHealth?.requests ? [`reuse ${e.value.cacheHealth.ratio.toFixed(2)}×`] : []),
         ].join(" · ");
         this.line(s.dim(`— ${summary}`));
         break;
       }
+      case "cacheWarning":
+        this.endReasoning();
+        this.line(s.yellow(`warning: ${e.value.message}`));
+        break;
       case "turnFailed":
         this.endReasoning();
         this.line(s.red(`turn failed: ${e.value.code}: ${e.value.message}`));

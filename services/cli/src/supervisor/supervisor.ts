@@ -46,6 +46,8 @@ export class Supervisor {
   private stopping: Promise<void> | undefined;
   /** Whether session parking is on, and why (for the summary). */
   private parking = "";
+  /** The template probe's one sentence about the server's chat template (for the summary). */
+  private template = "";
   private resolveDone!: (code: number) => void;
   /** Resolves with the exit code once the stack has stopped (signal: 0; a daemon that gave up: 1). */
   readonly done = new Promise<number>((r) => (this.resolveDone = r));
@@ -79,6 +81,7 @@ export class Supervisor {
       this.startProcess(this.daemonSpec("inferproxy", inferproxySelfTestPassed(layout.sockets.inferproxy))),
       this.startProcess(this.daemonSpec("brokerd", socketAccepts(layout.sockets.brokerd))),
     ]);
+    this.template = await templateSentence(layout.sockets.inferproxy);
     // A server `up` did not start may or may not save slots: ask it (inferproxy's
     // self-test has passed, so it answers). Parking is on whenever it works.
     let canPark = upstreamCanPark(upstream);
@@ -220,6 +223,7 @@ export class Supervisor {
       rows.unshift(["upstream", u.kind === "url" ? u.url : this.upstreamSocket()]);
     }
     if (this.parking) rows.push(["parking", this.parking]);
+    if (this.template) rows.push(["template", this.template]);
     rows.push(["workspace", this.o.settings.workspaceRoots.join(", ")]);
     rows.push(["configs", layout.configDir]);
     rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
@@ -228,6 +232,21 @@ export class Supervisor {
     for (const [k, v] of rows) this.o.out(`  ${k.padEnd(w)}  ${v}`);
     this.o.out("Stop it with Ctrl-C. From another shell:");
     this.o.out(`export BOXMAKER_SOCKET=${layout.sockets.loopd}`);
+  }
+}
+
+/** What inferproxy's template probe found (its Status waits for a probe under way); "" when it did not answer. */
+async function templateSentence(socketPath: string): Promise<string> {
+  const { createHttp2Client, InferService } = await import("@boxmaker/common/client");
+  const { probeSentence } = await import("../render/template-probe.js");
+  const { styleFor } = await import("../render/style.js");
+  const client = createHttp2Client(InferService, socketPath);
+  try {
+    return probeSentence((await client.status({}, { timeoutMs: 15_000 })).templateProbe, styleFor(process.stdout));
+  } catch {
+    return "";
+  } finally {
+    client.close();
   }
 }
 

@@ -1,0 +1,54 @@
+import type { Command } from "commander";
+import { connect } from "../connection.js";
+import { ExitCode } from "../exit-codes.js";
+import type { GlobalOptions } from "../global-options.js";
+import { printOut } from "../render/terminal-safe.js";
+
+export function register(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("doctor")
+    .description(
+      "what llama-server's chat template does with Boxmaker's conversations (the template probe), and the cache reuse measured",
+    )
+    .option("--json", "print the template probe and the cache health as one JSON object")
+    .addHelpText(
+      "after",
+      `
+inferproxy probes the template at every self-test: probe conversations rendered
+by llama-server itself (/apply-template, /tokenize). Exit 0 when the verdict is
+ok, 1 when it warns (not prefix-stable, a message shape rejected) or renders no
+tools, 6 when the probe has not run (the stack or the server is not up).
+
+Examples:
+  boxmaker doctor
+  boxmaker doctor --json | jq '.template_probe.verdict'`,
+    )
+    .action(async (opts: { json?: boolean }) => {
+      const client = await connect(globals());
+      try {
+        const st = await client.status({});
+        const probe = st.infer?.templateProbe;
+        if (opts.json) {
+          const { TemplateProbeSchema, CacheHealthSchema } = await import("@boxmaker/common/client");
+          const { jsonOf } = await import("../json.js");
+          const { writeJson } = await import("../render/terminal-safe.js");
+          const part = (text: string | undefined) => text ?? "null";
+          writeJson(
+            process.stdout,
+            `{"model":${JSON.stringify(st.infer?.model ?? "")},` +
+              `"template_probe":${part(probe && jsonOf(TemplateProbeSchema, probe))},` +
+              `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))}}\n`,
+          );
+        } else {
+          const { styleFor } = await import("../render/style.js");
+          const { renderProbeTable, reuseText } = await import("../render/template-probe.js");
+          const s = styleFor(process.stdout);
+          printOut(renderProbeTable(probe, st.infer?.model ?? "", s));
+          printOut(`\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n`);
+        }
+        process.exitCode = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
+      } finally {
+        client.close();
+      }
+    });
+}
