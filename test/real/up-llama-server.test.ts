@@ -34,6 +34,11 @@ describe.skipIf(!haveRealLlama("real llama-server: boxmaker up --llama-server"))
           realBuild!.models.answer,
           "--llama-arg=-t",
           "--llama-arg=2",
+          // The stack's q8_0 KV needs head sizes that are multiples of 32; the tiny model's are 16.
+          "--llama-arg=--cache-type-k",
+          "--llama-arg=f16",
+          "--llama-arg=--cache-type-v",
+          "--llama-arg=f16",
           // The tiny model's template is not the production one: take the server's contract.
           "--accept-server-contract",
           "--sandbox",
