@@ -25,10 +25,23 @@ const fs = require("node:fs");
 const [ws, outside, countFile] = process.argv.slice(1);
 const d = ws + "/d", real = ws + "/d.real", link = ws + "/d.link";
 fs.symlinkSync(outside, link);
+const kind = (p) => { try { return fs.lstatSync(p).isSymbolicLink() ? "link" : "dir"; } catch { return ""; } };
+// A write that lands while d is away creates a fresh d (brokerd makes missing directories), and the
+// cycle would then fail forever: put things back (the stray d goes) and flip on.
+const recover = () => {
+  try {
+    if (kind(real) === "dir") {
+      if (kind(d) === "link") { if (kind(link)) fs.unlinkSync(d); else fs.renameSync(d, link); }
+      else if (kind(d) === "dir") fs.rmSync(d, { recursive: true, force: true });
+      fs.renameSync(real, d);
+    }
+    if (!kind(link)) fs.symlinkSync(outside, link);
+  } catch {}
+};
 let n = 0;
 for (;;) {
-  try { fs.renameSync(d, real); fs.renameSync(link, d); fs.renameSync(d, link); fs.renameSync(real, d); n++; } catch {}
-  if ((n & 255) === 0) fs.writeFileSync(countFile, String(n));
+  try { fs.renameSync(d, real); fs.renameSync(link, d); fs.renameSync(d, link); fs.renameSync(real, d); n++; } catch { recover(); }
+  if ((n & 255) === 0 && n > 0) fs.writeFileSync(countFile, String(n));
 }
 `;
 
