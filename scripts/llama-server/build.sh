@@ -7,7 +7,7 @@
 # Needs cmake, g++, git and python3 with numpy; as root it installs the missing ones from Debian.
 # Cache: $BOXMAKER_LLAMA_CACHE (default ~/.cache/boxmaker-llama), one folder per node-llama-cpp version,
 # outside any checkout so every clone (and CI) reuses it. The tests find it there (test/real/support).
-# Output, one per line: LLAMA_SERVER=… MODEL_ANSWER=… MODEL_TOOL=… MODEL_THINK=… TEMPLATES=…
+# Output, one per line: LLAMA_SERVER=… MODEL_ANSWER=… MODEL_TOOL=… MODEL_THINK=… MODEL_<FAMILY>=… TEMPLATES=…
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 VER=${NODE_LLAMA_CPP_VERSION:-3.21.1}
@@ -55,8 +55,15 @@ mk() {
 mk answer Qwen-Qwen3-0.6B.jinja answer
 mk tool Qwen3.5-4B.jinja tool
 mk think Qwen3.5-4B.jinja random
+# Other template families, for the template probe's tests (test/real/template-*.test.ts): each says
+# "Done." through its own chat template, so the probe's verdicts and the cache can be measured per family.
+mk llama33 meta-llama-Llama-3.3-70B-Instruct.jinja answer
+mk nemo mistralai-Mistral-Nemo-Instruct-2407.jinja answer
+mk deepseek31 deepseek-ai-DeepSeek-V3.1.jinja answer
+mk granite4 ibm-granite-granite-4.0.jinja answer
 echo "LLAMA_SERVER=$DIR/src/build/bin/llama-server"
 echo "MODEL_ANSWER=$DIR/tiny-answer.gguf"
 echo "MODEL_TOOL=$DIR/tiny-tool.gguf"
 echo "MODEL_THINK=$DIR/tiny-think.gguf"
+for m in llama33 nemo deepseek31 granite4; do echo "MODEL_${m^^}=$DIR/tiny-$m.gguf"; done
 echo "TEMPLATES=$DIR/$T"

@@ -22,7 +22,7 @@ function ioOf(render: Renderer): ProbeIo {
   };
 }
 
-const chatml: Renderer = (m, t) => renderPrompt(m as ChatMessage[], t).text;
+const chatml: Renderer = (m, t) => renderPrompt(m as unknown as ChatMessage[], t).text;
 const toolsText = (t: readonly unknown[] | undefined) => (t?.length ? `[TOOLS]${JSON.stringify(t)}[/TOOLS]` : "");
 
 /** Mistral Nemo's shape: the tools block just before the last user message. */

@@ -49,6 +49,8 @@ export type ModelName = keyof RealLlamaBuild["models"];
 
 export interface RealLlamaOptions {
   model: ModelName;
+  /** A model file other than the named ones (the template families of support/template-models.ts). */
+  modelPath?: string;
   /** Unix socket path; llama-server listens on a socket when --host ends in .sock. */
   socketPath: string;
   slotSavePath?: string;
@@ -78,7 +80,7 @@ export class RealLlama {
     if (this.opts.slotSavePath) mkdirSync(this.opts.slotSavePath, { recursive: true });
     const args = [
       "-m",
-      realBuild.models[model],
+      this.opts.modelPath ?? realBuild.models[model],
       "--host",
       this.opts.socketPath,
       "--jinja",
