@@ -8,7 +8,7 @@ function errorText(json: unknown, text: string): string {
 }
 
 /** The probe's two calls, as llama-server answers them (`POST /apply-template` → `{prompt}`, `POST /tokenize` → `{tokens}`). */
-export function llamaProbeIo(client: LlamaClient, timeoutMs: number): ProbeIo {
+function llamaProbeIo(client: LlamaClient, timeoutMs: number): ProbeIo {
   return {
     async render(body) {
       const res = await client.json({ method: "POST", path: "/apply-template", body: JSON.stringify(body), timeoutMs });

@@ -18,11 +18,11 @@ export interface ProbeIo {
   tokenize(text: string): Promise<number[]>;
 }
 
-export type RenderResult = { ok: true; prompt: string } | { ok: false; error: string };
+type RenderResult = { ok: true; prompt: string } | { ok: false; error: string };
 
 export type ProbeMessage = Record<string, unknown> & { role: string };
 
-export interface ProbeStep {
+interface ProbeStep {
   after: string;
   promptTokens: number;
   reused: number;
@@ -30,14 +30,14 @@ export interface ProbeStep {
   fresh: number;
 }
 
-export interface ShapeCheck {
+interface ShapeCheck {
   shape: string;
   accepted: boolean;
   error: string;
 }
 
-export type ReasoningFinding = "kept" | "dropped" | "not_rendered" | "";
-export type Verdict = "ok" | "warn" | "no_tools";
+type ReasoningFinding = "kept" | "dropped" | "not_rendered" | "";
+type Verdict = "ok" | "warn" | "no_tools";
 
 export interface TemplateProbeResult {
   ran: boolean;
@@ -175,16 +175,13 @@ const answer = (m: string, reasoning?: string): ProbeMessage => ({
   ...(reasoning ? { reasoning_content: reasoning } : {}),
 });
 
-/** Every message's marker word, in order: where a rendering puts things is told by these. */
-export const MARKERS = ["sysmark", "usera", "", "toola", "answera", "userb", "", "toolb", "answerb", "userc"];
-
 /**
  * The probe conversation, as Boxmaker's loop grows it: user → assistant with a
  * tool call → tool result → assistant → user, twice. Each request ends after a
  * user or tool message (REQUEST_ENDS). With `reasoning`, every assistant
  * message carries reasoning_content as a thinking model's do.
  */
-export function probeConversation(reasoning: boolean): ProbeMessage[] {
+function probeConversation(reasoning: boolean): ProbeMessage[] {
   const r = (m: string) => (reasoning ? `Marker ${m}: I should look at the notes first.` : undefined);
   return [
     sys(),
@@ -201,10 +198,10 @@ export function probeConversation(reasoning: boolean): ProbeMessage[] {
 }
 
 /** Indices (inclusive) of the last message of each request the loop would send. */
-export const REQUEST_ENDS = [1, 3, 5, 7, 9];
+const REQUEST_ENDS = [1, 3, 5, 7, 9];
 
 /** The message shapes Boxmaker sends besides the probe conversation's, each as a conversation of its own. */
-export function shapeConversations(): Array<{ shape: string; messages: ProbeMessage[] }> {
+function shapeConversations(): Array<{ shape: string; messages: ProbeMessage[] }> {
   return [
     {
       shape: "two user messages in a row (a turn cancelled before the reply)",
@@ -248,7 +245,7 @@ export function shapeConversations(): Array<{ shape: string; messages: ProbeMess
 }
 
 /** Length of the common prefix of two sequences (strings or token arrays). */
-export function commonPrefix(a: ArrayLike<unknown>, b: ArrayLike<unknown>): number {
+function commonPrefix(a: ArrayLike<unknown>, b: ArrayLike<unknown>): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
@@ -261,7 +258,7 @@ export function commonPrefix(a: ArrayLike<unknown>, b: ArrayLike<unknown>): numb
  * markers before it: a template may render a message out of order (Mistral
  * Nemo puts the system message inside the last user message).
  */
-export function messagesBefore(prompt: string, messages: readonly ProbeMessage[], at: number): number {
+function messagesBefore(prompt: string, messages: readonly ProbeMessage[], at: number): number {
   let k = 0;
   for (let i = 0; i < messages.length; i++) {
     const m = markerOf(messages[i]!);
@@ -279,7 +276,7 @@ function markerOf(m: ProbeMessage): string {
 }
 
 /** Words for "before message k" of a conversation. */
-export function describePosition(messages: readonly ProbeMessage[], k: number): string {
+function describePosition(messages: readonly ProbeMessage[], k: number): string {
   if (k === 0) return "at the start of the prompt, before the system message";
   if (k >= messages.length) return "after the last message";
   if (messages[k - 1]?.role === "system") return "after the system message";
@@ -289,7 +286,7 @@ export function describePosition(messages: readonly ProbeMessage[], k: number): 
 }
 
 /** Token-level comparison of consecutive requests' prompts. */
-export function compareSteps(prompts: ReadonlyArray<{ after: string; tokens: readonly number[] }>): ProbeStep[] {
+function compareSteps(prompts: ReadonlyArray<{ after: string; tokens: readonly number[] }>): ProbeStep[] {
   const steps: ProbeStep[] = [];
   for (let i = 1; i < prompts.length; i++) {
     const prev = prompts[i - 1]!.tokens;
@@ -307,7 +304,7 @@ export function compareSteps(prompts: ReadonlyArray<{ after: string; tokens: rea
 }
 
 /** Σprompt_n over Σ new tokens the steps imply (a request reads what it re-reads plus what is new). */
-export function reuseRatio(steps: readonly ProbeStep[]): number {
+function reuseRatio(steps: readonly ProbeStep[]): number {
   const fresh = steps.reduce((n, s) => n + s.fresh, 0);
   const read = steps.reduce((n, s) => n + s.fresh + s.reread, 0);
   return fresh > 0 ? read / fresh : 1;
@@ -465,13 +462,13 @@ function describeDivergence(
 }
 
 /** The part of a server's template error that says what is wrong (llama-server wraps it in parser noise). */
-export function templateError(message: string): string {
+function templateError(message: string): string {
   const m = /(?:Jinja Exception|Error): ([^\n]+)\s*$/.exec(message);
   return cut((m?.[1] ?? message).trim());
 }
 
 /** The verdict, warnings and the one sentence, from the findings. */
-export function judge(r: TemplateProbeResult): void {
+function judge(r: TemplateProbeResult): void {
   const warnings: string[] = [];
   const rejected = r.shapes.filter((s) => !s.accepted);
   if (!r.toolsRendered) {

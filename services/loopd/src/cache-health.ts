@@ -15,13 +15,13 @@ import { create } from "@bufbuild/protobuf";
 import { CacheHealthSchema, type CacheHealth as CacheHealthMessage } from "@boxmaker/common";
 
 /** A request reads "poorly" when its prompt_n is above this many times its new tokens… */
-export const POOR_RATIO = 1.5;
+const POOR_RATIO = 1.5;
 /** …and by at least this many tokens (two tokens read for one new is noise, not a lost cache). */
-export const POOR_MIN_EXTRA = 32;
+const POOR_MIN_EXTRA = 32;
 /** Poor requests in a row before the person is told. */
 export const POOR_STREAK = 3;
 
-export type CacheCause = "template" | "slot_taken" | "server_restarted" | "history";
+type CacheCause = "template" | "slot_taken" | "server_restarted" | "history";
 
 /** One response, as loopd sees it. */
 export interface ResponseFacts {
@@ -36,7 +36,7 @@ export interface ResponseFacts {
   templateWarning: string;
 }
 
-export interface CacheHealthFigures {
+interface CacheHealthFigures {
   requests: number;
   promptN: bigint;
   newTokens: bigint;
@@ -154,7 +154,7 @@ export class CacheHealth {
 }
 
 /** The likely cause, most specific first: what the probe found, then what loopd saw, then the history. */
-export function causeOf(s: SessionMeter["streak"]): CacheCause {
+function causeOf(s: SessionMeter["streak"]): CacheCause {
   if (s.template) return "template";
   if (s.slotTaken) return "slot_taken";
   if (s.coldCache) return "server_restarted";
