@@ -7,8 +7,7 @@
 // `maxMs` is the longest stretch the main thread spent *running* between two
 // ticks of a 10 ms timer (its own CPU time), which is what a blocking input
 // does to a daemon and not what a loaded machine's scheduler does to it;
-// `wallMaxMs`, the plain event-loop delay, is kept for the report. The same
-// measure as services/brokerd/test/adversarial/loop-delay.mjs.
+// `wallMaxMs`, the plain event-loop delay, is kept for the report.
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";

@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,20 +35,21 @@ export async function loopDelays(stack: Stack, dir: string): Promise<Record<stri
   const out: Record<string, LoopDelay> = {};
   await Promise.all(
     [...stack.daemons.values()].map(async (d) => {
-      const pid = d.proc.pid!;
-      const file = join(dir, `${pid}.json`);
-      const before = read(file);
-      d.proc.kill("SIGUSR2");
-      for (let i = 0; i < 800; i++) {
-        const now = read(file);
-        if (now && (!before || now.at !== before.at || now.samples !== before.samples)) {
-          out[d.name] = now;
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      throw new Error(`${d.name} did not report its event-loop delay`);
+      out[d.name] = await loopDelayOf(d.proc, d.name, dir);
     }),
   );
   return out;
+}
+
+/** One daemon's event-loop delay since the last call (a process started with the preload and BX_LOOP_DELAY_DIR=dir). */
+export async function loopDelayOf(proc: ChildProcess, name: string, dir: string): Promise<LoopDelay> {
+  const file = join(dir, `${proc.pid!}.json`);
+  const before = read(file);
+  proc.kill("SIGUSR2");
+  for (let i = 0; i < 800; i++) {
+    const now = read(file);
+    if (now && (!before || now.at !== before.at || now.samples !== before.samples)) return now;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`${name} did not report its event-loop delay`);
 }

@@ -1,23 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BrokerService, createClient } from "@boxmaker/common";
 import { tempDir } from "../../../../test/support/tmp.js";
+import { LOOP_DELAY_PRELOAD, loopDelayOf } from "../../../../test/support/loop-delay.js";
 
 /**
  * search_files on a big workspace, 30 at once: each call walks the tree on
  * brokerd's thread and starts a regex worker reading every file. Unbounded,
  * thirty walks ran back to back on the event loop and thirty workers fought
  * it for two cores. A real brokerd with the event-loop-delay monitor
- * preloaded (loop-delay.mjs) must keep its worst delay under 250 ms, and
+ * preloaded (test/support/loop-delay-report.mjs) must keep its worst delay under 250 ms, and
  * every call must either answer or be refused as busy, in words.
  */
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 const MAIN = join(ROOT, "services/brokerd/dist/main.js");
-const PRELOAD = fileURLToPath(new URL("./loop-delay.mjs", import.meta.url));
 const MAX_STALL_MS = 250;
 const DIRS = 100;
 const FILES_PER_DIR = 150;
@@ -25,26 +25,10 @@ const CALLS = 30;
 
 const t = tempDir("bxss-");
 const ws = join(t.dir, "ws");
-const delayFile = join(t.dir, "loop-delay.json");
 let proc: ChildProcess;
 let sock: string;
 
-type Delay = { maxMs: number; p99Ms: number; samples: number };
-async function loopDelay(): Promise<Delay> {
-  const before = existsSync(delayFile) ? statSync(delayFile).mtimeMs : 0;
-  proc.kill("SIGUSR2");
-  for (let i = 0; i < 400; i++) {
-    if (existsSync(delayFile) && statSync(delayFile).mtimeMs !== before) {
-      try {
-        return JSON.parse(readFileSync(delayFile, "utf8")) as Delay;
-      } catch {
-        // caught mid-write
-      }
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("brokerd did not report its event-loop delay");
-}
+const loopDelay = () => loopDelayOf(proc, "brokerd", t.dir);
 
 beforeAll(async () => {
   execFileSync("npx", ["tsc", "-b", "services/brokerd"], { cwd: ROOT, stdio: "inherit" });
@@ -69,9 +53,9 @@ beforeAll(async () => {
       limits: { search_timeout_ms: 1500 },
     }),
   );
-  proc = spawn(process.execPath, ["--import", PRELOAD, MAIN, "--config", config], {
+  proc = spawn(process.execPath, ["--import", LOOP_DELAY_PRELOAD, MAIN, "--config", config], {
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, BX_LOOP_DELAY_FILE: delayFile },
+    env: { ...process.env, BX_LOOP_DELAY_DIR: t.dir },
   });
   const c = createClient(BrokerService, sock);
   for (let i = 0; i < 150; i++) {

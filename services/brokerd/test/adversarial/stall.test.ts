@@ -3,16 +3,17 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { BrokerService, createClient } from "@boxmaker/common";
 import { tempDir } from "../../../../test/support/tmp.js";
+import { LOOP_DELAY_PRELOAD, loopDelayOf } from "../../../../test/support/loop-delay.js";
 
 /**
  * No single input stalls brokerd: a real brokerd process, with an
- * event-loop-delay monitor preloaded into it (loop-delay.mjs), is fed a
+ * event-loop-delay monitor preloaded into it (test/support/loop-delay-report.mjs), is fed a
  * catastrophic schema pattern, a 2,000-deep schema, 2 MiB hostile HTML
  * pages through fetch_url and 30 concurrent grep_blob searches, all at
  * once, while BrokerStatus is polled; its worst event-loop delay over the
@@ -20,14 +21,12 @@ import { tempDir } from "../../../../test/support/tmp.js";
  */
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 const MAIN = join(ROOT, "services/brokerd/dist/main.js");
-const PRELOAD = fileURLToPath(new URL("./loop-delay.mjs", import.meta.url));
 const HOSTILE = fileURLToPath(new URL("./hostile-mcp-server.mjs", import.meta.url));
 const MAX_STALL_MS = 250;
 const MiB = 1024 * 1024;
 
 const t = tempDir("bxs-");
 const ws = join(t.dir, "ws");
-const delayFile = join(t.dir, "loop-delay.json");
 let proc: ChildProcess;
 let sock: string;
 let http: Server;
@@ -40,23 +39,7 @@ const pages: Record<string, string> = {
   "/comment": `<html><body><p>x</p><!--${"-".repeat(2 * MiB - 40)}`,
 };
 
-type Delay = { maxMs: number; p99Ms: number; meanMs: number; samples: number; at: number };
-/** The daemon's delay since the last snapshot (SIGUSR2 to the preloaded monitor). */
-async function loopDelay(): Promise<Delay> {
-  const before = existsSync(delayFile) ? statSync(delayFile).mtimeMs : 0;
-  proc.kill("SIGUSR2");
-  for (let i = 0; i < 200; i++) {
-    if (existsSync(delayFile) && statSync(delayFile).mtimeMs !== before) {
-      try {
-        return JSON.parse(readFileSync(delayFile, "utf8")) as Delay;
-      } catch {
-        // caught mid-write
-      }
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("brokerd did not report its event-loop delay");
-}
+const loopDelay = () => loopDelayOf(proc, "brokerd", t.dir);
 
 beforeAll(async () => {
   execFileSync("npx", ["tsc", "-b", "services/brokerd"], { cwd: ROOT, stdio: "inherit" });
@@ -90,9 +73,9 @@ beforeAll(async () => {
       },
     }),
   );
-  proc = spawn(process.execPath, ["--import", PRELOAD, MAIN, "--config", config], {
+  proc = spawn(process.execPath, ["--import", LOOP_DELAY_PRELOAD, MAIN, "--config", config], {
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, BX_LOOP_DELAY_FILE: delayFile },
+    env: { ...process.env, BX_LOOP_DELAY_DIR: t.dir },
   });
   const c = createClient(BrokerService, sock);
   for (let i = 0; i < 150; i++) {
