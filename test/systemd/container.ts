@@ -191,7 +191,10 @@ export class Container {
           "systemd in the container booting",
         );
         if (/^(running|degraded)\s*$/.test(state.stdout)) return c;
-        if (Date.now() > deadline || !/Failed to connect to bus/.test(state.stderr) || !alive(pid1))
+        // "offline" (and no bus yet) is PID 1 not yet being systemd in there: under load the init found
+        // first can still be nspawn's own stub. Anything else, or past the deadline, is a failed boot.
+        const early = /Failed to connect to bus/.test(state.stderr) || /^(offline)?\s*$/.test(state.stdout);
+        if (Date.now() > deadline || !early || !alive(pid1))
           throw new Error(`systemd in the container is ${state.stdout.trim()} ${state.stderr.trim()}`);
         await new Promise((r) => setTimeout(r, 250));
       }
