@@ -12,7 +12,7 @@ const DEFAULT_WINDOW_MS = 5000;
  * A prefill whose single batch keeps the real server silent for longer than
  * the default 5 s window. llama-server reads a prompt in batches of
  * --batch-size tokens and streams nothing, and moves no /slots counter,
- * inside one; with 16,384-token batches each batch of the tiny model's CPU
+ * inside one; with 32,768-token batches each batch of the tiny model's CPU
  * prefill takes tens of seconds here (docs/llama-server-measurements.md has
  * the same at the default 2,048 and 32k–128k of depth). With a fixed window
  * inferproxy killed it; now the window follows the server's pace.
@@ -30,8 +30,10 @@ describe.skipIf(!haveRealLlama("a prefill batch longer than the liveness window"
         model: "answer",
         socketPath: join(tmp.dir, "llama.sock"),
         parallel: 1,
-        ctxSize: 32768,
-        extraArgs: ["--batch-size", "16384", "--ubatch-size", "512", "--cache-ram", "0"],
+        ctxSize: 49152,
+        // One 32k batch: on a quiet two-core machine a 16k batch read in 4.5 s, under the window the test
+        // is about; twice the tokens in one batch takes well over twice that.
+        extraArgs: ["--batch-size", "32768", "--ubatch-size", "512", "--cache-ram", "0"],
       }).start();
       stack = await startStackOn(llama, tmp.dir, { inferproxy: { liveness_timeout_ms: DEFAULT_WINDOW_MS } });
     }, 120_000);
@@ -44,7 +46,7 @@ describe.skipIf(!haveRealLlama("a prefill batch longer than the liveness window"
 
     it("is not killed: the window follows the server's measured pace", async () => {
       const run = await measurePrefill(llama, stack.sockets.inferproxy, {
-        tokens: 26_000,
+        tokens: 40_000,
         windowMs: DEFAULT_WINDOW_MS,
       });
       for (const b of run.batches) {
@@ -56,7 +58,7 @@ describe.skipIf(!haveRealLlama("a prefill batch longer than the liveness window"
       }
       expect(run.error, run.error?.message).toBeUndefined();
       expect(run.finished).toBe(true);
-      expect(run.promptTokens).toBeGreaterThan(20_000);
+      expect(run.promptTokens).toBeGreaterThan(34_000);
       const longest = Math.max(...run.batches.map((b) => b.silenceMs));
       // What makes this test the case it is about: one batch's silence was longer than the default window.
       expect(
