@@ -115,7 +115,10 @@ describe("a turn survives a llama-server restart", () => {
     const done = doneOf(events);
     expect(done.finishReason).toBe("budget");
     expect(events.find((e) => e.event.case === "budgetBreach")?.event.value).toMatchObject({ budget: "wall_ms" });
-    expect(retries(events).map((r) => r.phase)).toEqual(["waiting"]);
+    // Waiting, never resent (the server did not come back); a wait cut by the budget may be announced again.
+    const phases = retries(events).map((r) => r.phase);
+    expect(phases.length).toBeGreaterThan(0);
+    expect(new Set(phases)).toEqual(new Set(["waiting"]));
     await t.stack.sim.whenUp();
   });
 
