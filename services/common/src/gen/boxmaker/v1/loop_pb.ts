@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/loop.proto.
  */
 export const file_boxmaker_v1_loop: GenFile = /*@__PURE__*/
-  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIvcCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJEi4KDGNhY2hlX2hlYWx0aBgQIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIo4BCgtDYWNoZUhlYWx0aBIQCghyZXF1ZXN0cxgBIAEoDRIQCghwcm9tcHRfbhgCIAEoBBISCgpuZXdfdG9rZW5zGAMgASgEEg0KBXJhdGlvGAQgASgBEhIKCmxhc3RfcmF0aW8YBSABKAESEwoLcG9vcl9zdHJlYWsYBiABKA0SDwoHd2FybmluZxgHIAEoCSJPCgxDYWNoZVdhcm5pbmcSDQoFY2F1c2UYASABKAkSDwoHbWVzc2FnZRgCIAEoCRINCgVyYXRpbxgDIAEoARIQCghyZXF1ZXN0cxgEIAEoDSJWCgtTZW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSJQoHYnVkZ2V0cxgDIAEoCzIULmJveG1ha2VyLnYxLkJ1ZGdldHMiNgoNRm9sbG93UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCLJBgoMU2Vzc2lvbkV2ZW50EhIKCnNlc3Npb25faWQYASABKAkSCwoDc2VxGAIgASgEEjAKDHR1cm5fc3RhcnRlZBgDIAEoCzIYLmJveG1ha2VyLnYxLlR1cm5TdGFydGVkSAASLgoHd2FpdGluZxgEIAEoCzIbLmJveG1ha2VyLnYxLldhaXRpbmdGb3JTbG90SAASLwoIcHJvZ3Jlc3MYBSABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgGIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYByABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIzCgl0b29sX2NhbGwYCCABKAsyHi5ib3htYWtlci52MS5Ub29sQ2FsbFJlcXVlc3RlZEgAEjcKDXRvb2xfZGVjaXNpb24YCSABKAsyHi5ib3htYWtlci52MS5Ub29sRGVjaXNpb25FdmVudEgAEi4KC3Rvb2xfcmVzdWx0GAogASgLMhcuYm94bWFrZXIudjEuVG9vbFJlc3VsdEgAEjIKDWJ1ZGdldF9icmVhY2gYCyABKAsyGS5ib3htYWtlci52MS5CdWRnZXRCcmVhY2hIABIqCgl0dXJuX2RvbmUYDCABKAsyFS5ib3htYWtlci52MS5UdXJuRG9uZUgAEi4KC3R1cm5fZmFpbGVkGA0gASgLMhcuYm94bWFrZXIudjEuVHVybkZhaWxlZEgAEjUKDHRoaW5raW5nX2NhcBgOIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIyCg1pbnB1dF9zcGlsbGVkGA8gASgLMhkuYm94bWFrZXIudjEuSW5wdXRTcGlsbGVkSAASKwoJY29tcGFjdGVkGBAgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkSAASKgoFcmV0cnkYESABKAsyGS5ib3htYWtlci52MS5SZXF1ZXN0UmV0cnlIABIyCg1jYWNoZV93YXJuaW5nGBIgASgLMhkuYm94bWFrZXIudjEuQ2FjaGVXYXJuaW5nSABCBwoFZXZlbnQi6AEKDFJlcXVlc3RSZXRyeRINCgVwaGFzZRgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhQKDG1heF9hdHRlbXB0cxgDIAEoDRIMCgRjb2RlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRIfChdkaXNjYXJkZWRfY29udGVudF9jaGFycxgGIAEoDRIiChpkaXNjYXJkZWRfcmVhc29uaW5nX3Rva2VucxgHIAEoDRIRCgl3YWl0ZWRfbXMYCCABKAESFQoNcHJvbXB0X2NhY2hlZBgJIAEoDRIVCg1wcm9tcHRfcmVyZWFkGAogASgNInIKDElucHV0U3BpbGxlZBITCgtibG9iX3NoYTI1NhgBIAEoCRIMCgRraW5kGAIgASgJEg0KBWJ5dGVzGAMgASgEEg0KBWxpbmVzGAQgASgNEhMKC3Nob3duX2J5dGVzGAUgASgEEgwKBGZvcm0YBiABKAkivAEKCUNvbXBhY3RlZBINCgVlcG9jaBgBIAEoDRIOCgZyZWFzb24YAiABKAkSFQoNYmVmb3JlX3Rva2VucxgDIAEoDRIXCg9mb2xkZWRfbWVzc2FnZXMYBCABKA0SFQoNa2VwdF9tZXNzYWdlcxgFIAEoDRIVCg1zdW1tYXJ5X2J5dGVzGAYgASgNEhoKEmNhcnJpZWRfZm9sZF9ieXRlcxgHIAEoDRIWCg5zcGlsbGVkX2Jsb2NrcxgIIAEoDSIpCgtUdXJuU3RhcnRlZBIMCgR0dXJuGAEgASgNEgwKBHNsb3QYAiABKA0iSQoOV2FpdGluZ0ZvclNsb3QSDAoEc2xvdBgBIAEoDRIQCghwb3NpdGlvbhgCIAEoDRIXCg9oZWxkX2J5X3Nlc3Npb24YAyABKAkiRQoRVG9vbENhbGxSZXF1ZXN0ZWQSDwoHY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCSJ0ChFUb29sRGVjaXNpb25FdmVudBIPCgdjYWxsX2lkGAEgASgJEisKCGRlY2lzaW9uGAIgASgOMhkuYm94bWFrZXIudjEuVG9vbERlY2lzaW9uEgwKBHJ1bGUYAyABKAkSEwoLcHJvcG9zYWxfaWQYBCABKAkiewoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDwoHY29udGVudBgDIAEoCRIQCghpc19lcnJvchgEIAEoCBITCgtwcm9wb3NhbF9pZBgFIAEoCRIWCg5wcm9wb3NhbF9zdGF0ZRgGIAEoCSI7CgxCdWRnZXRCcmVhY2gSDgoGYnVkZ2V0GAEgASgJEg0KBWxpbWl0GAIgASgEEgwKBHVzZWQYAyABKAQi9wEKCFR1cm5Eb25lEhUKDWZpbmlzaF9yZWFzb24YASABKAkSEgoKaXRlcmF0aW9ucxgCIAEoDRIlCgd0aW1pbmdzGAMgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIXCg9jYWNoZV9oaXRfcmF0aW8YBCABKAESDwoHd2FsbF9tcxgFIAEoARISCgpmaW5hbF90ZXh0GAYgASgJEhYKDnNwaWxsZWRfYmxvY2tzGAcgASgNEhMKC2NvbXBhY3Rpb25zGAggASgNEi4KDGNhY2hlX2hlYWx0aBgJIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIisKClR1cm5GYWlsZWQSDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSGAoQaW5jbHVkZV9hcmNoaXZlZBgBIAEoCBINCgVsaW1pdBgCIAEoDSJRChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIqCghzZXNzaW9ucxgBIAMoCzIYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEg0KBXRvdGFsGAIgASgNIh8KEUdldFNlc3Npb25SZXF1ZXN0EgoKAmlkGAEgASgJIsMBCg5IaXN0b3J5TWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDQoFZXBvY2gYAiABKA0SEgoKYXRfdW5peF9tcxgDIAEoAxIrCghkZWNpc2lvbhgEIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIMCgRydWxlGAUgASgJEhAKCGlzX2Vycm9yGAYgASgIEhMKC3Byb3Bvc2FsX2lkGAcgASgJEhYKDnByb3Bvc2FsX3N0YXRlGAggASgJIm4KEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SLQoIbWVzc2FnZXMYAiADKAsyGy5ib3htYWtlci52MS5IaXN0b3J5TWVzc2FnZSInChFDYW5jZWxUdXJuUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIicKEkNhbmNlbFR1cm5SZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgiIwoVQXJjaGl2ZVNlc3Npb25SZXF1ZXN0EgoKAmlkGAEgASgJIhMKEUxvb3BTdGF0dXNSZXF1ZXN0IlAKDERhZW1vbkhlYWx0aBIMCgRuYW1lGAEgASgJEg4KBnNvY2tldBgCIAEoCRIRCglyZWFjaGFibGUYAyABKAgSDwoHbWVzc2FnZRgEIAEoCSJyCgpTbG90SG9sZGVyEgwKBHNsb3QYASABKA0SDAoEcm9sZRgCIAEoCRIXCg9ydW5uaW5nX3Nlc3Npb24YAyABKAkSFwoPcXVldWVkX3Nlc3Npb25zGAQgAygJEhYKDmNhY2hlZF9zZXNzaW9uGAUgASgJIs8CChJMb29wU3RhdHVzUmVzcG9uc2USKgoHZGFlbW9ucxgBIAMoCzIZLmJveG1ha2VyLnYxLkRhZW1vbkhlYWx0aBIvCgVpbmZlchgCIAEoCzIgLmJveG1ha2VyLnYxLkluZmVyU3RhdHVzUmVzcG9uc2USMQoGYnJva2VyGAMgASgLMiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USJgoFc2xvdHMYBCADKAsyFy5ib3htYWtlci52MS5TbG90SG9sZGVyEhAKCHNlc3Npb25zGAUgASgNEhkKEWluc3RydWN0aW9uc19maWxlGAYgASgJEiQKBGRpc2sYByABKAsyFi5ib3htYWtlci52MS5EaXNrVXNhZ2USLgoMY2FjaGVfaGVhbHRoGAggASgLMhguYm94bWFrZXIudjEuQ2FjaGVIZWFsdGgigAIKCURpc2tVc2FnZRIVCg1zZXNzaW9uX2J5dGVzGAEgASgEEhUKDXNlc3Npb25fZmlsZXMYAiABKA0SEgoKYmxvYl9ieXRlcxgDIAEoBBINCgVibG9icxgEIAEoDRIWCg5ibG9iX2NhcF9ieXRlcxgFIAEoBBIaChJzbG90X2ZpbGVzX21hbmFnZWQYBiABKAgSEAoIc2xvdF9kaXIYByABKAkSFwoPc2xvdF9maWxlX2J5dGVzGAggASgEEhIKCnNsb3RfZmlsZXMYCSABKA0SFgoOc2xvdF9jYXBfYnl0ZXMYCiABKAQSFwoPc2xvdF9maWxlc19ub3RlGAsgASgJIn0KCFNjaGVkdWxlEgoKAmlkGAEgASgJEgwKBGNyb24YAiABKAkSDgoGcHJvbXB0GAMgASgJEhgKEGxhc3RfcnVuX3VuaXhfbXMYBCABKAMSGAoQbmV4dF9ydW5fdW5peF9tcxgFIAEoAxITCgttaXNzZWRfcnVucxgGIAEoDSIyChJBZGRTY2hlZHVsZVJlcXVlc3QSDAoEY3JvbhgBIAEoCRIOCgZwcm9tcHQYAiABKAkiFgoUTGlzdFNjaGVkdWxlc1JlcXVlc3QiQQoVTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEigKCXNjaGVkdWxlcxgBIAMoCzIVLmJveG1ha2VyLnYxLlNjaGVkdWxlIiMKFVJlbW92ZVNjaGVkdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIpChZSZW1vdmVTY2hlZHVsZVJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgiKwoVQ29tcGFjdFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkibgoWQ29tcGFjdFNlc3Npb25SZXNwb25zZRIpCgljb21wYWN0ZWQYASABKAsyFi5ib3htYWtlci52MS5Db21wYWN0ZWQSKQoHc2Vzc2lvbhgCIAEoCzIYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvIiAKElJ1blNjaGVkdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIiChREZWxldGVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIoChVEZWxldGVTZXNzaW9uUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCIxChRSZW5hbWVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCSp5CgtTZXNzaW9uUm9sZRIcChhTRVNTSU9OX1JPTEVfVU5TUEVDSUZJRUQQABIVChFTRVNTSU9OX1JPTEVfTUFJThABEhkKFVNFU1NJT05fUk9MRV9TVUJBR0VOVBACEhoKFlNFU1NJT05fUk9MRV9TQ0hFRFVMRUQQAzLZDAoLTG9vcFNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SPQoEU2VuZBIYLmJveG1ha2VyLnYxLlNlbmRSZXF1ZXN0GhkuYm94bWFrZXIudjEuU2Vzc2lvbkV2ZW50MAESQQoGRm9sbG93EhouYm94bWFrZXIudjEuRm9sbG93UmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABElMKDExpc3RTZXNzaW9ucxIgLmJveG1ha2VyLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIS5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJNCgpHZXRTZXNzaW9uEh4uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlcXVlc3QaHy5ib3htYWtlci52MS5HZXRTZXNzaW9uUmVzcG9uc2USTQoKQ2FuY2VsVHVybhIeLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXF1ZXN0Gh8uYm94bWFrZXIudjEuQ2FuY2VsVHVyblJlc3BvbnNlEk4KDkFyY2hpdmVTZXNzaW9uEiIuYm94bWFrZXIudjEuQXJjaGl2ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USSQoGU3RhdHVzEh4uYm94bWFrZXIudjEuTG9vcFN0YXR1c1JlcXVlc3QaHy5ib3htYWtlci52MS5Mb29wU3RhdHVzUmVzcG9uc2USRQoLQWRkU2NoZWR1bGUSHy5ib3htYWtlci52MS5BZGRTY2hlZHVsZVJlcXVlc3QaFS5ib3htYWtlci52MS5TY2hlZHVsZRJWCg1MaXN0U2NoZWR1bGVzEiEuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0U2NoZWR1bGVzUmVzcG9uc2USWQoOUmVtb3ZlU2NoZWR1bGUSIi5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlcXVlc3QaIy5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlc3BvbnNlEkgKC1J1blNjaGVkdWxlEh8uYm94bWFrZXIudjEuUnVuU2NoZWR1bGVSZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNRGVsZXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiIuYm94bWFrZXIudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkwKDVJlbmFtZVNlc3Npb24SIS5ib3htYWtlci52MS5SZW5hbWVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElAKC0xpc3RDaGFuZ2VzEh8uYm94bWFrZXIudjEuTGlzdENoYW5nZXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuTGlzdENoYW5nZXNSZXNwb25zZRJQCgtVbmRvQ2hhbmdlcxIfLmJveG1ha2VyLnYxLlVuZG9DaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLlVuZG9DaGFuZ2VzUmVzcG9uc2USWQoOQ29tcGFjdFNlc3Npb24SIi5ib3htYWtlci52MS5Db21wYWN0U2Vzc2lvblJlcXVlc3QaIy5ib3htYWtlci52MS5Db21wYWN0U2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
+  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIvcCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJEi4KDGNhY2hlX2hlYWx0aBgQIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIo4BCgtDYWNoZUhlYWx0aBIQCghyZXF1ZXN0cxgBIAEoDRIQCghwcm9tcHRfbhgCIAEoBBISCgpuZXdfdG9rZW5zGAMgASgEEg0KBXJhdGlvGAQgASgBEhIKCmxhc3RfcmF0aW8YBSABKAESEwoLcG9vcl9zdHJlYWsYBiABKA0SDwoHd2FybmluZxgHIAEoCSJPCgxDYWNoZVdhcm5pbmcSDQoFY2F1c2UYASABKAkSDwoHbWVzc2FnZRgCIAEoCRINCgVyYXRpbxgDIAEoARIQCghyZXF1ZXN0cxgEIAEoDSJWCgtTZW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSJQoHYnVkZ2V0cxgDIAEoCzIULmJveG1ha2VyLnYxLkJ1ZGdldHMiNgoNRm9sbG93UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCKwBwoMU2Vzc2lvbkV2ZW50EhIKCnNlc3Npb25faWQYASABKAkSCwoDc2VxGAIgASgEEjAKDHR1cm5fc3RhcnRlZBgDIAEoCzIYLmJveG1ha2VyLnYxLlR1cm5TdGFydGVkSAASLgoHd2FpdGluZxgEIAEoCzIbLmJveG1ha2VyLnYxLldhaXRpbmdGb3JTbG90SAASLwoIcHJvZ3Jlc3MYBSABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgGIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYByABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIzCgl0b29sX2NhbGwYCCABKAsyHi5ib3htYWtlci52MS5Ub29sQ2FsbFJlcXVlc3RlZEgAEjcKDXRvb2xfZGVjaXNpb24YCSABKAsyHi5ib3htYWtlci52MS5Ub29sRGVjaXNpb25FdmVudEgAEi4KC3Rvb2xfcmVzdWx0GAogASgLMhcuYm94bWFrZXIudjEuVG9vbFJlc3VsdEgAEjIKDWJ1ZGdldF9icmVhY2gYCyABKAsyGS5ib3htYWtlci52MS5CdWRnZXRCcmVhY2hIABIqCgl0dXJuX2RvbmUYDCABKAsyFS5ib3htYWtlci52MS5UdXJuRG9uZUgAEi4KC3R1cm5fZmFpbGVkGA0gASgLMhcuYm94bWFrZXIudjEuVHVybkZhaWxlZEgAEjUKDHRoaW5raW5nX2NhcBgOIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIyCg1pbnB1dF9zcGlsbGVkGA8gASgLMhkuYm94bWFrZXIudjEuSW5wdXRTcGlsbGVkSAASKwoJY29tcGFjdGVkGBAgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkSAASKgoFcmV0cnkYESABKAsyGS5ib3htYWtlci52MS5SZXF1ZXN0UmV0cnlIABIyCg1jYWNoZV93YXJuaW5nGBIgASgLMhkuYm94bWFrZXIudjEuQ2FjaGVXYXJuaW5nSAASOwoSdG9vbF9jYWxsX3Byb2dyZXNzGBMgASgLMh0uYm94bWFrZXIudjEuVG9vbENhbGxQcm9ncmVzc0gAEigKBHBsYW4YFCABKAsyGC5ib3htYWtlci52MS5QbGFuVXBkYXRlZEgAQgcKBWV2ZW50IugBCgxSZXF1ZXN0UmV0cnkSDQoFcGhhc2UYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SDAoEY29kZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSHwoXZGlzY2FyZGVkX2NvbnRlbnRfY2hhcnMYBiABKA0SIgoaZGlzY2FyZGVkX3JlYXNvbmluZ190b2tlbnMYByABKA0SEQoJd2FpdGVkX21zGAggASgBEhUKDXByb21wdF9jYWNoZWQYCSABKA0SFQoNcHJvbXB0X3JlcmVhZBgKIAEoDSJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiWAoQVG9vbENhbGxQcm9ncmVzcxINCgVpbmRleBgBIAEoDRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRfYnl0ZXMYBCABKAQiKwoIUGxhbkl0ZW0SDwoHY29udGVudBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiRAoLUGxhblVwZGF0ZWQSDwoHY2FsbF9pZBgBIAEoCRIkCgVpdGVtcxgCIAMoCzIVLmJveG1ha2VyLnYxLlBsYW5JdGVtInQKEVRvb2xEZWNpc2lvbkV2ZW50Eg8KB2NhbGxfaWQYASABKAkSKwoIZGVjaXNpb24YAiABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgDIAEoCRITCgtwcm9wb3NhbF9pZBgEIAEoCSJ7CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhYKDnByb3Bvc2FsX3N0YXRlGAYgASgJIjsKDEJ1ZGdldEJyZWFjaBIOCgZidWRnZXQYASABKAkSDQoFbGltaXQYAiABKAQSDAoEdXNlZBgDIAEoBCL3AQoIVHVybkRvbmUSFQoNZmluaXNoX3JlYXNvbhgBIAEoCRISCgppdGVyYXRpb25zGAIgASgNEiUKB3RpbWluZ3MYAyABKAsyFC5ib3htYWtlci52MS5UaW1pbmdzEhcKD2NhY2hlX2hpdF9yYXRpbxgEIAEoARIPCgd3YWxsX21zGAUgASgBEhIKCmZpbmFsX3RleHQYBiABKAkSFgoOc3BpbGxlZF9ibG9ja3MYByABKA0SEwoLY29tcGFjdGlvbnMYCCABKA0SLgoMY2FjaGVfaGVhbHRoGAkgASgLMhguYm94bWFrZXIudjEuQ2FjaGVIZWFsdGgiKwoKVHVybkZhaWxlZBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiPgoTTGlzdFNlc3Npb25zUmVxdWVzdBIYChBpbmNsdWRlX2FyY2hpdmVkGAEgASgIEg0KBWxpbWl0GAIgASgNIlEKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEioKCHNlc3Npb25zGAEgAygLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SDQoFdG90YWwYAiABKA0iHwoRR2V0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiwwEKDkhpc3RvcnlNZXNzYWdlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRINCgVlcG9jaBgCIAEoDRISCgphdF91bml4X21zGAMgASgDEisKCGRlY2lzaW9uGAQgASgOMhkuYm94bWFrZXIudjEuVG9vbERlY2lzaW9uEgwKBHJ1bGUYBSABKAkSEAoIaXNfZXJyb3IYBiABKAgSEwoLcHJvcG9zYWxfaWQYByABKAkSFgoOcHJvcG9zYWxfc3RhdGUYCCABKAkikwEKEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SLQoIbWVzc2FnZXMYAiADKAsyGy5ib3htYWtlci52MS5IaXN0b3J5TWVzc2FnZRIjCgRwbGFuGAMgAygLMhUuYm94bWFrZXIudjEuUGxhbkl0ZW0iJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSLPAgoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDRIZChFpbnN0cnVjdGlvbnNfZmlsZRgGIAEoCRIkCgRkaXNrGAcgASgLMhYuYm94bWFrZXIudjEuRGlza1VzYWdlEi4KDGNhY2hlX2hlYWx0aBgIIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIoACCglEaXNrVXNhZ2USFQoNc2Vzc2lvbl9ieXRlcxgBIAEoBBIVCg1zZXNzaW9uX2ZpbGVzGAIgASgNEhIKCmJsb2JfYnl0ZXMYAyABKAQSDQoFYmxvYnMYBCABKA0SFgoOYmxvYl9jYXBfYnl0ZXMYBSABKAQSGgoSc2xvdF9maWxlc19tYW5hZ2VkGAYgASgIEhAKCHNsb3RfZGlyGAcgASgJEhcKD3Nsb3RfZmlsZV9ieXRlcxgIIAEoBBISCgpzbG90X2ZpbGVzGAkgASgNEhYKDnNsb3RfY2FwX2J5dGVzGAogASgEEhcKD3Nsb3RfZmlsZXNfbm90ZRgLIAEoCSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIgChJSdW5TY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiIgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiKAoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiMQoUUmVuYW1lU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkqeQoLU2Vzc2lvblJvbGUSHAoYU0VTU0lPTl9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9ST0xFX01BSU4QARIZChVTRVNTSU9OX1JPTEVfU1VCQUdFTlQQAhIaChZTRVNTSU9OX1JPTEVfU0NIRURVTEVEEAMy2QwKC0xvb3BTZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SIS5ib3htYWtlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEj0KBFNlbmQSGC5ib3htYWtlci52MS5TZW5kUmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABEkEKBkZvbGxvdxIaLmJveG1ha2VyLnYxLkZvbGxvd1JlcXVlc3QaGS5ib3htYWtlci52MS5TZXNzaW9uRXZlbnQwARJTCgxMaXN0U2Vzc2lvbnMSIC5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEuYm94bWFrZXIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USTQoKR2V0U2Vzc2lvbhIeLmJveG1ha2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlc3BvbnNlEk0KCkNhbmNlbFR1cm4SHi5ib3htYWtlci52MS5DYW5jZWxUdXJuUmVxdWVzdBofLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJOCg5BcmNoaXZlU2Vzc2lvbhIiLmJveG1ha2VyLnYxLkFyY2hpdmVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDUxpc3RQcm9wb3NhbHMSIS5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVxdWVzdBoiLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXNwb25zZRJZCg5EZWNpZGVQcm9wb3NhbBIiLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVxdWVzdBojLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVzcG9uc2USUAoLU2VhcmNoVG9vbHMSHy5ib3htYWtlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaIC5ib3htYWtlci52MS5TZWFyY2hUb29sc1Jlc3BvbnNlEkkKBlN0YXR1cxIeLmJveG1ha2VyLnYxLkxvb3BTdGF0dXNSZXF1ZXN0Gh8uYm94bWFrZXIudjEuTG9vcFN0YXR1c1Jlc3BvbnNlEkUKC0FkZFNjaGVkdWxlEh8uYm94bWFrZXIudjEuQWRkU2NoZWR1bGVSZXF1ZXN0GhUuYm94bWFrZXIudjEuU2NoZWR1bGUSVgoNTGlzdFNjaGVkdWxlcxIhLmJveG1ha2VyLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElkKDlJlbW92ZVNjaGVkdWxlEiIuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXF1ZXN0GiMuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRJICgtSdW5TY2hlZHVsZRIfLmJveG1ha2VyLnYxLlJ1blNjaGVkdWxlUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDURlbGV0ZVNlc3Npb24SIS5ib3htYWtlci52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoiLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJMCg1SZW5hbWVTZXNzaW9uEiEuYm94bWFrZXIudjEuUmVuYW1lU2Vzc2lvblJlcXVlc3QaGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlElkKDkNvbXBhY3RTZXNzaW9uEiIuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GiMuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
 
 /**
  * @generated from message boxmaker.v1.Budgets
@@ -448,6 +448,18 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
      */
     value: CacheWarning;
     case: "cacheWarning";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.ToolCallProgress tool_call_progress = 19;
+     */
+    value: ToolCallProgress;
+    case: "toolCallProgress";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.PlanUpdated plan = 20;
+     */
+    value: PlanUpdated;
+    case: "plan";
   } | { case: undefined; value?: undefined };
 };
 
@@ -732,6 +744,95 @@ export const ToolCallRequestedSchema: GenMessage<ToolCallRequested> = /*@__PURE_
   messageDesc(file_boxmaker_v1_loop, 13);
 
 /**
+ * A tool call the model is still writing: its name as soon as the server
+ * streams it and how much of its arguments has arrived so far. loopd sends a
+ * few of these a second at most (not one per token); the complete call
+ * follows as tool_call. Nothing of it is logged.
+ *
+ * @generated from message boxmaker.v1.ToolCallProgress
+ */
+export type ToolCallProgress = Message<"boxmaker.v1.ToolCallProgress"> & {
+  /**
+   * The call's position among the reply's tool calls.
+   *
+   * @generated from field: uint32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint64 argument_bytes = 4;
+   */
+  argumentBytes: bigint;
+};
+
+/**
+ * Describes the message boxmaker.v1.ToolCallProgress.
+ * Use `create(ToolCallProgressSchema)` to create a new message.
+ */
+export const ToolCallProgressSchema: GenMessage<ToolCallProgress> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 14);
+
+/**
+ * One entry of the task list the model keeps with update_plan.
+ *
+ * @generated from message boxmaker.v1.PlanItem
+ */
+export type PlanItem = Message<"boxmaker.v1.PlanItem"> & {
+  /**
+   * @generated from field: string content = 1;
+   */
+  content: string;
+
+  /**
+   * pending | in_progress | done
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.PlanItem.
+ * Use `create(PlanItemSchema)` to create a new message.
+ */
+export const PlanItemSchema: GenMessage<PlanItem> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 15);
+
+/**
+ * The session's task list after an update_plan call was accepted.
+ *
+ * @generated from message boxmaker.v1.PlanUpdated
+ */
+export type PlanUpdated = Message<"boxmaker.v1.PlanUpdated"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: repeated boxmaker.v1.PlanItem items = 2;
+   */
+  items: PlanItem[];
+};
+
+/**
+ * Describes the message boxmaker.v1.PlanUpdated.
+ * Use `create(PlanUpdatedSchema)` to create a new message.
+ */
+export const PlanUpdatedSchema: GenMessage<PlanUpdated> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 16);
+
+/**
  * @generated from message boxmaker.v1.ToolDecisionEvent
  */
 export type ToolDecisionEvent = Message<"boxmaker.v1.ToolDecisionEvent"> & {
@@ -761,7 +862,7 @@ export type ToolDecisionEvent = Message<"boxmaker.v1.ToolDecisionEvent"> & {
  * Use `create(ToolDecisionEventSchema)` to create a new message.
  */
 export const ToolDecisionEventSchema: GenMessage<ToolDecisionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 14);
+  messageDesc(file_boxmaker_v1_loop, 17);
 
 /**
  * @generated from message boxmaker.v1.ToolResult
@@ -806,7 +907,7 @@ export type ToolResult = Message<"boxmaker.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 15);
+  messageDesc(file_boxmaker_v1_loop, 18);
 
 /**
  * @generated from message boxmaker.v1.BudgetBreach
@@ -835,7 +936,7 @@ export type BudgetBreach = Message<"boxmaker.v1.BudgetBreach"> & {
  * Use `create(BudgetBreachSchema)` to create a new message.
  */
 export const BudgetBreachSchema: GenMessage<BudgetBreach> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 16);
+  messageDesc(file_boxmaker_v1_loop, 19);
 
 /**
  * @generated from message boxmaker.v1.TurnDone
@@ -904,7 +1005,7 @@ export type TurnDone = Message<"boxmaker.v1.TurnDone"> & {
  * Use `create(TurnDoneSchema)` to create a new message.
  */
 export const TurnDoneSchema: GenMessage<TurnDone> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 17);
+  messageDesc(file_boxmaker_v1_loop, 20);
 
 /**
  * @generated from message boxmaker.v1.TurnFailed
@@ -928,7 +1029,7 @@ export type TurnFailed = Message<"boxmaker.v1.TurnFailed"> & {
  * Use `create(TurnFailedSchema)` to create a new message.
  */
 export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 18);
+  messageDesc(file_boxmaker_v1_loop, 21);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsRequest
@@ -954,7 +1055,7 @@ export type ListSessionsRequest = Message<"boxmaker.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 19);
+  messageDesc(file_boxmaker_v1_loop, 22);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsResponse
@@ -978,7 +1079,7 @@ export type ListSessionsResponse = Message<"boxmaker.v1.ListSessionsResponse"> &
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 20);
+  messageDesc(file_boxmaker_v1_loop, 23);
 
 /**
  * @generated from message boxmaker.v1.GetSessionRequest
@@ -995,7 +1096,7 @@ export type GetSessionRequest = Message<"boxmaker.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 21);
+  messageDesc(file_boxmaker_v1_loop, 24);
 
 /**
  * @generated from message boxmaker.v1.HistoryMessage
@@ -1052,7 +1153,7 @@ export type HistoryMessage = Message<"boxmaker.v1.HistoryMessage"> & {
  * Use `create(HistoryMessageSchema)` to create a new message.
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 22);
+  messageDesc(file_boxmaker_v1_loop, 25);
 
 /**
  * @generated from message boxmaker.v1.GetSessionResponse
@@ -1067,6 +1168,13 @@ export type GetSessionResponse = Message<"boxmaker.v1.GetSessionResponse"> & {
    * @generated from field: repeated boxmaker.v1.HistoryMessage messages = 2;
    */
   messages: HistoryMessage[];
+
+  /**
+   * The task list of the session's last accepted update_plan call (empty: none).
+   *
+   * @generated from field: repeated boxmaker.v1.PlanItem plan = 3;
+   */
+  plan: PlanItem[];
 };
 
 /**
@@ -1074,7 +1182,7 @@ export type GetSessionResponse = Message<"boxmaker.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 23);
+  messageDesc(file_boxmaker_v1_loop, 26);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnRequest
@@ -1091,7 +1199,7 @@ export type CancelTurnRequest = Message<"boxmaker.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 24);
+  messageDesc(file_boxmaker_v1_loop, 27);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnResponse
@@ -1108,7 +1216,7 @@ export type CancelTurnResponse = Message<"boxmaker.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 25);
+  messageDesc(file_boxmaker_v1_loop, 28);
 
 /**
  * @generated from message boxmaker.v1.ArchiveSessionRequest
@@ -1125,7 +1233,7 @@ export type ArchiveSessionRequest = Message<"boxmaker.v1.ArchiveSessionRequest">
  * Use `create(ArchiveSessionRequestSchema)` to create a new message.
  */
 export const ArchiveSessionRequestSchema: GenMessage<ArchiveSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 26);
+  messageDesc(file_boxmaker_v1_loop, 29);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusRequest
@@ -1138,7 +1246,7 @@ export type LoopStatusRequest = Message<"boxmaker.v1.LoopStatusRequest"> & {
  * Use `create(LoopStatusRequestSchema)` to create a new message.
  */
 export const LoopStatusRequestSchema: GenMessage<LoopStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 27);
+  messageDesc(file_boxmaker_v1_loop, 30);
 
 /**
  * @generated from message boxmaker.v1.DaemonHealth
@@ -1170,7 +1278,7 @@ export type DaemonHealth = Message<"boxmaker.v1.DaemonHealth"> & {
  * Use `create(DaemonHealthSchema)` to create a new message.
  */
 export const DaemonHealthSchema: GenMessage<DaemonHealth> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 28);
+  messageDesc(file_boxmaker_v1_loop, 31);
 
 /**
  * @generated from message boxmaker.v1.SlotHolder
@@ -1210,7 +1318,7 @@ export type SlotHolder = Message<"boxmaker.v1.SlotHolder"> & {
  * Use `create(SlotHolderSchema)` to create a new message.
  */
 export const SlotHolderSchema: GenMessage<SlotHolder> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 29);
+  messageDesc(file_boxmaker_v1_loop, 32);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusResponse
@@ -1268,7 +1376,7 @@ export type LoopStatusResponse = Message<"boxmaker.v1.LoopStatusResponse"> & {
  * Use `create(LoopStatusResponseSchema)` to create a new message.
  */
 export const LoopStatusResponseSchema: GenMessage<LoopStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 30);
+  messageDesc(file_boxmaker_v1_loop, 33);
 
 /**
  * @generated from message boxmaker.v1.DiskUsage
@@ -1343,7 +1451,7 @@ export type DiskUsage = Message<"boxmaker.v1.DiskUsage"> & {
  * Use `create(DiskUsageSchema)` to create a new message.
  */
 export const DiskUsageSchema: GenMessage<DiskUsage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 31);
+  messageDesc(file_boxmaker_v1_loop, 34);
 
 /**
  * @generated from message boxmaker.v1.Schedule
@@ -1385,7 +1493,7 @@ export type Schedule = Message<"boxmaker.v1.Schedule"> & {
  * Use `create(ScheduleSchema)` to create a new message.
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 32);
+  messageDesc(file_boxmaker_v1_loop, 35);
 
 /**
  * @generated from message boxmaker.v1.AddScheduleRequest
@@ -1407,7 +1515,7 @@ export type AddScheduleRequest = Message<"boxmaker.v1.AddScheduleRequest"> & {
  * Use `create(AddScheduleRequestSchema)` to create a new message.
  */
 export const AddScheduleRequestSchema: GenMessage<AddScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 33);
+  messageDesc(file_boxmaker_v1_loop, 36);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesRequest
@@ -1420,7 +1528,7 @@ export type ListSchedulesRequest = Message<"boxmaker.v1.ListSchedulesRequest"> &
  * Use `create(ListSchedulesRequestSchema)` to create a new message.
  */
 export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 34);
+  messageDesc(file_boxmaker_v1_loop, 37);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesResponse
@@ -1437,7 +1545,7 @@ export type ListSchedulesResponse = Message<"boxmaker.v1.ListSchedulesResponse">
  * Use `create(ListSchedulesResponseSchema)` to create a new message.
  */
 export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 35);
+  messageDesc(file_boxmaker_v1_loop, 38);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleRequest
@@ -1454,7 +1562,7 @@ export type RemoveScheduleRequest = Message<"boxmaker.v1.RemoveScheduleRequest">
  * Use `create(RemoveScheduleRequestSchema)` to create a new message.
  */
 export const RemoveScheduleRequestSchema: GenMessage<RemoveScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 36);
+  messageDesc(file_boxmaker_v1_loop, 39);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleResponse
@@ -1471,7 +1579,7 @@ export type RemoveScheduleResponse = Message<"boxmaker.v1.RemoveScheduleResponse
  * Use `create(RemoveScheduleResponseSchema)` to create a new message.
  */
 export const RemoveScheduleResponseSchema: GenMessage<RemoveScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 37);
+  messageDesc(file_boxmaker_v1_loop, 40);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionRequest
@@ -1488,7 +1596,7 @@ export type CompactSessionRequest = Message<"boxmaker.v1.CompactSessionRequest">
  * Use `create(CompactSessionRequestSchema)` to create a new message.
  */
 export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 38);
+  messageDesc(file_boxmaker_v1_loop, 41);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionResponse
@@ -1510,7 +1618,7 @@ export type CompactSessionResponse = Message<"boxmaker.v1.CompactSessionResponse
  * Use `create(CompactSessionResponseSchema)` to create a new message.
  */
 export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 39);
+  messageDesc(file_boxmaker_v1_loop, 42);
 
 /**
  * @generated from message boxmaker.v1.RunScheduleRequest
@@ -1527,7 +1635,7 @@ export type RunScheduleRequest = Message<"boxmaker.v1.RunScheduleRequest"> & {
  * Use `create(RunScheduleRequestSchema)` to create a new message.
  */
 export const RunScheduleRequestSchema: GenMessage<RunScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 40);
+  messageDesc(file_boxmaker_v1_loop, 43);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionRequest
@@ -1544,7 +1652,7 @@ export type DeleteSessionRequest = Message<"boxmaker.v1.DeleteSessionRequest"> &
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 41);
+  messageDesc(file_boxmaker_v1_loop, 44);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionResponse
@@ -1561,7 +1669,7 @@ export type DeleteSessionResponse = Message<"boxmaker.v1.DeleteSessionResponse">
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 42);
+  messageDesc(file_boxmaker_v1_loop, 45);
 
 /**
  * @generated from message boxmaker.v1.RenameSessionRequest
@@ -1583,7 +1691,7 @@ export type RenameSessionRequest = Message<"boxmaker.v1.RenameSessionRequest"> &
  * Use `create(RenameSessionRequestSchema)` to create a new message.
  */
 export const RenameSessionRequestSchema: GenMessage<RenameSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 43);
+  messageDesc(file_boxmaker_v1_loop, 46);
 
 /**
  * @generated from enum boxmaker.v1.SessionRole
