@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderPrompt, startLlamaSim, tokenIds, type ChatMessage, type LlamaSim } from "@boxmaker/llama-sim";
 import { LlamaClient } from "../src/llama-client.js";
-import { PROBE_TOOLS, runTemplateProbe, type ProbeIo, type ProbeMessage } from "../src/template-probe.js";
+import { runTemplateProbe, type ProbeIo } from "../src/template-probe.js";
+import { PROBE_TOOLS, type ProbeMessage } from "../src/template-probe-conversations.js";
 import { probeTemplate } from "../src/template-probe-io.js";
 import { refuseToolsIfUnrendered, templateWarning } from "../src/template-verdict.js";
 
