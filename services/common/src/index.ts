@@ -17,3 +17,4 @@ export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export * from "./slot-queue.js";
 export * from "./async-queue.js";
+export * from "./permission-mode.js";

@@ -5,3 +5,4 @@ export * from "./boxmaker-error.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export { packageVersion } from "./version.js";
+export * from "./permission-mode.js";

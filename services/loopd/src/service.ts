@@ -1,6 +1,8 @@
 import {
   invalidArgument,
   notFound,
+  parseMode,
+  PERMISSION_MODES,
   toRpcError,
   type BrokerService,
   type ClientOf,
@@ -140,6 +142,19 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const title = sessionTitle(req.title);
       if (!title) throw invalidArgument("a session title cannot be empty");
       s.recordRenamed(title);
+      return sessionInfo(s);
+    },
+
+    async setSessionMode(req) {
+      const s = runner.get(req.sessionId);
+      const mode = parseMode(req.mode);
+      if (!mode) throw invalidArgument(`"${req.mode.slice(0, 40)}" is not a mode: ${PERMISSION_MODES.join(", ")}`);
+      if (s.state.archived) throw invalidArgument(`session ${s.id} is archived`);
+      // Applies from the next tool call, also inside a running turn; a call already staged keeps its decision.
+      const previous = s.recordMode(mode);
+      if (previous !== mode) s.events.publish({ case: "modeChanged", value: { mode, previous } });
+      // A subagent running for this session's turn is part of it: it switches too.
+      for (const child of store.list()) if (child.running && child.state.parentId === s.id) child.recordMode(mode);
       return sessionInfo(s);
     },
 

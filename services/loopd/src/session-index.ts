@@ -23,6 +23,7 @@ export type SessionSummary = Pick<
   | "lastTurnEnd"
   | "archived"
   | "contextTokens"
+  | "mode"
 > & {
   epoch: number;
   /** Messages a person sees (carried copies of an earlier epoch not counted). */
@@ -49,6 +50,7 @@ export function summarize(st: SessionState): SessionSummary {
     lastTurnEnd: st.lastTurnEnd,
     archived: st.archived,
     contextTokens: st.contextTokens,
+    mode: st.mode,
     instructionsFile: instructionsFileOf(st.epoch.systemJson),
   };
 }

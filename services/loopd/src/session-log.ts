@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync, existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { createHash } from "node:crypto";
-import { fsyncDir, messageOf, type DecisionName } from "@boxmaker/common";
+import { fsyncDir, messageOf, type DecisionName, type PermissionMode } from "@boxmaker/common";
 import { LogCorruptError, LogWriteError } from "./errors.js";
 
 /**
@@ -42,7 +42,9 @@ export type LogRecord =
   /** Something the model is told at the start of the next turn (a late approval decision). */
   | { t: "note"; text: string; at: number }
   | { t: "archived"; at: number }
-  | { t: "renamed"; title: string; at: number };
+  | { t: "renamed"; title: string; at: number }
+  /** The permission mode the session's later tool calls are decided under (until the next one). */
+  | { t: "mode"; mode: PermissionMode; at: number };
 
 export type SessionRoleName = "main" | "subagent" | "scheduled";
 

@@ -267,6 +267,8 @@ export class SessionRunner {
       return { isError: true, content: "error: a subagent cannot spawn another subagent; do the task yourself" };
     }
     const child = await this.create("subagent", task.slice(0, 80), parent.id);
+    // A subagent works under its parent's mode: read-only's plan must not be done by a helper that writes.
+    child.recordMode(parent.state.mode);
     const ac = new AbortController();
     const onAbort = () => ac.abort(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });

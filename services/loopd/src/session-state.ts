@@ -1,3 +1,4 @@
+import { DEFAULT_MODE, type PermissionMode } from "@boxmaker/common";
 import { LogCorruptError } from "./errors.js";
 import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
 
@@ -37,6 +38,8 @@ export interface SessionState {
   contextTokens: number;
   /** Notes recorded since the last turn started; the next turn's user message carries them. */
   pendingNotes: string[];
+  /** What its tool calls are decided under; a log without a mode record is in the default. */
+  mode: PermissionMode;
 }
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
@@ -58,6 +61,7 @@ export function foldRecords(records: readonly LogRecord[]): SessionState {
     archived: false,
     contextTokens: 0,
     pendingNotes: [],
+    mode: DEFAULT_MODE,
   };
   for (const r of records) applyRecord(s, r);
   return s;
@@ -104,6 +108,9 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       break;
     case "renamed":
       s.title = r.title;
+      break;
+    case "mode":
+      s.mode = r.mode;
       break;
   }
 }

@@ -1,3 +1,4 @@
+import type { PermissionMode } from "@boxmaker/common";
 import type { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
 import type { AppendOptions, LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
@@ -205,5 +206,12 @@ export class Session {
 
   recordRenamed(title: string): void {
     if (title !== this.folded.title) this.append({ t: "renamed", title, at: Date.now() });
+  }
+
+  /** Returns the mode it replaced; setting the mode it has records nothing. */
+  recordMode(mode: PermissionMode): PermissionMode {
+    const previous = this.folded.mode;
+    if (mode !== previous) this.append({ t: "mode", mode, at: Date.now() });
+    return previous;
   }
 }

@@ -108,7 +108,8 @@ async function dispatchTool(
   let res: Awaited<ReturnType<ToolDeps["broker"]["callTool"]>>;
   try {
     res = await deps.broker.callTool(
-      { sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments },
+      // The mode as of this call: a switch mid-turn applies from the next call on.
+      { sessionId: s.id, callId: call.id, name: call.name, argumentsJson: call.arguments, mode: s.state.mode },
       { signal },
     );
   } catch (err) {

@@ -1,4 +1,10 @@
-import { SessionRole, decisionOf, type SessionInfoSchema, type HistoryMessageSchema } from "@boxmaker/common";
+import {
+  DEFAULT_MODE,
+  SessionRole,
+  decisionOf,
+  type SessionInfoSchema,
+  type HistoryMessageSchema,
+} from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { nextRun, type ScheduleState } from "./schedules.js";
 import type { SessionSummary } from "./session-index.js";
@@ -53,6 +59,8 @@ export function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShap
     turnStartedSeq: BigInt(live?.turnStartedSeq ?? 0),
     lastEventSeq: BigInt(live?.events.lastSeq ?? 0),
     instructionsFile: sm.instructionsFile,
+    // An index written before modes existed has none: those sessions never set one.
+    mode: sm.mode ?? DEFAULT_MODE,
   };
 }
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/loop.proto.
  */
 export const file_boxmaker_v1_loop: GenFile = /*@__PURE__*/
-  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIvcCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJEi4KDGNhY2hlX2hlYWx0aBgQIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIo4BCgtDYWNoZUhlYWx0aBIQCghyZXF1ZXN0cxgBIAEoDRIQCghwcm9tcHRfbhgCIAEoBBISCgpuZXdfdG9rZW5zGAMgASgEEg0KBXJhdGlvGAQgASgBEhIKCmxhc3RfcmF0aW8YBSABKAESEwoLcG9vcl9zdHJlYWsYBiABKA0SDwoHd2FybmluZxgHIAEoCSJPCgxDYWNoZVdhcm5pbmcSDQoFY2F1c2UYASABKAkSDwoHbWVzc2FnZRgCIAEoCRINCgVyYXRpbxgDIAEoARIQCghyZXF1ZXN0cxgEIAEoDSJWCgtTZW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSJQoHYnVkZ2V0cxgDIAEoCzIULmJveG1ha2VyLnYxLkJ1ZGdldHMiNgoNRm9sbG93UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCKwBwoMU2Vzc2lvbkV2ZW50EhIKCnNlc3Npb25faWQYASABKAkSCwoDc2VxGAIgASgEEjAKDHR1cm5fc3RhcnRlZBgDIAEoCzIYLmJveG1ha2VyLnYxLlR1cm5TdGFydGVkSAASLgoHd2FpdGluZxgEIAEoCzIbLmJveG1ha2VyLnYxLldhaXRpbmdGb3JTbG90SAASLwoIcHJvZ3Jlc3MYBSABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgGIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYByABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIzCgl0b29sX2NhbGwYCCABKAsyHi5ib3htYWtlci52MS5Ub29sQ2FsbFJlcXVlc3RlZEgAEjcKDXRvb2xfZGVjaXNpb24YCSABKAsyHi5ib3htYWtlci52MS5Ub29sRGVjaXNpb25FdmVudEgAEi4KC3Rvb2xfcmVzdWx0GAogASgLMhcuYm94bWFrZXIudjEuVG9vbFJlc3VsdEgAEjIKDWJ1ZGdldF9icmVhY2gYCyABKAsyGS5ib3htYWtlci52MS5CdWRnZXRCcmVhY2hIABIqCgl0dXJuX2RvbmUYDCABKAsyFS5ib3htYWtlci52MS5UdXJuRG9uZUgAEi4KC3R1cm5fZmFpbGVkGA0gASgLMhcuYm94bWFrZXIudjEuVHVybkZhaWxlZEgAEjUKDHRoaW5raW5nX2NhcBgOIAEoCzIdLmJveG1ha2VyLnYxLlRoaW5raW5nQ2FwRmlyZWRIABIyCg1pbnB1dF9zcGlsbGVkGA8gASgLMhkuYm94bWFrZXIudjEuSW5wdXRTcGlsbGVkSAASKwoJY29tcGFjdGVkGBAgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkSAASKgoFcmV0cnkYESABKAsyGS5ib3htYWtlci52MS5SZXF1ZXN0UmV0cnlIABIyCg1jYWNoZV93YXJuaW5nGBIgASgLMhkuYm94bWFrZXIudjEuQ2FjaGVXYXJuaW5nSAASOwoSdG9vbF9jYWxsX3Byb2dyZXNzGBMgASgLMh0uYm94bWFrZXIudjEuVG9vbENhbGxQcm9ncmVzc0gAEigKBHBsYW4YFCABKAsyGC5ib3htYWtlci52MS5QbGFuVXBkYXRlZEgAQgcKBWV2ZW50IugBCgxSZXF1ZXN0UmV0cnkSDQoFcGhhc2UYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SDAoEY29kZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSHwoXZGlzY2FyZGVkX2NvbnRlbnRfY2hhcnMYBiABKA0SIgoaZGlzY2FyZGVkX3JlYXNvbmluZ190b2tlbnMYByABKA0SEQoJd2FpdGVkX21zGAggASgBEhUKDXByb21wdF9jYWNoZWQYCSABKA0SFQoNcHJvbXB0X3JlcmVhZBgKIAEoDSJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiWAoQVG9vbENhbGxQcm9ncmVzcxINCgVpbmRleBgBIAEoDRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRfYnl0ZXMYBCABKAQiKwoIUGxhbkl0ZW0SDwoHY29udGVudBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiRAoLUGxhblVwZGF0ZWQSDwoHY2FsbF9pZBgBIAEoCRIkCgVpdGVtcxgCIAMoCzIVLmJveG1ha2VyLnYxLlBsYW5JdGVtInQKEVRvb2xEZWNpc2lvbkV2ZW50Eg8KB2NhbGxfaWQYASABKAkSKwoIZGVjaXNpb24YAiABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgDIAEoCRITCgtwcm9wb3NhbF9pZBgEIAEoCSJ7CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhYKDnByb3Bvc2FsX3N0YXRlGAYgASgJIjsKDEJ1ZGdldEJyZWFjaBIOCgZidWRnZXQYASABKAkSDQoFbGltaXQYAiABKAQSDAoEdXNlZBgDIAEoBCL3AQoIVHVybkRvbmUSFQoNZmluaXNoX3JlYXNvbhgBIAEoCRISCgppdGVyYXRpb25zGAIgASgNEiUKB3RpbWluZ3MYAyABKAsyFC5ib3htYWtlci52MS5UaW1pbmdzEhcKD2NhY2hlX2hpdF9yYXRpbxgEIAEoARIPCgd3YWxsX21zGAUgASgBEhIKCmZpbmFsX3RleHQYBiABKAkSFgoOc3BpbGxlZF9ibG9ja3MYByABKA0SEwoLY29tcGFjdGlvbnMYCCABKA0SLgoMY2FjaGVfaGVhbHRoGAkgASgLMhguYm94bWFrZXIudjEuQ2FjaGVIZWFsdGgiKwoKVHVybkZhaWxlZBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiPgoTTGlzdFNlc3Npb25zUmVxdWVzdBIYChBpbmNsdWRlX2FyY2hpdmVkGAEgASgIEg0KBWxpbWl0GAIgASgNIlEKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEioKCHNlc3Npb25zGAEgAygLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SDQoFdG90YWwYAiABKA0iHwoRR2V0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiwwEKDkhpc3RvcnlNZXNzYWdlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRINCgVlcG9jaBgCIAEoDRISCgphdF91bml4X21zGAMgASgDEisKCGRlY2lzaW9uGAQgASgOMhkuYm94bWFrZXIudjEuVG9vbERlY2lzaW9uEgwKBHJ1bGUYBSABKAkSEAoIaXNfZXJyb3IYBiABKAgSEwoLcHJvcG9zYWxfaWQYByABKAkSFgoOcHJvcG9zYWxfc3RhdGUYCCABKAkikwEKEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SLQoIbWVzc2FnZXMYAiADKAsyGy5ib3htYWtlci52MS5IaXN0b3J5TWVzc2FnZRIjCgRwbGFuGAMgAygLMhUuYm94bWFrZXIudjEuUGxhbkl0ZW0iJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSLPAgoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDRIZChFpbnN0cnVjdGlvbnNfZmlsZRgGIAEoCRIkCgRkaXNrGAcgASgLMhYuYm94bWFrZXIudjEuRGlza1VzYWdlEi4KDGNhY2hlX2hlYWx0aBgIIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIoACCglEaXNrVXNhZ2USFQoNc2Vzc2lvbl9ieXRlcxgBIAEoBBIVCg1zZXNzaW9uX2ZpbGVzGAIgASgNEhIKCmJsb2JfYnl0ZXMYAyABKAQSDQoFYmxvYnMYBCABKA0SFgoOYmxvYl9jYXBfYnl0ZXMYBSABKAQSGgoSc2xvdF9maWxlc19tYW5hZ2VkGAYgASgIEhAKCHNsb3RfZGlyGAcgASgJEhcKD3Nsb3RfZmlsZV9ieXRlcxgIIAEoBBISCgpzbG90X2ZpbGVzGAkgASgNEhYKDnNsb3RfY2FwX2J5dGVzGAogASgEEhcKD3Nsb3RfZmlsZXNfbm90ZRgLIAEoCSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIgChJSdW5TY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiIgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiKAoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiMQoUUmVuYW1lU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkqeQoLU2Vzc2lvblJvbGUSHAoYU0VTU0lPTl9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9ST0xFX01BSU4QARIZChVTRVNTSU9OX1JPTEVfU1VCQUdFTlQQAhIaChZTRVNTSU9OX1JPTEVfU0NIRURVTEVEEAMy2QwKC0xvb3BTZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SIS5ib3htYWtlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvEj0KBFNlbmQSGC5ib3htYWtlci52MS5TZW5kUmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABEkEKBkZvbGxvdxIaLmJveG1ha2VyLnYxLkZvbGxvd1JlcXVlc3QaGS5ib3htYWtlci52MS5TZXNzaW9uRXZlbnQwARJTCgxMaXN0U2Vzc2lvbnMSIC5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEuYm94bWFrZXIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USTQoKR2V0U2Vzc2lvbhIeLmJveG1ha2VyLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh8uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlc3BvbnNlEk0KCkNhbmNlbFR1cm4SHi5ib3htYWtlci52MS5DYW5jZWxUdXJuUmVxdWVzdBofLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJOCg5BcmNoaXZlU2Vzc2lvbhIiLmJveG1ha2VyLnYxLkFyY2hpdmVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDUxpc3RQcm9wb3NhbHMSIS5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVxdWVzdBoiLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXNwb25zZRJZCg5EZWNpZGVQcm9wb3NhbBIiLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVxdWVzdBojLmJveG1ha2VyLnYxLkRlY2lkZVByb3Bvc2FsUmVzcG9uc2USUAoLU2VhcmNoVG9vbHMSHy5ib3htYWtlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaIC5ib3htYWtlci52MS5TZWFyY2hUb29sc1Jlc3BvbnNlEkkKBlN0YXR1cxIeLmJveG1ha2VyLnYxLkxvb3BTdGF0dXNSZXF1ZXN0Gh8uYm94bWFrZXIudjEuTG9vcFN0YXR1c1Jlc3BvbnNlEkUKC0FkZFNjaGVkdWxlEh8uYm94bWFrZXIudjEuQWRkU2NoZWR1bGVSZXF1ZXN0GhUuYm94bWFrZXIudjEuU2NoZWR1bGUSVgoNTGlzdFNjaGVkdWxlcxIhLmJveG1ha2VyLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElkKDlJlbW92ZVNjaGVkdWxlEiIuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXF1ZXN0GiMuYm94bWFrZXIudjEuUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRJICgtSdW5TY2hlZHVsZRIfLmJveG1ha2VyLnYxLlJ1blNjaGVkdWxlUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElYKDURlbGV0ZVNlc3Npb24SIS5ib3htYWtlci52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoiLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJMCg1SZW5hbWVTZXNzaW9uEiEuYm94bWFrZXIudjEuUmVuYW1lU2Vzc2lvblJlcXVlc3QaGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbxJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlElkKDkNvbXBhY3RTZXNzaW9uEiIuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GiMuYm94bWFrZXIudjEuQ29tcGFjdFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
+  fileDesc("ChZib3htYWtlci92MS9sb29wLnByb3RvEgtib3htYWtlci52MSJtCgdCdWRnZXRzEhYKDm1heF9pdGVyYXRpb25zGAEgASgNEhgKEG1heF90b3RhbF90b2tlbnMYAiABKA0SEwoLbWF4X3dhbGxfbXMYAyABKA0SGwoTbWF4X3RoaW5raW5nX3Rva2VucxgEIAEoDSJgChRDcmVhdGVTZXNzaW9uUmVxdWVzdBImCgRyb2xlGAEgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJIoUDCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRImCgRyb2xlGAIgASgOMhguYm94bWFrZXIudjEuU2Vzc2lvblJvbGUSDQoFdGl0bGUYAyABKAkSDQoFZXBvY2gYBCABKA0SDAoEc2xvdBgFIAEoDRINCgVzdGF0ZRgGIAEoCRIQCghtZXNzYWdlcxgHIAEoDRIXCg9jcmVhdGVkX3VuaXhfbXMYCCABKAMSFwoPdXBkYXRlZF91bml4X21zGAkgASgDEhEKCXBhcmVudF9pZBgKIAEoCRIWCg5jb250ZXh0X3Rva2VucxgLIAEoDRINCgV0dXJucxgMIAEoDRIYChB0dXJuX3N0YXJ0ZWRfc2VxGA0gASgEEhYKDmxhc3RfZXZlbnRfc2VxGA4gASgEEhkKEWluc3RydWN0aW9uc19maWxlGA8gASgJEi4KDGNhY2hlX2hlYWx0aBgQIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoEgwKBG1vZGUYESABKAkijgEKC0NhY2hlSGVhbHRoEhAKCHJlcXVlc3RzGAEgASgNEhAKCHByb21wdF9uGAIgASgEEhIKCm5ld190b2tlbnMYAyABKAQSDQoFcmF0aW8YBCABKAESEgoKbGFzdF9yYXRpbxgFIAEoARITCgtwb29yX3N0cmVhaxgGIAEoDRIPCgd3YXJuaW5nGAcgASgJIk8KDENhY2hlV2FybmluZxINCgVjYXVzZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg0KBXJhdGlvGAMgASgBEhAKCHJlcXVlc3RzGAQgASgNIlYKC1NlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIlCgdidWRnZXRzGAMgASgLMhQuYm94bWFrZXIudjEuQnVkZ2V0cyI2Cg1Gb2xsb3dSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIuIHCgxTZXNzaW9uRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRILCgNzZXEYAiABKAQSMAoMdHVybl9zdGFydGVkGAMgASgLMhguYm94bWFrZXIudjEuVHVyblN0YXJ0ZWRIABIuCgd3YWl0aW5nGAQgASgLMhsuYm94bWFrZXIudjEuV2FpdGluZ0ZvclNsb3RIABIvCghwcm9ncmVzcxgFIAEoCzIbLmJveG1ha2VyLnYxLlByb21wdFByb2dyZXNzSAASKwoJcmVhc29uaW5nGAYgASgLMhYuYm94bWFrZXIudjEuVGV4dERlbHRhSAASKQoHY29udGVudBgHIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEjMKCXRvb2xfY2FsbBgIIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xDYWxsUmVxdWVzdGVkSAASNwoNdG9vbF9kZWNpc2lvbhgJIAEoCzIeLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbkV2ZW50SAASLgoLdG9vbF9yZXN1bHQYCiABKAsyFy5ib3htYWtlci52MS5Ub29sUmVzdWx0SAASMgoNYnVkZ2V0X2JyZWFjaBgLIAEoCzIZLmJveG1ha2VyLnYxLkJ1ZGdldEJyZWFjaEgAEioKCXR1cm5fZG9uZRgMIAEoCzIVLmJveG1ha2VyLnYxLlR1cm5Eb25lSAASLgoLdHVybl9mYWlsZWQYDSABKAsyFy5ib3htYWtlci52MS5UdXJuRmFpbGVkSAASNQoMdGhpbmtpbmdfY2FwGA4gASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEjIKDWlucHV0X3NwaWxsZWQYDyABKAsyGS5ib3htYWtlci52MS5JbnB1dFNwaWxsZWRIABIrCgljb21wYWN0ZWQYECABKAsyFi5ib3htYWtlci52MS5Db21wYWN0ZWRIABIqCgVyZXRyeRgRIAEoCzIZLmJveG1ha2VyLnYxLlJlcXVlc3RSZXRyeUgAEjIKDWNhY2hlX3dhcm5pbmcYEiABKAsyGS5ib3htYWtlci52MS5DYWNoZVdhcm5pbmdIABI7ChJ0b29sX2NhbGxfcHJvZ3Jlc3MYEyABKAsyHS5ib3htYWtlci52MS5Ub29sQ2FsbFByb2dyZXNzSAASKAoEcGxhbhgUIAEoCzIYLmJveG1ha2VyLnYxLlBsYW5VcGRhdGVkSAASMAoMbW9kZV9jaGFuZ2VkGBUgASgLMhguYm94bWFrZXIudjEuTW9kZUNoYW5nZWRIAEIHCgVldmVudCItCgtNb2RlQ2hhbmdlZBIMCgRtb2RlGAEgASgJEhAKCHByZXZpb3VzGAIgASgJIugBCgxSZXF1ZXN0UmV0cnkSDQoFcGhhc2UYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SDAoEY29kZRgEIAEoCRIOCgZyZWFzb24YBSABKAkSHwoXZGlzY2FyZGVkX2NvbnRlbnRfY2hhcnMYBiABKA0SIgoaZGlzY2FyZGVkX3JlYXNvbmluZ190b2tlbnMYByABKA0SEQoJd2FpdGVkX21zGAggASgBEhUKDXByb21wdF9jYWNoZWQYCSABKA0SFQoNcHJvbXB0X3JlcmVhZBgKIAEoDSJyCgxJbnB1dFNwaWxsZWQSEwoLYmxvYl9zaGEyNTYYASABKAkSDAoEa2luZBgCIAEoCRINCgVieXRlcxgDIAEoBBINCgVsaW5lcxgEIAEoDRITCgtzaG93bl9ieXRlcxgFIAEoBBIMCgRmb3JtGAYgASgJIrwBCglDb21wYWN0ZWQSDQoFZXBvY2gYASABKA0SDgoGcmVhc29uGAIgASgJEhUKDWJlZm9yZV90b2tlbnMYAyABKA0SFwoPZm9sZGVkX21lc3NhZ2VzGAQgASgNEhUKDWtlcHRfbWVzc2FnZXMYBSABKA0SFQoNc3VtbWFyeV9ieXRlcxgGIAEoDRIaChJjYXJyaWVkX2ZvbGRfYnl0ZXMYByABKA0SFgoOc3BpbGxlZF9ibG9ja3MYCCABKA0iKQoLVHVyblN0YXJ0ZWQSDAoEdHVybhgBIAEoDRIMCgRzbG90GAIgASgNIkkKDldhaXRpbmdGb3JTbG90EgwKBHNsb3QYASABKA0SEAoIcG9zaXRpb24YAiABKA0SFwoPaGVsZF9ieV9zZXNzaW9uGAMgASgJIkUKEVRvb2xDYWxsUmVxdWVzdGVkEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiWAoQVG9vbENhbGxQcm9ncmVzcxINCgVpbmRleBgBIAEoDRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRfYnl0ZXMYBCABKAQiKwoIUGxhbkl0ZW0SDwoHY29udGVudBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiRAoLUGxhblVwZGF0ZWQSDwoHY2FsbF9pZBgBIAEoCRIkCgVpdGVtcxgCIAMoCzIVLmJveG1ha2VyLnYxLlBsYW5JdGVtInQKEVRvb2xEZWNpc2lvbkV2ZW50Eg8KB2NhbGxfaWQYASABKAkSKwoIZGVjaXNpb24YAiABKA4yGS5ib3htYWtlci52MS5Ub29sRGVjaXNpb24SDAoEcnVsZRgDIAEoCRITCgtwcm9wb3NhbF9pZBgEIAEoCSJ7CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIEhMKC3Byb3Bvc2FsX2lkGAUgASgJEhYKDnByb3Bvc2FsX3N0YXRlGAYgASgJIjsKDEJ1ZGdldEJyZWFjaBIOCgZidWRnZXQYASABKAkSDQoFbGltaXQYAiABKAQSDAoEdXNlZBgDIAEoBCL3AQoIVHVybkRvbmUSFQoNZmluaXNoX3JlYXNvbhgBIAEoCRISCgppdGVyYXRpb25zGAIgASgNEiUKB3RpbWluZ3MYAyABKAsyFC5ib3htYWtlci52MS5UaW1pbmdzEhcKD2NhY2hlX2hpdF9yYXRpbxgEIAEoARIPCgd3YWxsX21zGAUgASgBEhIKCmZpbmFsX3RleHQYBiABKAkSFgoOc3BpbGxlZF9ibG9ja3MYByABKA0SEwoLY29tcGFjdGlvbnMYCCABKA0SLgoMY2FjaGVfaGVhbHRoGAkgASgLMhguYm94bWFrZXIudjEuQ2FjaGVIZWFsdGgiKwoKVHVybkZhaWxlZBIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiPgoTTGlzdFNlc3Npb25zUmVxdWVzdBIYChBpbmNsdWRlX2FyY2hpdmVkGAEgASgIEg0KBWxpbWl0GAIgASgNIlEKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEioKCHNlc3Npb25zGAEgAygLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SDQoFdG90YWwYAiABKA0iHwoRR2V0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiwwEKDkhpc3RvcnlNZXNzYWdlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRINCgVlcG9jaBgCIAEoDRISCgphdF91bml4X21zGAMgASgDEisKCGRlY2lzaW9uGAQgASgOMhkuYm94bWFrZXIudjEuVG9vbERlY2lzaW9uEgwKBHJ1bGUYBSABKAkSEAoIaXNfZXJyb3IYBiABKAgSEwoLcHJvcG9zYWxfaWQYByABKAkSFgoOcHJvcG9zYWxfc3RhdGUYCCABKAkikwEKEkdldFNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SLQoIbWVzc2FnZXMYAiADKAsyGy5ib3htYWtlci52MS5IaXN0b3J5TWVzc2FnZRIjCgRwbGFuGAMgAygLMhUuYm94bWFrZXIudjEuUGxhbkl0ZW0iJwoRQ2FuY2VsVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSInChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIIiMKFUFyY2hpdmVTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSITChFMb29wU3RhdHVzUmVxdWVzdCJQCgxEYWVtb25IZWFsdGgSDAoEbmFtZRgBIAEoCRIOCgZzb2NrZXQYAiABKAkSEQoJcmVhY2hhYmxlGAMgASgIEg8KB21lc3NhZ2UYBCABKAkicgoKU2xvdEhvbGRlchIMCgRzbG90GAEgASgNEgwKBHJvbGUYAiABKAkSFwoPcnVubmluZ19zZXNzaW9uGAMgASgJEhcKD3F1ZXVlZF9zZXNzaW9ucxgEIAMoCRIWCg5jYWNoZWRfc2Vzc2lvbhgFIAEoCSLPAgoSTG9vcFN0YXR1c1Jlc3BvbnNlEioKB2RhZW1vbnMYASADKAsyGS5ib3htYWtlci52MS5EYWVtb25IZWFsdGgSLwoFaW5mZXIYAiABKAsyIC5ib3htYWtlci52MS5JbmZlclN0YXR1c1Jlc3BvbnNlEjEKBmJyb2tlchgDIAEoCzIhLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1Jlc3BvbnNlEiYKBXNsb3RzGAQgAygLMhcuYm94bWFrZXIudjEuU2xvdEhvbGRlchIQCghzZXNzaW9ucxgFIAEoDRIZChFpbnN0cnVjdGlvbnNfZmlsZRgGIAEoCRIkCgRkaXNrGAcgASgLMhYuYm94bWFrZXIudjEuRGlza1VzYWdlEi4KDGNhY2hlX2hlYWx0aBgIIAEoCzIYLmJveG1ha2VyLnYxLkNhY2hlSGVhbHRoIoACCglEaXNrVXNhZ2USFQoNc2Vzc2lvbl9ieXRlcxgBIAEoBBIVCg1zZXNzaW9uX2ZpbGVzGAIgASgNEhIKCmJsb2JfYnl0ZXMYAyABKAQSDQoFYmxvYnMYBCABKA0SFgoOYmxvYl9jYXBfYnl0ZXMYBSABKAQSGgoSc2xvdF9maWxlc19tYW5hZ2VkGAYgASgIEhAKCHNsb3RfZGlyGAcgASgJEhcKD3Nsb3RfZmlsZV9ieXRlcxgIIAEoBBISCgpzbG90X2ZpbGVzGAkgASgNEhYKDnNsb3RfY2FwX2J5dGVzGAogASgEEhcKD3Nsb3RfZmlsZXNfbm90ZRgLIAEoCSJ9CghTY2hlZHVsZRIKCgJpZBgBIAEoCRIMCgRjcm9uGAIgASgJEg4KBnByb21wdBgDIAEoCRIYChBsYXN0X3J1bl91bml4X21zGAQgASgDEhgKEG5leHRfcnVuX3VuaXhfbXMYBSABKAMSEwoLbWlzc2VkX3J1bnMYBiABKA0iMgoSQWRkU2NoZWR1bGVSZXF1ZXN0EgwKBGNyb24YASABKAkSDgoGcHJvbXB0GAIgASgJIhYKFExpc3RTY2hlZHVsZXNSZXF1ZXN0IkEKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRIoCglzY2hlZHVsZXMYASADKAsyFS5ib3htYWtlci52MS5TY2hlZHVsZSIjChVSZW1vdmVTY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiKQoWUmVtb3ZlU2NoZWR1bGVSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIisKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USKQoJY29tcGFjdGVkGAEgASgLMhYuYm94bWFrZXIudjEuQ29tcGFjdGVkEikKB3Nlc3Npb24YAiABKAsyGC5ib3htYWtlci52MS5TZXNzaW9uSW5mbyIgChJSdW5TY2hlZHVsZVJlcXVlc3QSCgoCaWQYASABKAkiIgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiKAoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiMQoUUmVuYW1lU2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkiOQoVU2V0U2Vzc2lvbk1vZGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbW9kZRgCIAEoCSp5CgtTZXNzaW9uUm9sZRIcChhTRVNTSU9OX1JPTEVfVU5TUEVDSUZJRUQQABIVChFTRVNTSU9OX1JPTEVfTUFJThABEhkKFVNFU1NJT05fUk9MRV9TVUJBR0VOVBACEhoKFlNFU1NJT05fUk9MRV9TQ0hFRFVMRUQQAzKpDQoLTG9vcFNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SPQoEU2VuZBIYLmJveG1ha2VyLnYxLlNlbmRSZXF1ZXN0GhkuYm94bWFrZXIudjEuU2Vzc2lvbkV2ZW50MAESQQoGRm9sbG93EhouYm94bWFrZXIudjEuRm9sbG93UmVxdWVzdBoZLmJveG1ha2VyLnYxLlNlc3Npb25FdmVudDABElMKDExpc3RTZXNzaW9ucxIgLmJveG1ha2VyLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIS5ib3htYWtlci52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJNCgpHZXRTZXNzaW9uEh4uYm94bWFrZXIudjEuR2V0U2Vzc2lvblJlcXVlc3QaHy5ib3htYWtlci52MS5HZXRTZXNzaW9uUmVzcG9uc2USTQoKQ2FuY2VsVHVybhIeLmJveG1ha2VyLnYxLkNhbmNlbFR1cm5SZXF1ZXN0Gh8uYm94bWFrZXIudjEuQ2FuY2VsVHVyblJlc3BvbnNlEk4KDkFyY2hpdmVTZXNzaW9uEiIuYm94bWFrZXIudjEuQXJjaGl2ZVNlc3Npb25SZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNTGlzdFByb3Bvc2FscxIhLmJveG1ha2VyLnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiIuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1Jlc3BvbnNlElkKDkRlY2lkZVByb3Bvc2FsEiIuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXF1ZXN0GiMuYm94bWFrZXIudjEuRGVjaWRlUHJvcG9zYWxSZXNwb25zZRJQCgtTZWFyY2hUb29scxIfLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBogLmJveG1ha2VyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USSQoGU3RhdHVzEh4uYm94bWFrZXIudjEuTG9vcFN0YXR1c1JlcXVlc3QaHy5ib3htYWtlci52MS5Mb29wU3RhdHVzUmVzcG9uc2USRQoLQWRkU2NoZWR1bGUSHy5ib3htYWtlci52MS5BZGRTY2hlZHVsZVJlcXVlc3QaFS5ib3htYWtlci52MS5TY2hlZHVsZRJWCg1MaXN0U2NoZWR1bGVzEiEuYm94bWFrZXIudjEuTGlzdFNjaGVkdWxlc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0U2NoZWR1bGVzUmVzcG9uc2USWQoOUmVtb3ZlU2NoZWR1bGUSIi5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlcXVlc3QaIy5ib3htYWtlci52MS5SZW1vdmVTY2hlZHVsZVJlc3BvbnNlEkgKC1J1blNjaGVkdWxlEh8uYm94bWFrZXIudjEuUnVuU2NoZWR1bGVSZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm8SVgoNRGVsZXRlU2Vzc2lvbhIhLmJveG1ha2VyLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiIuYm94bWFrZXIudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkwKDVJlbmFtZVNlc3Npb24SIS5ib3htYWtlci52MS5SZW5hbWVTZXNzaW9uUmVxdWVzdBoYLmJveG1ha2VyLnYxLlNlc3Npb25JbmZvElAKC0xpc3RDaGFuZ2VzEh8uYm94bWFrZXIudjEuTGlzdENoYW5nZXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuTGlzdENoYW5nZXNSZXNwb25zZRJQCgtVbmRvQ2hhbmdlcxIfLmJveG1ha2VyLnYxLlVuZG9DaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLlVuZG9DaGFuZ2VzUmVzcG9uc2USWQoOQ29tcGFjdFNlc3Npb24SIi5ib3htYWtlci52MS5Db21wYWN0U2Vzc2lvblJlcXVlc3QaIy5ib3htYWtlci52MS5Db21wYWN0U2Vzc2lvblJlc3BvbnNlEk4KDlNldFNlc3Npb25Nb2RlEiIuYm94bWFrZXIudjEuU2V0U2Vzc2lvbk1vZGVSZXF1ZXN0GhguYm94bWFrZXIudjEuU2Vzc2lvbkluZm9iBnByb3RvMw", [file_boxmaker_v1_broker, file_boxmaker_v1_infer]);
 
 /**
  * @generated from message boxmaker.v1.Budgets
@@ -175,6 +175,13 @@ export type SessionInfo = Message<"boxmaker.v1.SessionInfo"> & {
    * @generated from field: boxmaker.v1.CacheHealth cache_health = 16;
    */
   cacheHealth?: CacheHealth | undefined;
+
+  /**
+   * The permission mode its tool calls are decided under: read-only | ask | auto-edit | auto.
+   *
+   * @generated from field: string mode = 17;
+   */
+  mode: string;
 };
 
 /**
@@ -460,6 +467,12 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
      */
     value: PlanUpdated;
     case: "plan";
+  } | {
+    /**
+     * @generated from field: boxmaker.v1.ModeChanged mode_changed = 21;
+     */
+    value: ModeChanged;
+    case: "modeChanged";
   } | { case: undefined; value?: undefined };
 };
 
@@ -469,6 +482,31 @@ export type SessionEvent = Message<"boxmaker.v1.SessionEvent"> & {
  */
 export const SessionEventSchema: GenMessage<SessionEvent> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_loop, 7);
+
+/**
+ * The session's permission mode was set (SetSessionMode). The tools array is
+ * unchanged (a mode is policy, not tools), so the prompt cache stays warm.
+ *
+ * @generated from message boxmaker.v1.ModeChanged
+ */
+export type ModeChanged = Message<"boxmaker.v1.ModeChanged"> & {
+  /**
+   * @generated from field: string mode = 1;
+   */
+  mode: string;
+
+  /**
+   * @generated from field: string previous = 2;
+   */
+  previous: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.ModeChanged.
+ * Use `create(ModeChangedSchema)` to create a new message.
+ */
+export const ModeChangedSchema: GenMessage<ModeChanged> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 8);
 
 /**
  * A model request was cut off because llama-server (or inferproxy) went away
@@ -550,7 +588,7 @@ export type RequestRetry = Message<"boxmaker.v1.RequestRetry"> & {
  * Use `create(RequestRetrySchema)` to create a new message.
  */
 export const RequestRetrySchema: GenMessage<RequestRetry> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 8);
+  messageDesc(file_boxmaker_v1_loop, 9);
 
 /**
  * A large block of the user's message went to the blob store; the message
@@ -601,7 +639,7 @@ export type InputSpilled = Message<"boxmaker.v1.InputSpilled"> & {
  * Use `create(InputSpilledSchema)` to create a new message.
  */
 export const InputSpilledSchema: GenMessage<InputSpilled> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 9);
+  messageDesc(file_boxmaker_v1_loop, 10);
 
 /**
  * The session was folded into a new epoch.
@@ -663,7 +701,7 @@ export type Compacted = Message<"boxmaker.v1.Compacted"> & {
  * Use `create(CompactedSchema)` to create a new message.
  */
 export const CompactedSchema: GenMessage<Compacted> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 10);
+  messageDesc(file_boxmaker_v1_loop, 11);
 
 /**
  * @generated from message boxmaker.v1.TurnStarted
@@ -685,7 +723,7 @@ export type TurnStarted = Message<"boxmaker.v1.TurnStarted"> & {
  * Use `create(TurnStartedSchema)` to create a new message.
  */
 export const TurnStartedSchema: GenMessage<TurnStarted> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 11);
+  messageDesc(file_boxmaker_v1_loop, 12);
 
 /**
  * @generated from message boxmaker.v1.WaitingForSlot
@@ -714,7 +752,7 @@ export type WaitingForSlot = Message<"boxmaker.v1.WaitingForSlot"> & {
  * Use `create(WaitingForSlotSchema)` to create a new message.
  */
 export const WaitingForSlotSchema: GenMessage<WaitingForSlot> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 12);
+  messageDesc(file_boxmaker_v1_loop, 13);
 
 /**
  * @generated from message boxmaker.v1.ToolCallRequested
@@ -741,7 +779,7 @@ export type ToolCallRequested = Message<"boxmaker.v1.ToolCallRequested"> & {
  * Use `create(ToolCallRequestedSchema)` to create a new message.
  */
 export const ToolCallRequestedSchema: GenMessage<ToolCallRequested> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 13);
+  messageDesc(file_boxmaker_v1_loop, 14);
 
 /**
  * A tool call the model is still writing: its name as soon as the server
@@ -780,7 +818,7 @@ export type ToolCallProgress = Message<"boxmaker.v1.ToolCallProgress"> & {
  * Use `create(ToolCallProgressSchema)` to create a new message.
  */
 export const ToolCallProgressSchema: GenMessage<ToolCallProgress> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 14);
+  messageDesc(file_boxmaker_v1_loop, 15);
 
 /**
  * One entry of the task list the model keeps with update_plan.
@@ -806,7 +844,7 @@ export type PlanItem = Message<"boxmaker.v1.PlanItem"> & {
  * Use `create(PlanItemSchema)` to create a new message.
  */
 export const PlanItemSchema: GenMessage<PlanItem> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 15);
+  messageDesc(file_boxmaker_v1_loop, 16);
 
 /**
  * The session's task list after an update_plan call was accepted.
@@ -830,7 +868,7 @@ export type PlanUpdated = Message<"boxmaker.v1.PlanUpdated"> & {
  * Use `create(PlanUpdatedSchema)` to create a new message.
  */
 export const PlanUpdatedSchema: GenMessage<PlanUpdated> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 16);
+  messageDesc(file_boxmaker_v1_loop, 17);
 
 /**
  * @generated from message boxmaker.v1.ToolDecisionEvent
@@ -862,7 +900,7 @@ export type ToolDecisionEvent = Message<"boxmaker.v1.ToolDecisionEvent"> & {
  * Use `create(ToolDecisionEventSchema)` to create a new message.
  */
 export const ToolDecisionEventSchema: GenMessage<ToolDecisionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 17);
+  messageDesc(file_boxmaker_v1_loop, 18);
 
 /**
  * @generated from message boxmaker.v1.ToolResult
@@ -907,7 +945,7 @@ export type ToolResult = Message<"boxmaker.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 18);
+  messageDesc(file_boxmaker_v1_loop, 19);
 
 /**
  * @generated from message boxmaker.v1.BudgetBreach
@@ -936,7 +974,7 @@ export type BudgetBreach = Message<"boxmaker.v1.BudgetBreach"> & {
  * Use `create(BudgetBreachSchema)` to create a new message.
  */
 export const BudgetBreachSchema: GenMessage<BudgetBreach> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 19);
+  messageDesc(file_boxmaker_v1_loop, 20);
 
 /**
  * @generated from message boxmaker.v1.TurnDone
@@ -1005,7 +1043,7 @@ export type TurnDone = Message<"boxmaker.v1.TurnDone"> & {
  * Use `create(TurnDoneSchema)` to create a new message.
  */
 export const TurnDoneSchema: GenMessage<TurnDone> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 20);
+  messageDesc(file_boxmaker_v1_loop, 21);
 
 /**
  * @generated from message boxmaker.v1.TurnFailed
@@ -1029,7 +1067,7 @@ export type TurnFailed = Message<"boxmaker.v1.TurnFailed"> & {
  * Use `create(TurnFailedSchema)` to create a new message.
  */
 export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 21);
+  messageDesc(file_boxmaker_v1_loop, 22);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsRequest
@@ -1055,7 +1093,7 @@ export type ListSessionsRequest = Message<"boxmaker.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 22);
+  messageDesc(file_boxmaker_v1_loop, 23);
 
 /**
  * @generated from message boxmaker.v1.ListSessionsResponse
@@ -1079,7 +1117,7 @@ export type ListSessionsResponse = Message<"boxmaker.v1.ListSessionsResponse"> &
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 23);
+  messageDesc(file_boxmaker_v1_loop, 24);
 
 /**
  * @generated from message boxmaker.v1.GetSessionRequest
@@ -1096,7 +1134,7 @@ export type GetSessionRequest = Message<"boxmaker.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 24);
+  messageDesc(file_boxmaker_v1_loop, 25);
 
 /**
  * @generated from message boxmaker.v1.HistoryMessage
@@ -1153,7 +1191,7 @@ export type HistoryMessage = Message<"boxmaker.v1.HistoryMessage"> & {
  * Use `create(HistoryMessageSchema)` to create a new message.
  */
 export const HistoryMessageSchema: GenMessage<HistoryMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 25);
+  messageDesc(file_boxmaker_v1_loop, 26);
 
 /**
  * @generated from message boxmaker.v1.GetSessionResponse
@@ -1182,7 +1220,7 @@ export type GetSessionResponse = Message<"boxmaker.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 26);
+  messageDesc(file_boxmaker_v1_loop, 27);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnRequest
@@ -1199,7 +1237,7 @@ export type CancelTurnRequest = Message<"boxmaker.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 27);
+  messageDesc(file_boxmaker_v1_loop, 28);
 
 /**
  * @generated from message boxmaker.v1.CancelTurnResponse
@@ -1216,7 +1254,7 @@ export type CancelTurnResponse = Message<"boxmaker.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 28);
+  messageDesc(file_boxmaker_v1_loop, 29);
 
 /**
  * @generated from message boxmaker.v1.ArchiveSessionRequest
@@ -1233,7 +1271,7 @@ export type ArchiveSessionRequest = Message<"boxmaker.v1.ArchiveSessionRequest">
  * Use `create(ArchiveSessionRequestSchema)` to create a new message.
  */
 export const ArchiveSessionRequestSchema: GenMessage<ArchiveSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 29);
+  messageDesc(file_boxmaker_v1_loop, 30);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusRequest
@@ -1246,7 +1284,7 @@ export type LoopStatusRequest = Message<"boxmaker.v1.LoopStatusRequest"> & {
  * Use `create(LoopStatusRequestSchema)` to create a new message.
  */
 export const LoopStatusRequestSchema: GenMessage<LoopStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 30);
+  messageDesc(file_boxmaker_v1_loop, 31);
 
 /**
  * @generated from message boxmaker.v1.DaemonHealth
@@ -1278,7 +1316,7 @@ export type DaemonHealth = Message<"boxmaker.v1.DaemonHealth"> & {
  * Use `create(DaemonHealthSchema)` to create a new message.
  */
 export const DaemonHealthSchema: GenMessage<DaemonHealth> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 31);
+  messageDesc(file_boxmaker_v1_loop, 32);
 
 /**
  * @generated from message boxmaker.v1.SlotHolder
@@ -1318,7 +1356,7 @@ export type SlotHolder = Message<"boxmaker.v1.SlotHolder"> & {
  * Use `create(SlotHolderSchema)` to create a new message.
  */
 export const SlotHolderSchema: GenMessage<SlotHolder> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 32);
+  messageDesc(file_boxmaker_v1_loop, 33);
 
 /**
  * @generated from message boxmaker.v1.LoopStatusResponse
@@ -1376,7 +1414,7 @@ export type LoopStatusResponse = Message<"boxmaker.v1.LoopStatusResponse"> & {
  * Use `create(LoopStatusResponseSchema)` to create a new message.
  */
 export const LoopStatusResponseSchema: GenMessage<LoopStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 33);
+  messageDesc(file_boxmaker_v1_loop, 34);
 
 /**
  * @generated from message boxmaker.v1.DiskUsage
@@ -1451,7 +1489,7 @@ export type DiskUsage = Message<"boxmaker.v1.DiskUsage"> & {
  * Use `create(DiskUsageSchema)` to create a new message.
  */
 export const DiskUsageSchema: GenMessage<DiskUsage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 34);
+  messageDesc(file_boxmaker_v1_loop, 35);
 
 /**
  * @generated from message boxmaker.v1.Schedule
@@ -1493,7 +1531,7 @@ export type Schedule = Message<"boxmaker.v1.Schedule"> & {
  * Use `create(ScheduleSchema)` to create a new message.
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 35);
+  messageDesc(file_boxmaker_v1_loop, 36);
 
 /**
  * @generated from message boxmaker.v1.AddScheduleRequest
@@ -1515,7 +1553,7 @@ export type AddScheduleRequest = Message<"boxmaker.v1.AddScheduleRequest"> & {
  * Use `create(AddScheduleRequestSchema)` to create a new message.
  */
 export const AddScheduleRequestSchema: GenMessage<AddScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 36);
+  messageDesc(file_boxmaker_v1_loop, 37);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesRequest
@@ -1528,7 +1566,7 @@ export type ListSchedulesRequest = Message<"boxmaker.v1.ListSchedulesRequest"> &
  * Use `create(ListSchedulesRequestSchema)` to create a new message.
  */
 export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 37);
+  messageDesc(file_boxmaker_v1_loop, 38);
 
 /**
  * @generated from message boxmaker.v1.ListSchedulesResponse
@@ -1545,7 +1583,7 @@ export type ListSchedulesResponse = Message<"boxmaker.v1.ListSchedulesResponse">
  * Use `create(ListSchedulesResponseSchema)` to create a new message.
  */
 export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 38);
+  messageDesc(file_boxmaker_v1_loop, 39);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleRequest
@@ -1562,7 +1600,7 @@ export type RemoveScheduleRequest = Message<"boxmaker.v1.RemoveScheduleRequest">
  * Use `create(RemoveScheduleRequestSchema)` to create a new message.
  */
 export const RemoveScheduleRequestSchema: GenMessage<RemoveScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 39);
+  messageDesc(file_boxmaker_v1_loop, 40);
 
 /**
  * @generated from message boxmaker.v1.RemoveScheduleResponse
@@ -1579,7 +1617,7 @@ export type RemoveScheduleResponse = Message<"boxmaker.v1.RemoveScheduleResponse
  * Use `create(RemoveScheduleResponseSchema)` to create a new message.
  */
 export const RemoveScheduleResponseSchema: GenMessage<RemoveScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 40);
+  messageDesc(file_boxmaker_v1_loop, 41);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionRequest
@@ -1596,7 +1634,7 @@ export type CompactSessionRequest = Message<"boxmaker.v1.CompactSessionRequest">
  * Use `create(CompactSessionRequestSchema)` to create a new message.
  */
 export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 41);
+  messageDesc(file_boxmaker_v1_loop, 42);
 
 /**
  * @generated from message boxmaker.v1.CompactSessionResponse
@@ -1618,7 +1656,7 @@ export type CompactSessionResponse = Message<"boxmaker.v1.CompactSessionResponse
  * Use `create(CompactSessionResponseSchema)` to create a new message.
  */
 export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 42);
+  messageDesc(file_boxmaker_v1_loop, 43);
 
 /**
  * @generated from message boxmaker.v1.RunScheduleRequest
@@ -1635,7 +1673,7 @@ export type RunScheduleRequest = Message<"boxmaker.v1.RunScheduleRequest"> & {
  * Use `create(RunScheduleRequestSchema)` to create a new message.
  */
 export const RunScheduleRequestSchema: GenMessage<RunScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 43);
+  messageDesc(file_boxmaker_v1_loop, 44);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionRequest
@@ -1652,7 +1690,7 @@ export type DeleteSessionRequest = Message<"boxmaker.v1.DeleteSessionRequest"> &
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 44);
+  messageDesc(file_boxmaker_v1_loop, 45);
 
 /**
  * @generated from message boxmaker.v1.DeleteSessionResponse
@@ -1669,7 +1707,7 @@ export type DeleteSessionResponse = Message<"boxmaker.v1.DeleteSessionResponse">
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 45);
+  messageDesc(file_boxmaker_v1_loop, 46);
 
 /**
  * @generated from message boxmaker.v1.RenameSessionRequest
@@ -1691,7 +1729,31 @@ export type RenameSessionRequest = Message<"boxmaker.v1.RenameSessionRequest"> &
  * Use `create(RenameSessionRequestSchema)` to create a new message.
  */
 export const RenameSessionRequestSchema: GenMessage<RenameSessionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_loop, 46);
+  messageDesc(file_boxmaker_v1_loop, 47);
+
+/**
+ * @generated from message boxmaker.v1.SetSessionModeRequest
+ */
+export type SetSessionModeRequest = Message<"boxmaker.v1.SetSessionModeRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * read-only | ask | auto-edit | auto
+   *
+   * @generated from field: string mode = 2;
+   */
+  mode: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.SetSessionModeRequest.
+ * Use `create(SetSessionModeRequestSchema)` to create a new message.
+ */
+export const SetSessionModeRequestSchema: GenMessage<SetSessionModeRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_loop, 48);
 
 /**
  * @generated from enum boxmaker.v1.SessionRole
@@ -1902,6 +1964,17 @@ export const LoopService: GenService<{
     methodKind: "unary";
     input: typeof CompactSessionRequestSchema;
     output: typeof CompactSessionResponseSchema;
+  },
+  /**
+   * Sets a session's permission mode (`boxmaker mode`, chat's /mode, run and
+   * chat --mode); recorded in its log, applied from its next tool call.
+   *
+   * @generated from rpc boxmaker.v1.LoopService.SetSessionMode
+   */
+  setSessionMode: {
+    methodKind: "unary";
+    input: typeof SetSessionModeRequestSchema;
+    output: typeof SessionInfoSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_loop, 0);
