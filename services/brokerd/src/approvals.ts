@@ -3,6 +3,7 @@ import { proposalRecord, type AuditRecord } from "./audit.js";
 import type { Checkpoints } from "./checkpoints.js";
 import type { Disclosure } from "./disclosure.js";
 import { ProposalNotFound, ProposalNotPending, Refused, ToolError } from "./errors.js";
+import type { Hooks } from "./hooks/hooks.js";
 import { keepChange } from "./keep-change.js";
 import { isChecked, planCall, type PlanDeps } from "./plan-call.js";
 import { capForSession } from "./result-cap.js";
@@ -15,6 +16,8 @@ export interface ApprovalDeps extends PlanDeps {
   readonly proposals: ProposalStore;
   readonly checkpoints: Checkpoints;
   readonly disclosure: Disclosure;
+  /** post_tool hooks run after an approved call as after an allowed one; absent: none. */
+  readonly hooks?: Hooks;
   record(r: AuditRecord): void;
 }
 
@@ -81,6 +84,9 @@ export class Approvals {
       });
     }
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
-    return this.d.proposals.finish(p, "applied", capForSession(this.d, p.session_id, tool, r.text, r.discloses).text);
+    const text = capForSession(this.d, p.session_id, tool, r.text, r.discloses).text;
+    const ctx = { sessionId: p.session_id, callId: p.call_id, tool: tool.name, args: JSON.parse(p.arguments_json) };
+    const note = (await this.d.hooks?.postTool({ ...ctx, result: text, isError: r.isError })) ?? "";
+    return this.d.proposals.finish(p, "applied", text + note);
   }
 }

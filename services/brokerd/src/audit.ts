@@ -7,13 +7,23 @@ import type { ProposalRecord } from "./staging.js";
 import type { Plan } from "./tool-table.js";
 
 export interface AuditRecord {
-  kind: "call" | "proposal" | "undo";
+  kind: "call" | "proposal" | "undo" | "hook";
   session: string;
   call_id?: string;
   tool: string;
   /** For call_tool: the tool that was actually run. */
   resolved?: string;
-  decision: DecisionName | "approved" | "rejected" | "failed" | "restored" | "deleted" | "refused" | "gone";
+  decision:
+    | DecisionName
+    | "approved"
+    | "rejected"
+    | "failed"
+    | "restored"
+    | "deleted"
+    | "refused"
+    | "gone"
+    | "ok"
+    | "timed-out";
   rule: string;
   duration_ms: number;
   result_bytes: number;
@@ -23,6 +33,15 @@ export interface AuditRecord {
   /** What the call reached, as the policy saw it: workspace-relative paths and hosts (fetch_url, MCP servers). */
   paths?: string[];
   hosts?: string[];
+  /** A hook's run (hooks/audit-line.ts): which, from where, and how it ended. */
+  hook?: {
+    event: string;
+    name: string;
+    origin: string;
+    sandboxed: boolean;
+    exit_code: number | null;
+    dropped_bytes: number;
+  };
 }
 
 /** How much audit trail is kept on disk: `audit.jsonl` up to `rotateBytes`, then `.1` … `.<keepFiles>`. */

@@ -11,6 +11,8 @@ import { Checkpoints } from "./checkpoints.js";
 import type { BrokerConfig } from "./config-types.js";
 import { type Disclosure, disclosureFile } from "./disclosure.js";
 import { ToolSearch, type Ranked } from "./find-tool.js";
+import { Hooks } from "./hooks/hooks.js";
+import { HookTrust } from "./hooks/project-file.js";
 import { openMcpServers, type McpServers } from "./mcp/servers.js";
 import { checkHomeWorkspace } from "./home-workspace.js";
 import { unwritableRoots } from "./workspace-writable.js";
@@ -38,6 +40,7 @@ export class Broker {
   private readonly tools: ToolSearch;
   private readonly pipeline: CallPipeline;
   private readonly approvals: Approvals;
+  readonly hooks: Hooks;
 
   private constructor(
     readonly config: BrokerConfig,
@@ -55,6 +58,14 @@ export class Broker {
     this.toolsArray = buildToolsArray(table.core());
     this.checkpoints = new Checkpoints(join(config.state_dir, "checkpoints"));
     this.tools = new ToolSearch(table, log);
+    this.hooks = new Hooks({
+      hooks: config.hooks,
+      roots: guard.roots,
+      sandbox,
+      trust: new HookTrust(join(config.state_dir, "hooks-trust.json")),
+      log,
+      record: audit.record.bind(audit),
+    });
     const shared = {
       config,
       guard,
@@ -65,6 +76,7 @@ export class Broker {
       disclosure,
       proposals,
       checkpoints: this.checkpoints,
+      hooks: this.hooks,
       record: audit.record.bind(audit),
     };
     this.pipeline = new CallPipeline({ ...shared, search: this.tools });

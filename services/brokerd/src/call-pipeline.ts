@@ -14,6 +14,7 @@ import { normalizeCallToolArgs, resolveCallTool } from "./call-tool.js";
 import type { Checkpoints } from "./checkpoints.js";
 import type { Disclosure } from "./disclosure.js";
 import { formatFound, type ToolSearch } from "./find-tool.js";
+import type { Hooks } from "./hooks/hooks.js";
 import { keepChange } from "./keep-change.js";
 import { executePlan, isChecked, planCall, type PlanDeps } from "./plan-call.js";
 import { metaGate, withFloor } from "./policy/gate.js";
@@ -30,6 +31,8 @@ export interface PipelineDeps extends PlanDeps {
   readonly search: ToolSearch;
   readonly proposals: ProposalStore;
   readonly checkpoints: Checkpoints;
+  /** pre_tool and post_tool hooks; absent: none. */
+  readonly hooks?: Hooks;
   record(r: AuditRecord): void;
 }
 
@@ -158,6 +161,14 @@ export class CallPipeline {
     const verdict = decisionForEffect(decision.effect);
     if (verdict === ToolDecision.DENIED)
       return policyDenial(decision.rule, [tool.name, describeTargets(plan)].filter(Boolean).join(" "));
+    const ctx = { sessionId: req.sessionId, callId: req.callId, tool: tool.name, args };
+    // Before staging too: a person is not asked about a call a hook would refuse.
+    const veto = await this.d.hooks?.preTool(ctx, signal);
+    if (veto)
+      return denied(
+        "hook:denied",
+        `Denied by the pre_tool hook "${veto.hook}": ${veto.reason}\nDo not retry it unchanged; take another approach or ask the user.`,
+      );
     if (verdict === ToolDecision.STAGED) {
       const p = this.d.proposals.stage({
         session_id: req.sessionId,
@@ -181,9 +192,10 @@ export class CallPipeline {
       });
     }
     const capped = capForSession(this.d, req.sessionId, tool, r.text, r.discloses);
+    const note = (await this.d.hooks?.postTool({ ...ctx, result: capped.text, isError: r.isError }, signal)) ?? "";
     return {
       decision: ToolDecision.ALLOWED,
-      content: capped.text,
+      content: capped.text + note,
       isError: r.isError,
       rule: decision.rule,
       blobSha256: capped.blob ?? "",

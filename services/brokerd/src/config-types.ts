@@ -1,4 +1,5 @@
 import type { LogLevel } from "@boxmaker/common";
+import type { HooksConfig } from "./hooks/types.js";
 
 /** brokerd's settings as the code sees them, after the schema (config.ts) filled every default. */
 
@@ -126,5 +127,7 @@ export interface BrokerConfig {
   extra_core_tools: ExtraCoreTool[];
   mcp_servers: Record<string, McpServerConfig>;
   mcp_reconnect: { initial_ms: number; max_ms: number };
+  /** Commands run at a session's events (hooks/); a workspace's own file adds to them once a person trusts it. */
+  hooks: HooksConfig;
   log_level: LogLevel;
 }

@@ -1,6 +1,7 @@
 import type { SchemaObject } from "ajv";
 import { DEFAULT_DIRS, DEFAULT_SOCKETS, loadConfig, logLevelSchema, parseConfig } from "@boxmaker/common";
 import type { BrokerConfig } from "./config-types.js";
+import { hooksSchema } from "./hooks/schema.js";
 
 const effect = { type: "string", enum: ["allow", "ask", "deny"] } as const;
 const risk = { type: "string", enum: ["read", "write", "exec", "network"], default: "write" } as const;
@@ -350,6 +351,7 @@ export const brokerConfigSchema: SchemaObject = {
       properties: { initial_ms: positive(1_000), max_ms: positive(60_000) },
       required: ["initial_ms", "max_ms"],
     },
+    hooks: hooksSchema("operator"),
     log_level: logLevelSchema,
   },
   required: [],

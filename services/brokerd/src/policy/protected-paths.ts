@@ -66,6 +66,8 @@ export const DEFAULT_PROTECTED_PATTERNS: readonly string[] = [
   "./.cargo/config.toml",
   "./.config/pip",
   "./.yarnrc",
+  // Boxmaker's own project hooks: run only once a person trusts their exact content (`boxmaker hooks trust`).
+  "./.boxmaker/hooks.json",
 ];
 
 /** Written by the model only with a person's approval. */
