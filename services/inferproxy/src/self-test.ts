@@ -10,6 +10,8 @@ export interface Props {
   model_alias?: string;
   model_path?: string;
   is_sleeping?: boolean;
+  bos_token?: string;
+  eos_token?: string;
 }
 
 export interface SelfTestResult {

@@ -100,7 +100,7 @@ export class InferProxy {
   private startProbe(): void {
     const template = this.monitor.props?.chat_template;
     const sha = typeof template === "string" ? templateSha256(template) : "";
-    const run = probeTemplate(this.probeClient, this.cfg.request_timeout_ms, sha).then((r) => {
+    const run = probeTemplate(this.probeClient, this.cfg.request_timeout_ms, sha, this.monitor.props).then((r) => {
       if (this.probing !== run) return;
       this.templateProbe = r;
       this.probing = undefined;

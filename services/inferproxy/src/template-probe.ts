@@ -65,6 +65,35 @@ export interface TemplateProbeResult {
   warnings: string[];
   probedAtUnixMs: number;
   templateSha256: string;
+  correction: TemplateCorrection;
+}
+
+/** A corrected template for one that is not prefix-stable (template-correction.ts). */
+export interface TemplateCorrection {
+  /** available | unavailable; "" when the template needs none. */
+  state: "available" | "unavailable" | "";
+  /** Why none is offered, when unavailable. */
+  reason: string;
+  /** What the corrected template does differently, one line per rewrite. */
+  rules: string[];
+  template: string;
+  templateSha256: string;
+  /** Σprompt_n over Σ new tokens the probe measures on the corrected template. */
+  predictedReuseRatio: number;
+  /** Probe renders on which this process's Jinja agreed with llama-server's, on the template it has loaded. */
+  agreeingRenders: number;
+}
+
+export function noCorrection(): TemplateCorrection {
+  return {
+    state: "",
+    reason: "",
+    rules: [],
+    template: "",
+    templateSha256: "",
+    predictedReuseRatio: 0,
+    agreeingRenders: 0,
+  };
 }
 
 export function probeNotRun(error = ""): TemplateProbeResult {
@@ -88,6 +117,7 @@ export function probeNotRun(error = ""): TemplateProbeResult {
     warnings: [],
     probedAtUnixMs: 0,
     templateSha256: "",
+    correction: noCorrection(),
   };
 }
 
@@ -197,7 +227,7 @@ export async function runTemplateProbe(io: ProbeIo, nowMs: number, templateSha25
     });
   } else {
     r.steps = main.steps;
-    r.prefixStable = main.steps.every((s) => s.reread === 0);
+    r.prefixStable = main.steps.every((s) => s.reread <= BOUNDARY_REREAD);
     r.predictedReuseRatio = reuseRatio(main.steps);
     r.rereadTokensPerTurn = Math.max(0, ...main.steps.map((s) => s.reread));
     if (r.toolsRendered) {
@@ -248,6 +278,14 @@ export async function runTemplateProbe(io: ProbeIo, nowMs: number, templateSha25
   return r;
 }
 
+/**
+ * Tokens a request may re-read where the last prompt ended and the reply
+ * begins: a tokenizer can join the generation prompt's last token with the
+ * reply's first one differently (the server then re-reads that one token).
+ * A cost of a token per request, not a moving block.
+ */
+const BOUNDARY_REREAD = 2;
+
 export class ProbeError extends Error {}
 
 type Rendered = { ok: true; steps: ProbeStep[]; prompts: string[] } | { ok: false; error: string; failedAfter: string };
@@ -272,7 +310,7 @@ function describeDivergence(
   conv: readonly ProbeMessage[],
   toolsMove: boolean,
 ): string {
-  const i = main.steps.findIndex((s) => s.reread > 0);
+  const i = main.steps.findIndex((s) => s.reread > BOUNDARY_REREAD);
   const prev = main.prompts[i]!;
   const cur = main.prompts[i + 1]!;
   const sent = conv.slice(0, REQUEST_ENDS[i]! + 1);

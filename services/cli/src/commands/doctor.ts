@@ -11,6 +11,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       "what llama-server's chat template does with Boxmaker's conversations (the template probe), and the cache reuse measured",
     )
     .option("--json", "print the template probe and the cache health as one JSON object")
+    .option(
+      "--write-template <file>",
+      "write the corrected chat template the probe offers (for llama-server's --chat-template-file); refuses to replace a file unless --force",
+    )
+    .option("--force", "with --write-template: replace FILE if it exists")
     .addHelpText(
       "after",
       `
@@ -19,15 +24,28 @@ by llama-server itself (/apply-template, /tokenize). Exit 0 when the verdict is
 ok, 1 when it warns (not prefix-stable, a message shape rejected) or renders no
 tools, 6 when the probe has not run (the stack or the server is not up).
 
+A template that is not prefix-stable because a block moves with the
+conversation (Mistral's tools and system message, rendered with the last user
+message) gets a corrected template, judged by the same probe; --write-template
+writes it. Start llama-server with --chat-template-file FILE (NixOS:
+services.boxmaker.llamaServer.chatTemplateFile), then run
+\`boxmaker contract accept\` (its sha256 is the new template's).
+
 Examples:
   boxmaker doctor
-  boxmaker doctor --json | jq '.template_probe.verdict'`,
+  boxmaker doctor --json | jq '.template_probe.verdict'
+  boxmaker doctor --write-template /etc/boxmaker/chat-template.jinja`,
     )
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: { json?: boolean; writeTemplate?: string; force?: boolean }) => {
       const client = await connect(globals());
       try {
         const st = await client.status({});
         const probe = st.infer?.templateProbe;
+        if (opts.writeTemplate !== undefined) {
+          const { writeCorrectedTemplate } = await import("../corrected-template.js");
+          printOut(writeCorrectedTemplate(probe, opts.writeTemplate, opts.force === true));
+          return;
+        }
         if (opts.json) {
           const { TemplateProbeSchema, CacheHealthSchema } = await import("@boxmaker/common/client");
           const { jsonOf } = await import("../json.js");

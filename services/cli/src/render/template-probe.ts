@@ -69,6 +69,18 @@ export function renderProbeTable(p: TemplateProbe | undefined, model: string, s:
     out.push("", s.bold("warnings"));
     for (const w of p.warnings) out.push(`  - ${s.yellow(w)}`);
   }
+  const c = p.correction;
+  if (c?.state === "available") {
+    out.push("", s.bold("corrected template"));
+    for (const r of c.rules) out.push(`  - ${r}`);
+    out.push(
+      `  the probe on it: prefix-stable, Σprompt_n/new ${c.predictedReuseRatio.toFixed(2)}× (was ${p.predictedReuseRatio.toFixed(2)}×); ` +
+        `rendered by inferproxy, which agreed with llama-server on all ${c.agreeingRenders} renders of the loaded template`,
+      `  ${s.green("boxmaker doctor --write-template FILE")} writes it; start llama-server with --chat-template-file FILE`,
+    );
+  } else if (c?.state === "unavailable") {
+    out.push("", s.bold("corrected template"), `  ${s.yellow(`none: ${c.reason}`)}`);
+  }
   return `${out.join("\n")}\n`;
 }
 
