@@ -1,8 +1,12 @@
 import { ToolDecision, type CallToolRequest, type CallToolResponse } from "@boxmaker/common";
+import { READ_ONLY_RULE } from "./policy/mode.js";
 import type { Plan } from "./tool-table.js";
 
 /** One call as brokerd's pipeline takes it: the wire's CallToolRequest fields (the arguments are parsed once, by the pipeline). */
-export type CallRequest = Pick<CallToolRequest, "sessionId" | "callId" | "name" | "argumentsJson">;
+export type CallRequest = Pick<CallToolRequest, "sessionId" | "callId" | "name" | "argumentsJson"> & {
+  /** The session's permission mode as loopd sent it ("" or absent: ask). */
+  mode?: string;
+};
 
 /** What became of one call: the wire's CallToolResponse fields, so nothing translates it on the way out. */
 export type CallOutcome = Pick<
@@ -36,6 +40,13 @@ export const policyDenial = (rule: string, what: string, why = ""): StepOutcome 
   denied(
     rule,
     `Denied by policy (${rule}): ${what} is not allowed${why}. Do not retry it; take another approach or ask the user.`,
+  );
+
+/** A call read-only mode refuses, worded so the model plans instead of retrying. */
+export const planModeDenial = (what: string): StepOutcome =>
+  denied(
+    READ_ONLY_RULE,
+    `Refused in plan mode (the session is read-only): ${what} would change something. Only reads and find_tool run in this mode; do not retry it: describe the change you would make, or ask the user to switch modes.`,
   );
 
 export const stagedOutcome = (rule: string, proposalId: string): StepOutcome => ({

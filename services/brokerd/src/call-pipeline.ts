@@ -1,9 +1,10 @@
-import { ToolDecision, decisionForEffect, messageOf } from "@boxmaker/common";
+import { DEFAULT_MODE, ToolDecision, decisionForEffect, messageOf, parseMode } from "@boxmaker/common";
 import { parseArguments } from "./arguments.js";
 import { callRecord, type AuditRecord } from "./audit.js";
 import {
   denied,
   describeTargets,
+  planModeDenial,
   policyDenial,
   stagedOutcome,
   type CallOutcome,
@@ -18,6 +19,7 @@ import type { Hooks } from "./hooks/hooks.js";
 import { keepChange } from "./keep-change.js";
 import { executePlan, isChecked, planCall, type PlanDeps } from "./plan-call.js";
 import { metaGate, withFloor } from "./policy/gate.js";
+import { READ_ONLY_RULE, underMode } from "./policy/mode.js";
 import type { Decision } from "./policy/rules.js";
 import { capForSession } from "./result-cap.js";
 import type { ProposalStore } from "./staging.js";
@@ -145,6 +147,12 @@ export class CallPipeline {
     return this.run(r.tool, r.args, req, signal, floor, trace);
   }
 
+  /** Whether brokerd holds what the tool does (see ModeFacts.contained). */
+  private contained(tool: ToolDef): boolean {
+    if (tool.kind === "mcp") return false;
+    return tool.risk !== "exec" || this.d.config.sandbox.mode === "bwrap";
+  }
+
   private async run(
     tool: ToolDef,
     args: unknown,
@@ -157,8 +165,14 @@ export class CallPipeline {
     if (!isChecked(checked)) return checked;
     const { plan } = checked;
     trace.plan = plan;
-    const decision = withFloor(floor, checked.decision);
+    const decision = underMode(parseMode(req.mode ?? "") ?? DEFAULT_MODE, withFloor(floor, checked.decision), {
+      tool: tool.name,
+      risk: tool.risk,
+      contained: this.contained(tool),
+    });
     const verdict = decisionForEffect(decision.effect);
+    if (decision.rule === READ_ONLY_RULE)
+      return planModeDenial([tool.name, describeTargets(plan)].filter(Boolean).join(" "));
     if (verdict === ToolDecision.DENIED)
       return policyDenial(decision.rule, [tool.name, describeTargets(plan)].filter(Boolean).join(" "));
     const ctx = { sessionId: req.sessionId, callId: req.callId, tool: tool.name, args };

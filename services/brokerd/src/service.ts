@@ -51,7 +51,13 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
     }),
     callTool: (req, ctx) =>
       broker.call(
-        { sessionId: req.sessionId, callId: req.callId, name: req.name, argumentsJson: req.argumentsJson },
+        {
+          sessionId: req.sessionId,
+          callId: req.callId,
+          name: req.name,
+          argumentsJson: req.argumentsJson,
+          mode: req.mode,
+        },
         ctx.signal,
       ),
     searchTools: async (req, ctx) => ({
