@@ -1,5 +1,6 @@
 import type { BrokerService, ImplOf } from "@boxmaker/common";
 import type { Broker } from "./broker.js";
+import { hookRpcs } from "./hooks/wire.js";
 import type { ProposalRecord } from "./staging.js";
 import type { ChangeRecord } from "./checkpoints.js";
 import type { ToolDef } from "./tool-table.js";
@@ -70,6 +71,7 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)),
     }),
     brokerStatus: () => broker.status(),
+    ...hookRpcs(broker.hooks),
     putBlob: (req) => {
       const r = broker.putBlob(req.sessionId, req.text);
       return { sha256: r.hash, bytes: BigInt(r.bytes), existed: r.existed };

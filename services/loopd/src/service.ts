@@ -188,6 +188,8 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     },
 
     searchTools: (req, ctx) => d.broker.searchTools(req, { signal: ctx.signal }),
+    listHooks: (req, ctx) => d.broker.listHooks(req, { signal: ctx.signal }),
+    trustHooks: (req, ctx) => d.broker.trustHooks(req, { signal: ctx.signal }),
 
     async status(_req, ctx) {
       const probe = async <T>(name: string, socket: string, call: () => Promise<T>) => {

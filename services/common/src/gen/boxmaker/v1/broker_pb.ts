@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/broker.proto.
  */
 export const file_boxmaker_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJqCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkSDAoEbW9kZRgFIAEoCSLGAQoQQ2FsbFRvb2xSZXNwb25zZRIrCghkZWNpc2lvbhgBIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIEgwKBHJ1bGUYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSEwoLYmxvYl9zaGEyNTYYBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAESFQoNcmVzb2x2ZWRfbmFtZRgIIAEoCSJLChJTZWFyY2hUb29sc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDQoFbGltaXQYAiABKA0SFwoPaW5jbHVkZV9wcm9tcHRzGAMgASgIInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASKRAQoTU2VhcmNoVG9vbHNSZXNwb25zZRImCgRjb3JlGAEgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkSKQoHbWF0Y2hlcxgCIAMoCzIYLmJveG1ha2VyLnYxLlRvb2xTdW1tYXJ5EicKB3Byb21wdHMYAyADKAsyFi5ib3htYWtlci52MS5NY3BQcm9tcHQicQoJTWNwUHJvbXB0Eg4KBnNlcnZlchgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCWFyZ3VtZW50cxgEIAMoCzIeLmJveG1ha2VyLnYxLk1jcFByb21wdEFyZ3VtZW50IkgKEU1jcFByb21wdEFyZ3VtZW50EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcmVxdWlyZWQYAyABKAgiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzL3BgoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlElMKDEJyb2tlclN0YXR1cxIgLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1JlcXVlc3QaIS5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXNwb25zZRJECgdQdXRCbG9iEhsuYm94bWFrZXIudjEuUHV0QmxvYlJlcXVlc3QaHC5ib3htYWtlci52MS5QdXRCbG9iUmVzcG9uc2USRwoIUGluQmxvYnMSHC5ib3htYWtlci52MS5QaW5CbG9ic1JlcXVlc3QaHS5ib3htYWtlci52MS5QaW5CbG9ic1Jlc3BvbnNlEkcKCEJsb2JTdGF0EhwuYm94bWFrZXIudjEuQmxvYlN0YXRSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQmxvYlN0YXRSZXNwb25zZRJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJqCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkSDAoEbW9kZRgFIAEoCSLGAQoQQ2FsbFRvb2xSZXNwb25zZRIrCghkZWNpc2lvbhgBIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIEgwKBHJ1bGUYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSEwoLYmxvYl9zaGEyNTYYBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAESFQoNcmVzb2x2ZWRfbmFtZRgIIAEoCSJLChJTZWFyY2hUb29sc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDQoFbGltaXQYAiABKA0SFwoPaW5jbHVkZV9wcm9tcHRzGAMgASgIInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASKRAQoTU2VhcmNoVG9vbHNSZXNwb25zZRImCgRjb3JlGAEgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkSKQoHbWF0Y2hlcxgCIAMoCzIYLmJveG1ha2VyLnYxLlRvb2xTdW1tYXJ5EicKB3Byb21wdHMYAyADKAsyFi5ib3htYWtlci52MS5NY3BQcm9tcHQicQoJTWNwUHJvbXB0Eg4KBnNlcnZlchgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCWFyZ3VtZW50cxgEIAMoCzIeLmJveG1ha2VyLnYxLk1jcFByb21wdEFyZ3VtZW50IkgKEU1jcFByb21wdEFyZ3VtZW50EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcmVxdWlyZWQYAyABKAgiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIhUKE0Jyb2tlclN0YXR1c1JlcXVlc3QimQEKFEJyb2tlclN0YXR1c1Jlc3BvbnNlEhIKCmNvcmVfdG9vbHMYASABKA0SFgoOZXh0ZW5kZWRfdG9vbHMYAiABKA0SGQoRcGVuZGluZ19wcm9wb3NhbHMYAyABKA0SDwoHc2FuZGJveBgEIAEoCRITCgttY3Bfc2VydmVycxgFIAMoCRIUCgx0b29sc19zaGEyNTYYBiABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCJ1Cg9SdW5Ib29rc1JlcXVlc3QSDQoFZXZlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIZChFub3RpZmljYXRpb25fa2luZBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEhMKC3N0b3BfcmVhc29uGAUgASgJIocBCg1Ib29rUnVuUmVzdWx0EgwKBG5hbWUYASABKAkSDgoGb3JpZ2luGAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRIRCgl0aW1lZF9vdXQYBCABKAgSDgoGb3V0cHV0GAUgASgJEg0KBWVycm9yGAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBIjwKEFJ1bkhvb2tzUmVzcG9uc2USKAoEcnVucxgBIAMoCzIaLmJveG1ha2VyLnYxLkhvb2tSdW5SZXN1bHQiEgoQTGlzdEhvb2tzUmVxdWVzdCKWAQoOQ29uZmlndXJlZEhvb2sSDQoFZXZlbnQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb21tYW5kGAMgASgJEg0KBW1hdGNoGAQgAygJEhMKC3Vuc2FuZGJveGVkGAUgASgIEhIKCnRpbWVvdXRfbXMYBiABKA0SDgoGb3JpZ2luGAcgASgJEg4KBmFjdGl2ZRgIIAEoCCJpCg9Qcm9qZWN0SG9va0ZpbGUSDAoEcm9vdBgBIAEoCRIMCgRmaWxlGAIgASgJEg0KBXN0YXRlGAMgASgJEg4KBnNoYTI1NhgEIAEoCRIMCgR0ZXh0GAUgASgJEg0KBWVycm9yGAYgASgJInQKEUxpc3RIb29rc1Jlc3BvbnNlEioKBWhvb2tzGAEgAygLMhsuYm94bWFrZXIudjEuQ29uZmlndXJlZEhvb2sSMwoNcHJvamVjdF9maWxlcxgCIAMoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSIxChFUcnVzdEhvb2tzUmVxdWVzdBIMCgRmaWxlGAEgASgJEg4KBnNoYTI1NhgCIAEoCSJAChJUcnVzdEhvb2tzUmVzcG9uc2USKgoEZmlsZRgBIAEoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzLbCAoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlElMKDEJyb2tlclN0YXR1cxIgLmJveG1ha2VyLnYxLkJyb2tlclN0YXR1c1JlcXVlc3QaIS5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXNwb25zZRJECgdQdXRCbG9iEhsuYm94bWFrZXIudjEuUHV0QmxvYlJlcXVlc3QaHC5ib3htYWtlci52MS5QdXRCbG9iUmVzcG9uc2USRwoIUGluQmxvYnMSHC5ib3htYWtlci52MS5QaW5CbG9ic1JlcXVlc3QaHS5ib3htYWtlci52MS5QaW5CbG9ic1Jlc3BvbnNlEkcKCEJsb2JTdGF0EhwuYm94bWFrZXIudjEuQmxvYlN0YXRSZXF1ZXN0Gh0uYm94bWFrZXIudjEuQmxvYlN0YXRSZXNwb25zZRJQCgtMaXN0Q2hhbmdlcxIfLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLmJveG1ha2VyLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoLVW5kb0NoYW5nZXMSHy5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5VbmRvQ2hhbmdlc1Jlc3BvbnNlEkcKCFJ1bkhvb2tzEhwuYm94bWFrZXIudjEuUnVuSG9va3NSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUnVuSG9va3NSZXNwb25zZRJKCglMaXN0SG9va3MSHS5ib3htYWtlci52MS5MaXN0SG9va3NSZXF1ZXN0Gh4uYm94bWFrZXIudjEuTGlzdEhvb2tzUmVzcG9uc2USTQoKVHJ1c3RIb29rcxIeLmJveG1ha2VyLnYxLlRydXN0SG9va3NSZXF1ZXN0Gh8uYm94bWFrZXIudjEuVHJ1c3RIb29rc1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message boxmaker.v1.GetToolsRequest
@@ -871,6 +871,297 @@ export const UndoChangesResponseSchema: GenMessage<UndoChangesResponse> = /*@__P
   messageDesc(file_boxmaker_v1_broker, 27);
 
 /**
+ * @generated from message boxmaker.v1.RunHooksRequest
+ */
+export type RunHooksRequest = Message<"boxmaker.v1.RunHooksRequest"> & {
+  /**
+   * session_start | turn_end | notification
+   *
+   * @generated from field: string event = 1;
+   */
+  event: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * notification: approval_waiting | budget_ended | schedule_failed
+   *
+   * @generated from field: string notification_kind = 3;
+   */
+  notificationKind: string;
+
+  /**
+   * notification: one line for a person
+   *
+   * @generated from field: string message = 4;
+   */
+  message: string;
+
+  /**
+   * turn_end: how the turn ended (done, cancelled, budget, error)
+   *
+   * @generated from field: string stop_reason = 5;
+   */
+  stopReason: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.RunHooksRequest.
+ * Use `create(RunHooksRequestSchema)` to create a new message.
+ */
+export const RunHooksRequestSchema: GenMessage<RunHooksRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 28);
+
+/**
+ * @generated from message boxmaker.v1.HookRunResult
+ */
+export type HookRunResult = Message<"boxmaker.v1.HookRunResult"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "operator", or the project file's path
+   *
+   * @generated from field: string origin = 2;
+   */
+  origin: string;
+
+  /**
+   * -1 when the hook did not exit by itself (killed at its limit, or not started)
+   *
+   * @generated from field: int32 exit_code = 3;
+   */
+  exitCode: number;
+
+  /**
+   * @generated from field: bool timed_out = 4;
+   */
+  timedOut: boolean;
+
+  /**
+   * @generated from field: string output = 5;
+   */
+  output: string;
+
+  /**
+   * Why the hook could not start; empty when it ran.
+   *
+   * @generated from field: string error = 6;
+   */
+  error: string;
+
+  /**
+   * @generated from field: double duration_ms = 7;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message boxmaker.v1.HookRunResult.
+ * Use `create(HookRunResultSchema)` to create a new message.
+ */
+export const HookRunResultSchema: GenMessage<HookRunResult> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 29);
+
+/**
+ * @generated from message boxmaker.v1.RunHooksResponse
+ */
+export type RunHooksResponse = Message<"boxmaker.v1.RunHooksResponse"> & {
+  /**
+   * @generated from field: repeated boxmaker.v1.HookRunResult runs = 1;
+   */
+  runs: HookRunResult[];
+};
+
+/**
+ * Describes the message boxmaker.v1.RunHooksResponse.
+ * Use `create(RunHooksResponseSchema)` to create a new message.
+ */
+export const RunHooksResponseSchema: GenMessage<RunHooksResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 30);
+
+/**
+ * @generated from message boxmaker.v1.ListHooksRequest
+ */
+export type ListHooksRequest = Message<"boxmaker.v1.ListHooksRequest"> & {
+};
+
+/**
+ * Describes the message boxmaker.v1.ListHooksRequest.
+ * Use `create(ListHooksRequestSchema)` to create a new message.
+ */
+export const ListHooksRequestSchema: GenMessage<ListHooksRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 31);
+
+/**
+ * @generated from message boxmaker.v1.ConfiguredHook
+ */
+export type ConfiguredHook = Message<"boxmaker.v1.ConfiguredHook"> & {
+  /**
+   * @generated from field: string event = 1;
+   */
+  event: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string command = 3;
+   */
+  command: string;
+
+  /**
+   * @generated from field: repeated string match = 4;
+   */
+  match: string[];
+
+  /**
+   * @generated from field: bool unsandboxed = 5;
+   */
+  unsandboxed: boolean;
+
+  /**
+   * @generated from field: uint32 timeout_ms = 6;
+   */
+  timeoutMs: number;
+
+  /**
+   * "operator", or the project file's path
+   *
+   * @generated from field: string origin = 7;
+   */
+  origin: string;
+
+  /**
+   * false for a project file no person trusts in its present content
+   *
+   * @generated from field: bool active = 8;
+   */
+  active: boolean;
+};
+
+/**
+ * Describes the message boxmaker.v1.ConfiguredHook.
+ * Use `create(ConfiguredHookSchema)` to create a new message.
+ */
+export const ConfiguredHookSchema: GenMessage<ConfiguredHook> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 32);
+
+/**
+ * @generated from message boxmaker.v1.ProjectHookFile
+ */
+export type ProjectHookFile = Message<"boxmaker.v1.ProjectHookFile"> & {
+  /**
+   * @generated from field: string root = 1;
+   */
+  root: string;
+
+  /**
+   * @generated from field: string file = 2;
+   */
+  file: string;
+
+  /**
+   * absent | untrusted | trusted | invalid
+   *
+   * @generated from field: string state = 3;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * The content hashed, so a person trusts what they were shown.
+   *
+   * @generated from field: string text = 5;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string error = 6;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.ProjectHookFile.
+ * Use `create(ProjectHookFileSchema)` to create a new message.
+ */
+export const ProjectHookFileSchema: GenMessage<ProjectHookFile> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 33);
+
+/**
+ * @generated from message boxmaker.v1.ListHooksResponse
+ */
+export type ListHooksResponse = Message<"boxmaker.v1.ListHooksResponse"> & {
+  /**
+   * @generated from field: repeated boxmaker.v1.ConfiguredHook hooks = 1;
+   */
+  hooks: ConfiguredHook[];
+
+  /**
+   * @generated from field: repeated boxmaker.v1.ProjectHookFile project_files = 2;
+   */
+  projectFiles: ProjectHookFile[];
+};
+
+/**
+ * Describes the message boxmaker.v1.ListHooksResponse.
+ * Use `create(ListHooksResponseSchema)` to create a new message.
+ */
+export const ListHooksResponseSchema: GenMessage<ListHooksResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 34);
+
+/**
+ * @generated from message boxmaker.v1.TrustHooksRequest
+ */
+export type TrustHooksRequest = Message<"boxmaker.v1.TrustHooksRequest"> & {
+  /**
+   * @generated from field: string file = 1;
+   */
+  file: string;
+
+  /**
+   * @generated from field: string sha256 = 2;
+   */
+  sha256: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.TrustHooksRequest.
+ * Use `create(TrustHooksRequestSchema)` to create a new message.
+ */
+export const TrustHooksRequestSchema: GenMessage<TrustHooksRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 35);
+
+/**
+ * @generated from message boxmaker.v1.TrustHooksResponse
+ */
+export type TrustHooksResponse = Message<"boxmaker.v1.TrustHooksResponse"> & {
+  /**
+   * @generated from field: boxmaker.v1.ProjectHookFile file = 1;
+   */
+  file?: ProjectHookFile | undefined;
+};
+
+/**
+ * Describes the message boxmaker.v1.TrustHooksResponse.
+ * Use `create(TrustHooksResponseSchema)` to create a new message.
+ */
+export const TrustHooksResponseSchema: GenMessage<TrustHooksResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 36);
+
+/**
  * @generated from enum boxmaker.v1.ToolDecision
  */
 export enum ToolDecision {
@@ -1017,6 +1308,39 @@ export const BrokerService: GenService<{
     methodKind: "unary";
     input: typeof UndoChangesRequestSchema;
     output: typeof UndoChangesResponseSchema;
+  },
+  /**
+   * Runs the hooks of an event loopd sees (session_start, turn_end,
+   * notification). A hook's failure is in its result, never an error.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.RunHooks
+   */
+  runHooks: {
+    methodKind: "unary";
+    input: typeof RunHooksRequestSchema;
+    output: typeof RunHooksResponseSchema;
+  },
+  /**
+   * The hooks configured (`boxmaker hooks`): the operator's, and each
+   * workspace's .boxmaker/hooks.json with whether a person trusts it.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.ListHooks
+   */
+  listHooks: {
+    methodKind: "unary";
+    input: typeof ListHooksRequestSchema;
+    output: typeof ListHooksResponseSchema;
+  },
+  /**
+   * A person trusts a project hook file's exact content (`boxmaker hooks
+   * trust`); refused when the file no longer hashes to `sha256`.
+   *
+   * @generated from rpc boxmaker.v1.BrokerService.TrustHooks
+   */
+  trustHooks: {
+    methodKind: "unary";
+    input: typeof TrustHooksRequestSchema;
+    output: typeof TrustHooksResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_broker, 0);
