@@ -218,6 +218,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           slot,
           role,
           runningSession: runner.slots.holder(slot) ?? "",
+          runningMode: store.get(runner.slots.holder(slot) ?? "")?.state.mode ?? "",
           queuedSessions: runner.slots.waiting(slot),
           cachedSession: runner.parking.occupantOf(slot) ?? "",
         })),
