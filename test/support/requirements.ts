@@ -7,10 +7,21 @@ import { spawnSync } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { inject } from "vitest";
 
-export type Requirement = "bwrap" | "git" | "tmux" | "python3" | "systemd-analyze" | "nix-instantiate" | "llama-server";
+export type Requirement =
+  | "bwrap"
+  | "socat"
+  | "curl"
+  | "git"
+  | "tmux"
+  | "python3"
+  | "systemd-analyze"
+  | "nix-instantiate"
+  | "llama-server";
 
 const HOW_TO_GET: Record<Requirement, string> = {
   bwrap: "apt-get install -y bubblewrap",
+  socat: "apt-get install -y socat",
+  curl: "apt-get install -y curl",
   git: "apt-get install -y git",
   tmux: "apt-get install -y tmux",
   python3: "apt-get install -y python3",

@@ -7,7 +7,7 @@ import type { ProposalRecord } from "./staging.js";
 import type { Plan } from "./tool-table.js";
 
 export interface AuditRecord {
-  kind: "call" | "proposal" | "undo" | "hook";
+  kind: "call" | "proposal" | "undo" | "connection" | "hook";
   session: string;
   call_id?: string;
   tool: string;
@@ -33,6 +33,17 @@ export interface AuditRecord {
   /** What the call reached, as the policy saw it: workspace-relative paths and hosts (fetch_url, MCP servers). */
   paths?: string[];
   hosts?: string[];
+  /** A command's connection through the network proxy (net-proxy/audit-line.ts). */
+  connection?: {
+    run: string;
+    command: string;
+    host: string;
+    port: number;
+    address?: string;
+    bytes_up: number;
+    bytes_down: number;
+    error?: string;
+  };
   /** A hook's run (hooks/audit-line.ts): which, from where, and how it ended. */
   hook?: {
     event: string;

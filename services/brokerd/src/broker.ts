@@ -14,6 +14,8 @@ import { ToolSearch, type Ranked } from "./find-tool.js";
 import { Hooks } from "./hooks/hooks.js";
 import { HookTrust } from "./hooks/project-file.js";
 import { openMcpServers, type McpServers } from "./mcp/servers.js";
+import { connectionLine } from "./net-proxy/audit-line.js";
+import { NetProxy } from "./net-proxy/server.js";
 import { checkHomeWorkspace } from "./home-workspace.js";
 import { unwritableRoots } from "./workspace-writable.js";
 import { PathGuard } from "./policy/paths.js";
@@ -90,11 +92,24 @@ export class Broker {
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
     const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns, protectionOf(config));
+    const audit = new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log, {
+      rotateBytes: config.audit_log.rotate_bytes,
+      keepFiles: config.audit_log.keep_files,
+    });
+    const netProxy = config.sandbox.net_proxy.enabled
+      ? new NetProxy({
+          config: config.sandbox.net_proxy,
+          rules: config.policy.rules,
+          dir: join(config.state_dir, "net-proxy"),
+          record: (run, command, c) => audit.record(connectionLine(run, command, c)),
+        })
+      : undefined;
     const sandbox = Sandbox.probe(
       config.sandbox,
       guard.roots,
       guard.roots.flatMap((r) => guard.protectedInside(r)),
       () => guard.scan(),
+      netProxy,
     );
     const table = builtinTable(config.extra_core_tools);
     const mcp = await openMcpServers(config, table, opts.log, { sandbox, roots: guard.roots });
@@ -108,10 +123,7 @@ export class Broker {
       ),
       sandbox,
       mcp,
-      new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log, {
-        rotateBytes: config.audit_log.rotate_bytes,
-        keepFiles: config.audit_log.keep_files,
-      }),
+      audit,
       disclosureFile(join(config.state_dir, "disclosure.jsonl"), config.disclosure.retention_days, opts.log),
       opts.log,
     );

@@ -77,6 +77,25 @@ export interface SandboxLimits {
   max_open_files: number;
 }
 
+/** The allowlist proxy commands reach the network through (net-proxy/); off by default. */
+export interface NetProxyConfig {
+  enabled: boolean;
+  /** The bridge run inside the sandbox, from its loopback port to the proxy's Unix socket. */
+  socat_path: string;
+  /** The port on the sandbox's own loopback that HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name. */
+  port: number;
+  /** Hosts (canonical, or any spelling of one) that may be private, loopback or link-local addresses. */
+  allow_private_hosts: string[];
+  /** Host → IP address, used instead of DNS (an /etc/hosts of the proxy's own). */
+  addresses: Record<string, string>;
+  /** DNS and the upstream connect, each. */
+  connect_timeout_ms: number;
+  /** How long a client may take to say where it wants to go. */
+  handshake_timeout_ms: number;
+  /** Connections open at once, per command. */
+  max_connections: number;
+}
+
 export interface BrokerConfig {
   socket: string;
   state_dir: string;
@@ -105,6 +124,7 @@ export interface BrokerConfig {
     ro_paths: string[];
     /** Kernel limits on every command (rlimits set inside the sandbox before the command starts). */
     limits: SandboxLimits;
+    net_proxy: NetProxyConfig;
   };
   result_cap_bytes: number;
   /** fetch_url (extended tool, risk network): limits, and private addresses a person allowed. */

@@ -2,6 +2,8 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import type { BrokerConfig, SandboxLimits } from "./config-types.js";
 import { Refused } from "./errors.js";
+import { type Bridge, bridgeArgs, bridgePrelude } from "./net-proxy/bridge.js";
+import type { ConnectionRecord, NetProxy } from "./net-proxy/server.js";
 import type { WorkspaceScan } from "./policy/paths.js";
 
 export interface SandboxRequest {
@@ -20,6 +22,8 @@ export interface SandboxResult {
   timedOut: boolean;
   /** The workspace as the sandbox saw it before the run (bwrap only): what a sweep after it compares with. */
   before?: WorkspaceScan;
+  /** What the command opened through the network proxy (when it is on). */
+  connections?: ConnectionRecord[];
 }
 
 export interface BwrapLayout {
@@ -44,6 +48,8 @@ export interface BwrapLayout {
   limits?: SandboxLimits;
   /** A program to run directly instead of `/bin/sh -c command` (an MCP server over stdio). */
   argv?: string[];
+  /** The network proxy's bridge: its socket bound in, the proxy variables set, socat started first. */
+  bridge?: Bridge;
 }
 
 /** The bwrap command line, pure so its shape is tested without running anything. */
@@ -76,7 +82,8 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   for (const p of l.roInside) a.push("--ro-bind-try", p, p);
   for (const p of l.readOnly ?? []) a.push("--ro-bind-try", p, p);
   for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
-  a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits)));
+  if (l.bridge) a.push(...bridgeArgs(l.bridge));
+  a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits, l.bridge && bridgePrelude(l.bridge))));
   return a;
 }
 
@@ -85,11 +92,14 @@ export function bwrapArgs(l: BwrapLayout): string[] {
  * execs the command's shell: processes (`-p` in dash, `-u` in bash), data
  * segment, file size, open files. A limit the shell cannot set fails the run.
  */
-function shellArgv(command: string, limits?: SandboxLimits): string[] {
-  if (!limits) return ["/bin/sh", "-c", command];
+function shellArgv(command: string, limits?: SandboxLimits, prelude = ""): string[] {
+  if (!limits)
+    return prelude ? ["/bin/sh", "-c", `${prelude}exec /bin/sh -c "$1"`, "sh", command] : ["/bin/sh", "-c", command];
   const kb = (b: number) => Math.max(1, Math.floor(b / 1024));
   const blocks = (b: number) => Math.max(1, Math.floor(b / 512));
+  // The prelude (the network bridge) runs before the limits: they are the command's, not brokerd's relay's.
   const script =
+    prelude +
     `{ ulimit -p ${limits.max_processes} 2>/dev/null || ulimit -u ${limits.max_processes}; } && ` +
     `ulimit -d ${kb(limits.max_memory_bytes)} && ulimit -f ${blocks(limits.max_file_bytes)} && ulimit -n ${limits.max_open_files} ` +
     `|| { echo "boxmaker: cannot set the sandbox's resource limits" >&2; exit 126; }; exec /bin/sh -c "$1"`;
@@ -129,13 +139,21 @@ export class Sandbox {
     private readonly roInside: string[],
     /** Walks the workspace at each run: secrets and protected files appear and vanish between commands. */
     private readonly scan: () => WorkspaceScan = emptyScan,
+    /** Commands reach the network through it (bwrap only, sandbox.network off). */
+    private readonly netProxy?: NetProxy,
   ) {}
 
   /**
    * Runs bwrap once with the namespaces brokerd will ask for, so "bwrap is
    * installed but user namespaces are off" is found at start, not on first use.
    */
-  static probe(config: BrokerConfig["sandbox"], rw: string[], roInside: string[], scan?: () => WorkspaceScan): Sandbox {
+  static probe(
+    config: BrokerConfig["sandbox"],
+    rw: string[],
+    roInside: string[],
+    scan?: () => WorkspaceScan,
+    netProxy?: NetProxy,
+  ): Sandbox {
     const fallback = (why: string) =>
       config.allow_unsandboxed
         ? new Sandbox(
@@ -176,7 +194,19 @@ export class Sandbox {
       return fallback(
         `bwrap does not work here: ${r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`}`,
       );
-    return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, scan);
+    if (config.network || !config.net_proxy.enabled || !netProxy)
+      return new Sandbox("bwrap", `bwrap (${config.network ? "with" : "no"} network)`, config, rw, roInside, scan);
+    // Without the bridge a command would have no network at all: said at start, and commands run as without the proxy.
+    if (!existsSync(config.net_proxy.socat_path))
+      return new Sandbox(
+        "bwrap",
+        `bwrap (no network: sandbox.net_proxy is on but ${config.net_proxy.socat_path} does not exist; install socat)`,
+        config,
+        rw,
+        roInside,
+        scan,
+      );
+    return new Sandbox("bwrap", "bwrap (network through the allowlist proxy)", config, rw, roInside, scan, netProxy);
   }
 
   private layout(req: SandboxRequest, view: WorkspaceScan = this.scan()): BwrapLayout {
@@ -229,8 +259,33 @@ export class Sandbox {
     if (this.state === "unavailable")
       throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
     const before = this.state === "bwrap" ? this.scan() : undefined;
+    if (!before || !this.netProxy) return this.spawn(req, signal, before);
+    const proxy = this.netProxy;
+    return (async () => {
+      const px = await proxy.open(req.command);
+      const bridge = {
+        socket: px.socketPath,
+        socat: this.config.net_proxy.socat_path,
+        port: this.config.net_proxy.port,
+      };
+      let r: SandboxResult;
+      try {
+        r = await this.spawn(req, signal, before, bridge);
+      } finally {
+        await px.close();
+      }
+      return { ...r, connections: px.connections };
+    })();
+  }
+
+  private spawn(
+    req: SandboxRequest,
+    signal?: AbortSignal,
+    before?: WorkspaceScan,
+    bridge?: Bridge,
+  ): Promise<SandboxResult> {
     const [cmd, args] = before
-      ? [this.config.bwrap_path, bwrapArgs(this.layout(req, before))]
+      ? [this.config.bwrap_path, bwrapArgs({ ...this.layout(req, before), ...(bridge ? { bridge } : {}) })]
       : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
     const cap = this.config.output_cap_bytes;
     return new Promise((resolve, reject) => {

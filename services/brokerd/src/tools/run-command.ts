@@ -1,4 +1,5 @@
 import { Refused } from "../errors.js";
+import { connectionNotes } from "../net-proxy/audit-line.js";
 import { quarantinePlanted } from "../planted-files.js";
 import type { ToolDef } from "../tool-table.js";
 
@@ -47,6 +48,7 @@ export const runCommand: ToolDef = {
           for (const line of quarantinePlanted(planted, ctx.guard.roots, ctx.config.state_dir, `run-${Date.now()}`))
             notes.push(`[${line}; to create or change such a file, propose it with write_file or edit_file]`);
         }
+        notes.push(...connectionNotes(r.connections ?? []));
         if (r.timedOut) notes.push(`[killed: the time limit of ${timeoutMs} ms was reached]`);
         else if (r.signal) notes.push(`[killed by ${r.signal}]`);
         if (r.droppedBytes > 0) notes.push(`[output cap reached: ${r.droppedBytes} further bytes were dropped]`);

@@ -1,0 +1,303 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, rmSync } from "node:fs";
+import { connect, createServer, isIP, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { ConfigError } from "@boxmaker/common";
+import type { NetProxyConfig, PolicyRule } from "../config-types.js";
+import { Refused } from "../errors.js";
+import { connectionDecision } from "./allow.js";
+import { canonicalDestination, checkedAddress, type Resolver } from "./destination.js";
+import { CONNECT_OK, httpRefusal, MAX_HEAD_BYTES, parseHttpProxyHead } from "./http-request.js";
+import { parseSocksGreeting, parseSocksRequest, SOCKS, SOCKS_NO_AUTH, SOCKS_NO_METHOD, socksReply } from "./socks5.js";
+
+/** One connection a command opened through the proxy, as the audit trail and the command's result tell it. */
+export interface ConnectionRecord {
+  /** Canonical; empty when the client never got as far as naming one. */
+  host: string;
+  port: number;
+  /** The address connected to (after the operator's mapping or DNS). */
+  address?: string;
+  decision: "allowed" | "denied";
+  rule: string;
+  /** Client to server, after the proxy's handshake (a forwarded request's head included), and back. */
+  bytes_up: number;
+  bytes_down: number;
+  duration_ms: number;
+  /** Why it was refused or failed, as the client was told. */
+  error?: string;
+}
+
+export interface NetProxyDeps {
+  config: NetProxyConfig;
+  rules: readonly PolicyRule[];
+  /** Where each command's socket is made: brokerd's own state directory, never inside a workspace. */
+  dir: string;
+  record(run: string, command: string, c: ConnectionRecord): void;
+  resolve?: Resolver;
+}
+
+const SOCKS_FOR = { 403: SOCKS.NOT_ALLOWED, 502: SOCKS.HOST_UNREACHABLE, 504: SOCKS.TTL_EXPIRED } as const;
+
+/** Longest `sun_path` Linux takes (108 bytes with the NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * The allowlist proxy: for each command a fresh Unix socket, bound into its sandbox,
+ * that speaks HTTP CONNECT, absolute-form HTTP and SOCKS5 on the same stream (the
+ * first byte tells: SOCKS starts with 5). Each connection is decided for that command
+ * by the policy's host rules, canonicalised and refused on private addresses as
+ * fetch_url is, and counted.
+ */
+export class NetProxy {
+  constructor(private readonly d: NetProxyDeps) {
+    for (const [host, address] of Object.entries(d.config.addresses))
+      if (!isIP(address))
+        throw new ConfigError(`sandbox.net_proxy.addresses.${host.slice(0, 100)}: "${address}" is not an IP address`);
+  }
+
+  async open(command: string): Promise<ProxyRun> {
+    mkdirSync(this.d.dir, { recursive: true, mode: 0o700 });
+    const run = randomBytes(6).toString("hex");
+    const path = join(this.d.dir, `${run}.sock`);
+    if (Buffer.byteLength(path) > MAX_SOCKET_PATH)
+      throw new Refused("net:socket-path", `the proxy's socket path ${path} is over ${MAX_SOCKET_PATH} bytes`);
+    const r = new ProxyRun(this.d, run, command, path);
+    await r.listen();
+    return r;
+  }
+}
+
+interface Target {
+  raw: string;
+  port: number;
+  /** A forwarded request's head, rewritten for the origin: sent first. */
+  head?: Buffer;
+  /** Tells the client the outcome in its own protocol; on success, puts back what it sent past the handshake. */
+  reply(ok: boolean, why: string, status: 403 | 502 | 504): void;
+}
+
+export class ProxyRun {
+  readonly connections: ConnectionRecord[] = [];
+  private readonly server: Server;
+  private readonly open = new Set<Socket>();
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly d: NetProxyDeps,
+    readonly run: string,
+    private readonly command: string,
+    readonly socketPath: string,
+  ) {
+    this.server = createServer({ allowHalfOpen: true }, (s) => {
+      const done = this.handle(s).finally(() => this.pending.delete(done));
+      this.pending.add(done);
+    });
+  }
+
+  listen(): Promise<void> {
+    return new Promise((ok, fail) => {
+      this.server.once("error", fail);
+      this.server.listen(this.socketPath, () => {
+        this.server.off("error", fail);
+        ok();
+      });
+    });
+  }
+
+  /** Stops accepting, ends what is still open (the command has ended) and waits for every record. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((ok) => this.server.close(() => ok()));
+    for (const s of this.open) s.destroy();
+    await Promise.all([closed, ...this.pending]);
+    rmSync(this.socketPath, { force: true });
+  }
+
+  private track(s: Socket): void {
+    this.open.add(s);
+    s.once("close", () => this.open.delete(s));
+  }
+
+  private async handle(client: Socket): Promise<void> {
+    this.track(client);
+    const t0 = performance.now();
+    const rec: ConnectionRecord = {
+      host: "",
+      port: 0,
+      decision: "denied",
+      rule: "net:bad-request",
+      bytes_up: 0,
+      bytes_down: 0,
+      duration_ms: 0,
+    };
+    const closed = new Promise<void>((ok) => client.once("close", () => ok()));
+    client.on("error", () => client.destroy());
+    try {
+      // Counted before the handshake too: a command holding max_connections half-open is the limit working.
+      if (this.open.size > this.d.config.max_connections) {
+        rec.rule = "net:busy";
+        rec.error = `more than ${this.d.config.max_connections} connections at once`;
+        client.destroy();
+        return;
+      }
+      const target = await this.handshake(client, rec);
+      if (!target) return;
+      await this.tunnel(client, target, rec);
+    } finally {
+      if (!client.destroyed && client.writableEnded) client.destroySoon();
+      await closed;
+      rec.duration_ms = Math.round(performance.now() - t0);
+      this.connections.push(rec);
+      this.d.record(this.run, this.command, rec);
+    }
+  }
+
+  /** Reads until the client has named a target, or fails it: bounded in bytes and in time. */
+  private handshake(client: Socket, rec: ConnectionRecord): Promise<Target | undefined> {
+    return new Promise((resolve) => {
+      let buf = Buffer.alloc(0);
+      let socks: "greeting" | "request" | undefined;
+      let over = false;
+      const finish = (t: Target | undefined, why?: string, answer?: Buffer) => {
+        if (over) return;
+        over = true;
+        clearTimeout(timer);
+        client.off("data", onData);
+        client.off("end", onEnd);
+        client.pause();
+        if (why) rec.error = why;
+        if (answer) client.end(answer);
+        else if (!t) client.destroy();
+        resolve(t);
+      };
+      const timer = setTimeout(() => {
+        rec.rule = "net:handshake-timeout";
+        finish(undefined, `no complete request within ${this.d.config.handshake_timeout_ms} ms`);
+      }, this.d.config.handshake_timeout_ms);
+      const onEnd = () => finish(undefined, "the client closed before naming a host");
+      const onData = (chunk: Buffer) => {
+        buf = Buffer.concat([buf, chunk]);
+        if (socks === undefined && buf[0] === 5) socks = "greeting";
+        if (socks === undefined) return http();
+        if (socks === "greeting") {
+          const g = parseSocksGreeting(buf);
+          if (g.kind === "incomplete") return;
+          if (g.kind === "bad") return finish(undefined, g.why, socksReply(g.reply));
+          if (!g.noAuth)
+            return finish(undefined, "SOCKS client offers no method without authentication", SOCKS_NO_METHOD);
+          client.write(SOCKS_NO_AUTH);
+          buf = buf.subarray(g.consumed);
+          socks = "request";
+        }
+        const q = parseSocksRequest(buf);
+        if (q.kind === "incomplete") return tooLong();
+        if (q.kind === "bad") return finish(undefined, q.why, socksReply(q.reply));
+        const rest = Buffer.from(buf.subarray(q.consumed));
+        finish({
+          raw: q.host,
+          port: q.port,
+          reply: (ok, _why, status) => {
+            if (ok) {
+              client.write(socksReply(SOCKS.SUCCEEDED));
+              if (rest.length) client.unshift(rest);
+            } else client.end(socksReply(SOCKS_FOR[status]));
+          },
+        });
+      };
+      const tooLong = () => {
+        if (buf.length > MAX_HEAD_BYTES)
+          finish(
+            undefined,
+            "request over 16 KiB",
+            socks ? socksReply(SOCKS.GENERAL_FAILURE) : httpRefusal(400, "request head over 16 KiB"),
+          );
+      };
+      const http = () => {
+        const h = parseHttpProxyHead(buf);
+        if (h.kind === "incomplete") return;
+        if (h.kind === "bad") return finish(undefined, h.why, httpRefusal(400, h.why));
+        finish({
+          raw: h.host,
+          port: h.port,
+          ...(h.kind === "forward" ? { head: h.head } : {}),
+          reply: (ok, why, status) => {
+            if (!ok) return void client.end(httpRefusal(status, why));
+            if (h.kind === "connect") client.write(CONNECT_OK);
+            if (h.rest.length) client.unshift(h.rest);
+          },
+        });
+      };
+      client.on("data", onData);
+      client.on("end", onEnd);
+    });
+  }
+
+  private async tunnel(client: Socket, t: Target, rec: ConnectionRecord): Promise<void> {
+    const refuse = (rule: string, why: string, status: 403 | 502 | 504) => {
+      rec.rule = rule;
+      rec.error = why;
+      t.reply(false, status === 403 ? `refused (${rule}): ${why}` : why, status);
+    };
+    let address: { address: string; family: number };
+    try {
+      rec.host = canonicalDestination(t.raw);
+      rec.port = t.port;
+      const d = connectionDecision(this.d.rules, rec.host, this.command);
+      rec.rule = d.rule;
+      if (d.effect !== "allow") {
+        const why =
+          d.effect === "ask"
+            ? `${rec.host} needs a person's approval, and a command cannot wait for one: an operator allows the host with a rule`
+            : `${rec.host}:${t.port} is not allowed for this command`;
+        return refuse(d.rule, why, 403);
+      }
+      address = await checkedAddress(rec.host, this.d.config, this.d.resolve);
+    } catch (err) {
+      if (err instanceof Refused) return refuse(err.rule, err.message, 403);
+      throw err;
+    }
+    rec.address = address.address;
+    const upstream = connect({ host: address.address, port: t.port, family: address.family, allowHalfOpen: true });
+    this.track(upstream);
+    const connected = await new Promise<string | undefined>((ok) => {
+      const timer = setTimeout(
+        () => ok(`connecting to ${rec.host}:${t.port} took longer than ${this.d.config.connect_timeout_ms} ms`),
+        this.d.config.connect_timeout_ms,
+      );
+      upstream.once("connect", () => {
+        clearTimeout(timer);
+        ok(undefined);
+      });
+      upstream.once("error", (err) => {
+        clearTimeout(timer);
+        ok(`cannot connect to ${rec.host}:${t.port}: ${err.message}`);
+      });
+      client.once("close", () => ok("the client went away"));
+    });
+    if (connected !== undefined) {
+      upstream.destroy();
+      rec.decision = "allowed";
+      return refuse(rec.rule, connected, connected.includes("longer") ? 504 : 502);
+    }
+    rec.decision = "allowed";
+    if (t.head) {
+      upstream.write(t.head);
+      rec.bytes_up += t.head.length;
+    }
+    client.on("data", (b: Buffer) => {
+      rec.bytes_up += b.length;
+    });
+    upstream.on("data", (b: Buffer) => {
+      rec.bytes_down += b.length;
+    });
+    upstream.on("error", () => {
+      upstream.destroy();
+      client.destroy();
+    });
+    client.on("error", () => upstream.destroy());
+    upstream.once("close", () => client.destroySoon());
+    client.once("close", () => upstream.destroy());
+    t.reply(true, "", 403);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+}
