@@ -9,6 +9,7 @@ const SLASH_HELP = `commands:
   /proposals   what waits for a decision in this session
   /compact     fold older turns into a summary now (a new epoch)
   /cancel      cancel this session's running turn (e.g. one started elsewhere)
+  /mode [M]    show or set the permission mode: read-only, ask, auto-edit, auto
   /exit        quit (also Ctrl-D)
 a message may span lines: paste it, or put it between two lines holding only """`;
 
@@ -18,7 +19,13 @@ a message may span lines: paste it, or put it between two lines holding only """
  */
 export async function runSlashCommand(
   line: string,
-  ctx: { client: LoopClient; sessionId: string | undefined; style: Style; note: (t: string) => void },
+  ctx: {
+    client: LoopClient;
+    sessionId: string | undefined;
+    style: Style;
+    note: (t: string) => void;
+    mode?: import("./commands/mode.js").ChatMode;
+  },
 ): Promise<boolean> {
   const { client, sessionId, style: s, note } = ctx;
   const [cmd] = line.trim().split(/\s+/);
@@ -44,6 +51,11 @@ export async function runSlashCommand(
       }
       const { cancelled } = await client.cancelTurn({ sessionId });
       note(cancelled ? `cancelled the running turn of ${sessionId}` : "no turn is running");
+      return true;
+    }
+    case "/mode": {
+      const { modeSlash } = await import("./commands/mode.js");
+      note(await modeSlash(line, ctx));
       return true;
     }
     case "/tools": {

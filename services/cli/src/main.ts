@@ -18,6 +18,7 @@ import { register as registerStatus } from "./commands/status.js";
 import { register as registerTools } from "./commands/tools.js";
 import { register as registerSchedule } from "./commands/schedule.js";
 import { register as registerCompact } from "./commands/compact.js";
+import { register as registerMode } from "./commands/mode.js";
 import { register as registerProposals } from "./commands/proposals.js";
 import { register as registerSessionAdmin } from "./commands/session-admin.js";
 import { register as registerExport } from "./commands/export.js";
@@ -61,6 +62,7 @@ for (const register of [
   registerTools,
   registerSchedule,
   registerCompact,
+  registerMode,
 ]) {
   register(program, globals);
 }

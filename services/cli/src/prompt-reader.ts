@@ -66,6 +66,8 @@ export class PromptReader {
   constructor(
     private readonly style: Style,
     private readonly file = historyFile(),
+    /** Said before the prompt mark (chat's permission mode), read each time the prompt is drawn. */
+    private readonly label?: () => string,
   ) {
     this.history = loadHistory(file)
       .reverse()
@@ -147,7 +149,10 @@ export class PromptReader {
         }
         timer = setTimeout(finishPaste, PASTE_WINDOW_MS);
       });
-      rl.setPrompt(terminalText(this.style.bold(this.style.green("› "))));
+      const label = this.label?.();
+      rl.setPrompt(
+        terminalText(`${label ? this.style.dim(`${label} `) : ""}${this.style.bold(this.style.green("› "))}`),
+      );
       rl.prompt();
     });
   }

@@ -1,15 +1,17 @@
-import { messageOf } from "@boxmaker/common/lite";
+import { messageOf, parseMode } from "@boxmaker/common/lite";
 import type { Command } from "commander";
 import { connect } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
+import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
 
 interface ChatFlags extends BudgetFlags {
   json?: boolean;
   reasoning?: boolean;
   history: string;
+  mode?: string;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -19,7 +21,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .argument("[id]", "session to resume (see `boxmaker ls`)")
     .option("--json", "one JSON event per line on stdout (the prompt stays on stderr)")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
-    .option("--history <n>", "messages of an existing session to show when resuming", "6");
+    .option("--history <n>", "messages of an existing session to show when resuming", "6")
+    .option("--mode <mode>", `permission mode: ${MODE_CHOICES} (default: ask, or the resumed session's)`);
   addBudgetOptions(cmd)
     .addHelpText(
       "after",
@@ -30,17 +33,21 @@ Pasted lines are one message; so is everything between two lines holding
 only """. Up/Down recall earlier messages, across runs
 (~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
 A staged write or command is asked about in place (y/n/d/l). Slash commands:
-/help /status /tools /proposals /compact /cancel /exit.
+/help /status /tools /proposals /compact /cancel /mode /exit.
+The prompt line starts with the session's permission mode; /mode MODE
+switches it mid-session (see \`boxmaker mode --help\`).
 With stdin not a terminal, every non-empty line is one message and the exit
 code is the last turn's.
 
 Examples:
   boxmaker chat
   boxmaker chat 01JD3K8Q2W
+  boxmaker chat --mode auto-edit
   printf 'list files\\nnow count them\\n' | boxmaker chat --json`,
     )
     .action(async (id: string | undefined, opts: ChatFlags) => {
       const budgets = budgetsFrom(opts);
+      const mode: ChatMode = { current: opts.mode === undefined ? undefined : modeFlag(opts.mode) };
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const { styleFor } = await import("../render/style.js");
@@ -52,6 +59,8 @@ Examples:
         if (id) {
           const r = await client.getSession({ id });
           note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);
+          if (mode.current) note(await setMode(client, id, mode.current));
+          else mode.current = parseMode(r.session?.mode ?? "");
           if (!opts.json && Number(opts.history) > 0) {
             const { renderHistory } = await import("../render/history.js");
             printOut(
@@ -67,12 +76,12 @@ Examples:
         if (interactive)
           note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
         let last: ExitCode = ExitCode.ok;
-        for await (const text of interactive ? promptLines(style) : stdinLines()) {
+        for await (const text of interactive ? promptLines(style, () => mode.current ?? "ask") : stdinLines()) {
           // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's.
           if (/^\/[a-z?]+(\s|$)/.test(text.trim())) {
             const { runSlashCommand } = await import("../chat-commands.js");
             try {
-              if (!(await runSlashCommand(text, { client, sessionId, style, note }))) {
+              if (!(await runSlashCommand(text, { client, sessionId, style, note, mode }))) {
                 note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
               }
             } catch (err) {
@@ -84,7 +93,10 @@ Examples:
             // Created on the first message so the session's title says what it is about.
             const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
             sessionId = s.id;
-            note(`session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}`);
+            if (mode.current) await client.setSessionMode({ sessionId, mode: mode.current });
+            note(
+              `session ${s.id}${mode.current ? ` · mode ${mode.current}` : ""}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}`,
+            );
           }
           last = await sendAndRender(client, sessionId, text, {
             json: !!opts.json,
@@ -101,9 +113,9 @@ Examples:
     });
 }
 
-async function* promptLines(style: import("../render/style.js").Style): AsyncGenerator<string> {
+async function* promptLines(style: import("../render/style.js").Style, label: () => string): AsyncGenerator<string> {
   const { PromptReader } = await import("../prompt-reader.js");
-  const reader = new PromptReader(style);
+  const reader = new PromptReader(style, undefined, label);
   for (;;) {
     const line = await reader.next();
     if (line === undefined) return;

@@ -4,10 +4,12 @@ import { readPrompt } from "../prompt-input.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printErr } from "../render/terminal-safe.js";
+import { MODE_CHOICES, modeFlag } from "./mode.js";
 
 interface RunFlags extends BudgetFlags {
   json?: boolean;
   reasoning?: boolean;
+  mode?: string;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -16,7 +18,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description("run a one-shot task in a new session and stream it until done")
     .argument("<prompt...>", "the task; `-` reads it from stdin")
     .option("--json", "one JSON event per line on stdout")
-    .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary");
+    .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
+    .option("--mode <mode>", `permission mode: ${MODE_CHOICES} (default: ask; see \`boxmaker mode --help\`)`);
   addBudgetOptions(cmd)
     .addHelpText(
       "after",
@@ -25,9 +28,11 @@ Examples:
   boxmaker run "summarise README.md"
   git diff | boxmaker run -
   boxmaker run --max-iterations 3 "fix the failing test"
+  boxmaker run --mode read-only "plan how to split parser.ts"
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
     )
     .action(async (words: string[], opts: RunFlags) => {
+      const mode = opts.mode === undefined ? undefined : modeFlag(opts.mode);
       const text = await readPrompt(words);
       const budgets = budgetsFrom(opts);
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
@@ -36,9 +41,10 @@ Examples:
       const client = await connect(globals());
       try {
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
+        if (mode) await client.setSessionMode({ sessionId: s.id, mode });
         if (!opts.json)
           printErr(
-            `session ${s.id}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
+            `session ${s.id}${mode ? ` · mode ${mode}` : ""}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
           );
         process.exitCode = await sendAndRender(client, s.id, text, {
           json: !!opts.json,

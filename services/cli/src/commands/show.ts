@@ -46,7 +46,7 @@ Examples:
               s.dim(
                 `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
               ) +
-              s.dim(`project instructions: ${info.instructionsFile || "none"}\n`) +
+              s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
               s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
               (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
               "\n",

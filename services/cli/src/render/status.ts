@@ -72,7 +72,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
     rows.push([
       String(x.slot),
       x.role,
-      x.runningSession || s.dim("idle"),
+      x.runningSession ? `${x.runningSession}${x.runningMode ? ` (${x.runningMode})` : ""}` : s.dim("idle"),
       x.queuedSessions.length ? x.queuedSessions.join(", ") : s.dim("-"),
       x.cachedSession || s.dim("-"),
       srv ? `${srv.isProcessing ? "processing" : "idle"}${srv.waiting ? `, ${srv.waiting} waiting` : ""}` : s.dim("?"),
