@@ -71,7 +71,7 @@ export async function runTurn(
   const wall = new WallClock(budget, signal);
   const awaitDecision = deps.awaitDecision;
   const loopDeps: LoopDeps = awaitDecision
-    ? { ...deps, awaitDecision: (id, sig) => wall.paused(() => awaitDecision(id, sig)) }
+    ? { ...deps, awaitDecision: (id, sig, sessionId) => wall.paused(() => awaitDecision(id, sig, sessionId)) }
     : deps;
   let stop: Stop | undefined;
   let error: RpcError | undefined;

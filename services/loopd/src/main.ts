@@ -9,6 +9,7 @@ import {
   createClient,
   createLogger,
   loadConfig,
+  messageOf,
   runMain,
   startDaemon,
   exitOnVersionFlag,
@@ -41,8 +42,17 @@ runMain(async () => {
     config.state_dir,
     config.schedules,
     async (sch) => {
-      const s = await runner.create("scheduled", `schedule ${sch.id}`);
-      await runner.start(s.id, sch.prompt);
+      let id = "";
+      try {
+        const s = await runner.create("scheduled", `schedule ${sch.id}`);
+        id = s.id;
+        const r = await runner.start(s.id, sch.prompt);
+        if (r.error) throw r.error;
+      } catch (err) {
+        // Nobody watches a scheduled run: the notification hook is how a person hears of it.
+        runner.hookEvents.notify(id, "schedule_failed", `schedule ${sch.id} failed: ${messageOf(err)}`);
+        throw err;
+      }
     },
     log,
   );

@@ -24,6 +24,7 @@ import { ApprovalWaits } from "./approvals.js";
 import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { SessionBlobs } from "./session-blobs.js";
+import { HookEvents } from "./hook-events.js";
 import { TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
 import { CacheHealth } from "./cache-health.js";
@@ -48,6 +49,8 @@ export class SessionRunner {
   readonly approvals: ApprovalWaits;
   readonly compactor: Compactor;
   readonly blobs: SessionBlobs;
+  /** session_start, turn_end and notifications, for brokerd's hooks. */
+  readonly hookEvents: HookEvents;
   /** Σprompt_n over the tokens truly new, per session and for the server (cache-health.ts). */
   readonly cacheHealth = new CacheHealth();
   private readonly loopDeps: LoopDeps;
@@ -57,6 +60,7 @@ export class SessionRunner {
     this.parking = new Parking(d.infer, d.log, d.config.parking.enabled);
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
     this.blobs = new SessionBlobs(d.broker, d.log, d.config.prepass.excerpt_bytes);
+    this.hookEvents = new HookEvents(d.broker, d.log);
     const spill: Spill = async (s, text, threshold, signal) => {
       const r = await this.blobs.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
@@ -75,7 +79,14 @@ export class SessionRunner {
       log: d.log,
       maxTokens: d.config.max_tokens,
       localTools: { [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal) },
-      awaitDecision: (id, signal) => this.approvals.wait(id, signal),
+      awaitDecision: (id, signal, sessionId) => {
+        this.hookEvents.notify(
+          sessionId,
+          "approval_waiting",
+          `session ${sessionId}: proposal ${id} waits for approval`,
+        );
+        return this.approvals.wait(id, signal);
+      },
       beforeRequest: async (s, signal) => {
         await this.compactor.maybeCompact(s, signal);
       },
@@ -165,6 +176,7 @@ export class SessionRunner {
       toolsJson: tools.toolsJson,
     });
     this.blobs.pinsNothing(s.id);
+    this.hookEvents.sessionStart(s.id);
     return s;
   }
 
@@ -254,6 +266,16 @@ export class SessionRunner {
     } finally {
       release?.();
     }
+    this.hookEvents.turnEnd(
+      s.id,
+      result?.error ? "failed" : (result?.finishReason ?? (signal.aborted ? "cancelled" : "failed")),
+    );
+    if (result?.breach)
+      this.hookEvents.notify(
+        s.id,
+        "budget_ended",
+        `session ${s.id}: its ${result.breach.budget} budget ended the turn (${Math.round(result.breach.used)} of ${result.breach.limit})`,
+      );
     if (failure) throw failure.err;
     this.blobs.pin(s);
     return result!;

@@ -25,7 +25,7 @@ export interface ToolDeps {
   /** Tools loopd runs itself (spawn_agent); anything else goes to brokerd. */
   localTools?: Record<string, LocalTool>;
   /** Waits for a person's decision on a staged proposal; resolves with the tool result text. */
-  awaitDecision?: (proposalId: string, signal: AbortSignal) => Promise<ToolOutcome>;
+  awaitDecision?: (proposalId: string, signal: AbortSignal, sessionId: string) => Promise<ToolOutcome>;
 }
 
 interface Decided {
@@ -125,7 +125,7 @@ async function dispatchTool(
   if (!local) {
     const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
     if (res.decision === ToolDecision.STAGED && res.proposalId && deps.awaitDecision) {
-      return { decided, result: await deps.awaitDecision(res.proposalId, signal) };
+      return { decided, result: await deps.awaitDecision(res.proposalId, signal, s.id) };
     }
     return { decided, result: { content: res.content, isError: res.isError } };
   }
@@ -133,7 +133,7 @@ async function dispatchTool(
   if (res.decision === ToolDecision.STAGED) {
     const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
     if (!res.proposalId || !deps.awaitDecision) return { decided, result: { content: res.content, isError: false } };
-    const verdict = await deps.awaitDecision(res.proposalId, signal);
+    const verdict = await deps.awaitDecision(res.proposalId, signal, s.id);
     // Only a person's approval that brokerd applied is a go-ahead: a wait that
     // timed out ("pending") or an approval that failed to apply is not.
     if (verdict.isError || verdict.proposal?.state !== "applied") return { decided, result: verdict };
