@@ -18,3 +18,4 @@ export * from "./backoff.js";
 export * from "./slot-queue.js";
 export * from "./async-queue.js";
 export * from "./permission-mode.js";
+export * from "./contract-model.js";

@@ -6,3 +6,4 @@ export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export { packageVersion } from "./version.js";
 export * from "./permission-mode.js";
+export { contractModelKey } from "./contract-model.js";

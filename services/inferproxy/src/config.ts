@@ -65,6 +65,25 @@ const schema = {
       },
       required: [],
     },
+    // The contract table: one entry per model the operator runs (keyed as contract-model.ts says), written by
+    // `boxmaker contract accept`. A model with no entry is held to `contract` above.
+    contracts: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          model: { type: "string", minLength: 1 },
+          template_sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
+          n_ctx_per_slot: { type: "integer", minimum: 1 },
+          total_slots: { type: "integer", minimum: 1 },
+          // What the template probe said when the entry was accepted (ok | warn), for the record.
+          probe_verdict: { type: "string", enum: ["ok", "warn", ""], default: "" },
+        },
+        required: ["model", "template_sha256", "n_ctx_per_slot", "total_slots"],
+      },
+    },
     health_poll_ms: { type: "integer", minimum: 10, default: 2000 },
     // llama-server's --slot-save-path as seen from here: parked session caches live there, and only
     // inferproxy, beside the server, can erase them. "" when the server runs elsewhere (nothing is erased).
@@ -89,6 +108,7 @@ export type InferproxyConfig = ConfigOf<typeof schema>;
 export type UpstreamConfig = InferproxyConfig["upstream"];
 export type SamplingConfig = InferproxyConfig["sampling"];
 export type ContractConfig = InferproxyConfig["contract"];
+export type ContractEntry = InferproxyConfig["contracts"][number];
 
 export const configSchema: ConfigSchema<InferproxyConfig> = schema;
 

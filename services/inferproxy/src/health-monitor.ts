@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
-import type { ContractConfig } from "./config.js";
+import type { ContractConfig, ContractEntry } from "./config.js";
 import type { RawResponse } from "./connection-check.js";
 import { refusalMessage } from "./contract-refusal.js";
+import { chooseContract } from "./contract-table.js";
 import { ServerCheckError } from "./errors.js";
 import type { LlamaClient } from "./llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
@@ -11,6 +12,8 @@ export type ServerState = "ok" | "loading" | "down";
 
 export interface HealthMonitorOptions {
   contract: ContractConfig;
+  /** The contract table (config `contracts`): the entry for the served model is what it is held to. */
+  contracts?: readonly ContractEntry[];
   pollMs: number;
   timeoutMs: number;
   log: Logger;
@@ -142,7 +145,15 @@ export class HealthMonitor {
     const before = this.props;
     this.identity = id;
     this.props = props;
-    this.selfTest = evaluateProps(props, this.o.contract, Date.now());
+    const chosen = chooseContract(props, { contract: this.o.contract, contracts: [...(this.o.contracts ?? [])] });
+    this.selfTest = evaluateProps(props, chosen.contract, Date.now());
+    this.selfTest.modelKey = chosen.modelKey;
+    this.selfTest.contractEntry = chosen.entry;
+    if (!this.selfTest.passed && !chosen.entry && chosen.known.length) {
+      this.selfTest.mismatches.push(
+        `model: contracts has no entry for "${chosen.modelKey}" (it has ${chosen.known.map((k) => `"${k}"`).join(", ")}), so it is held to contract`,
+      );
+    }
     if (!this.selfTest.passed) this.selfTest.acceptCommand = this.acceptCommand;
     if (before) {
       this.o.log.warn(

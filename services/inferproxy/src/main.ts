@@ -11,6 +11,7 @@ import {
 } from "@boxmaker/common";
 import { configSchema } from "./config.js";
 import { acceptCommand, differences } from "./contract-refusal.js";
+import { checkContractTable } from "./contract-table.js";
 import { InferProxy } from "./service.js";
 import type { SelfTestResult } from "./self-test.js";
 
@@ -20,6 +21,7 @@ exitOnVersionFlag(import.meta.url);
 runMain(async () => {
   const configPath = configPathFromArgs(process.argv, "BOXMAKER_INFERPROXY_CONFIG");
   const config = loadConfig(configSchema, configPath);
+  checkContractTable(config.contracts, configPath ?? "inferproxy config");
   const log = createLogger("inferproxy", config.log_level);
   let onSelfTest: (r: SelfTestResult) => void = () => undefined;
   const proxy = new InferProxy({ config, log, onSelfTest: (r) => onSelfTest(r) });

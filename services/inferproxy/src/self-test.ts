@@ -28,6 +28,10 @@ export interface SelfTestResult {
   checkedAtUnixMs: number;
   /** When failed: how the operator takes the server as it is (contract-refusal.ts); "" otherwise. */
   acceptCommand: string;
+  /** The served model's key in the contract table (contract-table.ts). */
+  modelKey: string;
+  /** The table entry the server was held to; "" for `contract`. */
+  contractEntry: string;
 }
 
 export function notRun(contract: ContractConfig): SelfTestResult {
@@ -43,6 +47,8 @@ export function notRun(contract: ContractConfig): SelfTestResult {
     mismatches: [],
     checkedAtUnixMs: 0,
     acceptCommand: "",
+    modelKey: "",
+    contractEntry: "",
   };
 }
 

@@ -80,6 +80,7 @@ export class InferProxy {
     const timeoutMs = Math.min(o.config.request_timeout_ms, Math.max(1000, o.config.health_poll_ms));
     this.monitor = new HealthMonitor({
       contract: o.config.contract,
+      contracts: o.config.contracts,
       pollMs: o.config.health_poll_ms,
       timeoutMs,
       log: o.log,
@@ -146,7 +147,7 @@ export class InferProxy {
   }
 
   private get totalSlots(): number {
-    return this.cfg.contract.total_slots;
+    return this.monitor.selfTest.expectedTotalSlots;
   }
 
   private servedModel(): string {
