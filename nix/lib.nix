@@ -39,6 +39,7 @@ rec {
     ]
     ++ defaults.llamaFixedFlags
     ++ [ "--slot-save-path" slotSavePath ]
+    ++ (if cfg.llamaServer.chatTemplateFile or null == null then [ ] else [ "--chat-template-file" (toString cfg.llamaServer.chatTemplateFile) ])
     ++ cfg.llamaServer.extraFlags;
 
   # A recursive merge of `over` into `base`; enough for the freeform settings.
@@ -63,6 +64,13 @@ rec {
       n_ctx_per_slot = cfg.contextPerSlot;
       total_slots = cfg.slots;
     };
+    contracts = map (c: {
+      inherit (c) model;
+      template_sha256 = c.templateSha256;
+      n_ctx_per_slot = c.nCtxPerSlot;
+      total_slots = c.totalSlots;
+      probe_verdict = c.probeVerdict;
+    }) (cfg.contracts or [ ]);
     log_level = cfg.logLevel;
   } // (if cfg.livenessWindowMs == null then { } else { liveness_timeout_ms = cfg.livenessWindowMs; })) cfg.settings.inferproxy;
 

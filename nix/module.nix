@@ -170,6 +170,17 @@ in
         example = "/var/lib/models/ornith-1.5-35b-a3b-Q4_K_M.gguf";
         description = "The GGUF model file, an absolute path (one outside the store avoids copying tens of GB into it). Required when `llamaServer.enable`.";
       };
+      chatTemplateFile = mkOption {
+        type = types.nullOr (types.either types.path types.str);
+        default = null;
+        example = "/etc/boxmaker/chat-template.jinja";
+        description = ''
+          A chat template for llama-server (`--chat-template-file`) in place of the one in the model
+          file: the corrected template `boxmaker doctor --write-template FILE` writes for a template
+          that is not prefix-stable. Its sha256 is the new template_sha256: accept it in `contracts`
+          (or `contract.templateSha256`) too.
+        '';
+      };
       extraFlags = mkOption {
         type = types.listOf types.str;
         default = [ ];
@@ -236,7 +247,21 @@ in
     contract.templateSha256 = mkOption {
       type = types.strMatching "[0-9a-f]{64}";
       default = boxLib.defaults.llamaContract.templateSha256;
-      description = "sha256 of the model's chat template; inferproxy refuses to serve a server whose template differs.";
+      description = "sha256 of the model's chat template; inferproxy refuses to serve a server whose template differs. For a model with no `contracts` entry.";
+    };
+    contracts = mkOption {
+      type = types.listOf (types.submodule {
+        options = {
+          model = mkOption { type = types.str; example = "ornith-1.5-35b-a3b-Q4_K_M.gguf"; description = "The model's key: llama-server's --alias if given, else the model file's name (`boxmaker contract show` prints it)."; };
+          templateSha256 = mkOption { type = types.strMatching "[0-9a-f]{64}"; description = "sha256 of the chat template the server renders for this model."; };
+          nCtxPerSlot = mkOption { type = types.ints.positive; default = cfg.contextPerSlot; defaultText = literalExpression "contextPerSlot"; description = "n_ctx_per_slot the server reports for this model."; };
+          totalSlots = mkOption { type = types.ints.positive; default = cfg.slots; defaultText = literalExpression "slots"; description = "total_slots the server reports for this model."; };
+          probeVerdict = mkOption { type = types.enum [ "ok" "warn" "" ]; default = ""; description = "What the template probe said when the entry was accepted, for the record."; };
+        };
+      });
+      default = [ ];
+      example = literalExpression ''[ { model = "laguna-s-2.1-Q4_K_M.gguf"; templateSha256 = "…"; probeVerdict = "ok"; } ]'';
+      description = "The contract table: one entry per model the operator runs (what `boxmaker contract accept` would write), so a swap to any of them is served without editing the contract.";
     };
 
     sampling = {

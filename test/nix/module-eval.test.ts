@@ -280,6 +280,42 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     });
   });
 
+  describe("more than one model: the contract table and a corrected chat template", () => {
+    it("contracts become inferproxy's table (each entry checked by its schema); chatTemplateFile reaches llama-server as --chat-template-file", () => {
+      const laguna = { model: "laguna-s-2.1-Q4_K_M.gguf", templateSha256: "a".repeat(64), probeVerdict: "ok" };
+      const nemo = { model: "nemo", templateSha256: "b".repeat(64), nCtxPerSlot: 65536, totalSlots: 2 };
+      const ev = evalModule({
+        enable: true,
+        slots: 2,
+        llamaServer: { ...withModel, chatTemplateFile: "/etc/boxmaker/chat-template.jinja" },
+        contracts: [laguna, nemo],
+      });
+      expect(llamaFlags(ev).get("--chat-template-file")).toBe("/etc/boxmaker/chat-template.jinja");
+      const cfg = configOf(ev, "inferproxy");
+      expect(cfg.contracts).toEqual([
+        {
+          model: laguna.model,
+          template_sha256: laguna.templateSha256,
+          n_ctx_per_slot: 131072,
+          total_slots: 2,
+          probe_verdict: "ok",
+        },
+        {
+          model: "nemo",
+          template_sha256: nemo.templateSha256,
+          n_ctx_per_slot: 65536,
+          total_slots: 2,
+          probe_verdict: "",
+        },
+      ]);
+      expect(ev.warnings).toEqual([]);
+      // Without the options: no flag, an empty table.
+      const plain = evalModule({ enable: true, llamaServer: withModel });
+      expect(llamaFlags(plain).has("--chat-template-file")).toBe(false);
+      expect(configOf(plain, "inferproxy").contracts).toEqual([]);
+    });
+  });
+
   describe("the llama-server package is the operator's choice", () => {
     it.each([
       [{ "llama-cpp": { vulkanSupport: true } }, "llama-cpp-vulkan-0"],

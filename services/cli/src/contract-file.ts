@@ -46,8 +46,26 @@ export interface ContractFile {
   /** The file itself (a symlink followed: replacing the link would leave its target as it was). */
   path: string;
   json: Record<string, unknown>;
-  /** The contract inferproxy reads from this file: its keys, else the defaults. */
+  /** The file's `contract` (for a model the table has no entry for): its keys, else the defaults. */
   contract: ContractValues;
+  /** The contract table (`contracts`), one entry per model. */
+  entries: ContractEntryValues[];
+}
+
+/** One entry of inferproxy's contract table (its config's `contracts`). */
+export interface ContractEntryValues extends ContractValues {
+  model: string;
+  probe_verdict?: string;
+}
+
+/** What inferproxy holds a server serving `model` to, by this file: its entry, else `contract`. */
+export function contractForModel(file: ContractFile, model: string): { contract: ContractValues; entry: string } {
+  const e = file.entries.find((x) => x.model === model);
+  if (!e) return { contract: file.contract, entry: "" };
+  return {
+    contract: { template_sha256: e.template_sha256, n_ctx_per_slot: e.n_ctx_per_slot, total_slots: e.total_slots },
+    entry: e.model,
+  };
 }
 
 const NIX_HINT =
@@ -96,7 +114,28 @@ export function readContractFile(given: string): ContractFile {
     n_ctx_per_slot: typeof given_.n_ctx_per_slot === "number" ? given_.n_ctx_per_slot : DEFAULTS.n_ctx_per_slot,
     total_slots: typeof given_.total_slots === "number" ? given_.total_slots : DEFAULTS.total_slots,
   };
-  return { path, json: obj, contract };
+  const table = obj.contracts;
+  if (table !== undefined && !Array.isArray(table)) {
+    throw new ContractFileError(`${asked}: "contracts" is not an array; fix it before accepting`);
+  }
+  const entries: ContractEntryValues[] = [];
+  for (const [i, e] of (table ?? []).entries()) {
+    const x = e as Partial<ContractEntryValues> | null;
+    if (
+      typeof x !== "object" ||
+      x === null ||
+      typeof x.model !== "string" ||
+      typeof x.template_sha256 !== "string" ||
+      typeof x.n_ctx_per_slot !== "number" ||
+      typeof x.total_slots !== "number"
+    ) {
+      throw new ContractFileError(
+        `${asked}: contracts[${i}] needs model, template_sha256, n_ctx_per_slot and total_slots; fix it before accepting`,
+      );
+    }
+    entries.push(x as ContractEntryValues);
+  }
+  return { path, json: obj, contract, entries };
 }
 
 export interface ContractChange {
@@ -119,15 +158,38 @@ export function checkContractValues(v: ContractValues): string | undefined {
   return undefined;
 }
 
+/** The table with `e` in place of its model's entry (other keys of that entry kept), or added at the end. */
+function upsertEntry(table: unknown, e: ContractEntryValues): unknown[] {
+  const list = Array.isArray(table) ? [...table] : [];
+  const i = list.findIndex((x) => (x as { model?: unknown } | null)?.model === e.model);
+  if (i < 0) list.push(e);
+  else list[i] = { ...(list[i] as object), ...e };
+  return list;
+}
+
 /**
- * Replaces the file with its `contract` set to `next`, every other key as it
+ * Replaces the file with its `contract` set to `next` (or, given `entry`, the
+ * contract table's entry for that model), every other key as it
  * was. Atomically: a new file beside it (same mode, and owner where this
  * process may), synced, renamed over it, the directory synced — a crash
  * leaves the old file or the new one, never half of one, and inferproxy's
  * next start reads a whole config.
  */
-export function writeContract(file: ContractFile, next: ContractValues): void {
-  const json = { ...file.json, contract: { ...((file.json.contract as object | undefined) ?? {}), ...next } };
+export function writeContract(
+  file: ContractFile,
+  next: ContractValues,
+  entry?: { model: string; probe_verdict: string },
+): void {
+  const json = entry
+    ? {
+        ...file.json,
+        contracts: upsertEntry(file.json.contracts, {
+          model: entry.model,
+          ...next,
+          probe_verdict: entry.probe_verdict,
+        }),
+      }
+    : { ...file.json, contract: { ...((file.json.contract as object | undefined) ?? {}), ...next } };
   const text = `${JSON.stringify(json, null, 2)}\n`;
   const st = statSync(file.path);
   const dir = dirname(file.path);

@@ -12,7 +12,13 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { LLAMA_CONTRACT } from "@boxmaker/common/lite";
-import { ContractFileError, contractChanges, readContractFile, writeContract } from "../src/contract-file.js";
+import {
+  ContractFileError,
+  contractChanges,
+  contractForModel,
+  readContractFile,
+  writeContract,
+} from "../src/contract-file.js";
 import { UsageError } from "../src/errors.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
@@ -152,5 +158,53 @@ describe("inferproxy's config file, as contract accept edits it", () => {
         );
       }),
     );
+  });
+});
+
+describe("the contract table, as contract accept edits it", () => {
+  it("each model keeps its own entry: a second model is added, the same model replaced in place, contract untouched", () => {
+    const t = tempDir("bxcf-");
+    try {
+      const path = join(t.dir, "inferproxy.json");
+      const legacy = { template_sha256: "c".repeat(64), n_ctx_per_slot: 8192, total_slots: 1 };
+      writeFileSync(path, JSON.stringify({ socket: "/run/x.sock", contract: legacy }));
+      const alpha = { template_sha256: "a".repeat(64), n_ctx_per_slot: 32768, total_slots: 2 };
+      writeContract(readContractFile(path), alpha, { model: "alpha.gguf", probe_verdict: "ok" });
+      writeContract(readContractFile(path), server, { model: "beta.gguf", probe_verdict: "warn" });
+      let file = readContractFile(path);
+      expect(file.contract).toEqual(legacy);
+      expect(contractForModel(file, "alpha.gguf")).toEqual({ contract: alpha, entry: "alpha.gguf" });
+      expect(contractForModel(file, "beta.gguf")).toEqual({ contract: server, entry: "beta.gguf" });
+      expect(contractForModel(file, "gamma.gguf")).toEqual({ contract: legacy, entry: "" });
+
+      // A key an operator added to an entry by hand survives its model being accepted again.
+      const json = JSON.parse(readFileSync(path, "utf8"));
+      json.contracts[0].note = "the 30B coder";
+      writeFileSync(path, JSON.stringify(json));
+      const alpha2 = { ...alpha, n_ctx_per_slot: 65536 };
+      writeContract(readContractFile(path), alpha2, { model: "alpha.gguf", probe_verdict: "ok" });
+      file = readContractFile(path);
+      expect(file.entries).toEqual([
+        { model: "alpha.gguf", ...alpha2, probe_verdict: "ok", note: "the 30B coder" },
+        { model: "beta.gguf", ...server, probe_verdict: "warn" },
+      ]);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it("refuses a table that is not one, or an entry missing a key, naming it", () => {
+    const t = tempDir("bxcf-");
+    try {
+      const path = join(t.dir, "inferproxy.json");
+      writeFileSync(path, JSON.stringify({ contracts: { model: "x" } }));
+      expect(() => readContractFile(path)).toThrow(/"contracts" is not an array/);
+      writeFileSync(path, JSON.stringify({ contracts: [{ model: "x", template_sha256: "a".repeat(64) }] }));
+      expect(() => readContractFile(path)).toThrow(
+        /contracts\[0\] needs model, template_sha256, n_ctx_per_slot and total_slots/,
+      );
+    } finally {
+      t.cleanup();
+    }
   });
 });

@@ -90,14 +90,18 @@ describe("boxmaker contract against a server that does not match", () => {
     const inode = statSync(config).ino;
     const r = await stack.cli(["contract", "accept", "--config", config]);
     expect(r.code, r.stderr).toBe(0);
+    // The model's own entry in the contract table, with the probe's verdict; `contract` (any other model) kept.
+    const model = "llama-sim.gguf";
     expect(r.stdout).toBe(
-      `wrote ${config}:\n` +
-        `  contract.template_sha256: ${"0".repeat(64)} → ${stack.sim.contract.template_sha256}\n` +
-        "  contract.n_ctx_per_slot: 131072 → 32768\n" +
+      `wrote ${config}: a contracts entry for ${model}:\n` +
+        `  contracts["${model}"].template_sha256: ${stack.sim.contract.template_sha256}\n` +
+        `  contracts["${model}"].n_ctx_per_slot: 32768\n` +
+        `  contracts["${model}"].total_slots: 3\n` +
+        "  probe verdict ok\n" +
         "`systemctl restart boxmaker-inferproxy` applies it (inferproxy reads its config at start)\n",
     );
     const after = JSON.parse(readFileSync(config, "utf8"));
-    expect(after).toEqual({ ...before, contract: stack.sim.contract });
+    expect(after).toEqual({ ...before, contracts: [{ model, ...stack.sim.contract, probe_verdict: "ok" }] });
     expect(statSync(config).mode & 0o777).toBe(0o640);
     // Replaced by a rename, not rewritten in place; and nothing left beside it.
     expect(statSync(config).ino).not.toBe(inode);
@@ -107,6 +111,9 @@ describe("boxmaker contract against a server that does not match", () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({
       config,
+      model,
+      added: false,
+      probe_verdict: "ok",
       written: false,
       changed: {},
       contract: stack.sim.contract,
@@ -175,10 +182,12 @@ describe("boxmaker contract before the stack is up (the install step)", () => {
     const r = await runCli([...noLoopd(), "contract", "accept", "--config", config]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`wrote ${config}:`);
+    // No probe before the stack is up: the entry has no verdict, and says so.
+    expect(r.stdout).toContain("no probe verdict yet (the stack is not up");
     expect(JSON.parse(readFileSync(config, "utf8"))).toEqual({
       upstream: { socket_path: sim.socketPath! },
       log_level: "info",
-      contract: sim.contract,
+      contracts: [{ model: "llama-sim.gguf", ...sim.contract, probe_verdict: "" }],
     });
     const show = await runCli([...noLoopd(), "contract", "show", "--config", config]);
     expect(show.code).toBe(0);

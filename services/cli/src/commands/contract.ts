@@ -1,12 +1,13 @@
 import type { InferStatusResponse } from "@boxmaker/common/client";
 import type { Command } from "commander";
-import { DEFAULT_SOCKETS } from "@boxmaker/common/lite";
+import { DEFAULT_SOCKETS, contractModelKey } from "@boxmaker/common/lite";
 import { connect } from "../connection.js";
 import {
   CONTRACT_KEYS,
   INSTALLED_INFERPROXY_CONFIG,
   checkContractValues,
   contractChanges,
+  contractForModel,
   readContractFile,
   writeContract,
   type ContractChange,
@@ -34,17 +35,28 @@ interface ContractFacts {
   upstream: string;
   serverState: string;
   acceptCommand: string;
+  /** The served model's key in the contract table, and the entry the server is held to ("" for `contract`). */
+  modelKey: string;
+  entry: string;
+  /** The template probe's verdict on the served template ("" when it has not run: the stack is not up). */
+  probeVerdict: string;
+  probeSummary: string;
   /** Who reported the server's values: inferproxy (through loopd), or llama-server itself when the stack is not up. */
   source: "inferproxy" | "llama-server";
 }
 
 function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
   const t = infer?.selfTest;
+  const probe = infer?.templateProbe;
   const base = {
     model: infer?.model ?? "",
     upstream: infer?.upstream ?? "",
     serverState: infer?.serverState ?? "",
     acceptCommand: t?.acceptCommand ?? "",
+    modelKey: t?.modelKey ?? "",
+    entry: t?.contractEntry ?? "",
+    probeVerdict: probe?.ran ? probe.verdict : "",
+    probeSummary: probe?.ran ? probe.summary : (probe?.error ?? ""),
     source: "inferproxy" as const,
   };
   const contract = t && {
@@ -107,6 +119,10 @@ async function serverFacts(file: ContractFile, loopdWhy: string): Promise<Contra
     upstream,
     serverState: "",
     acceptCommand: acceptHint(file.path),
+    modelKey: "",
+    entry: "",
+    probeVerdict: "",
+    probeSummary: "",
     source: "llama-server" as const,
     contract: file.contract,
     differs: [],
@@ -145,9 +161,14 @@ async function serverFacts(file: ContractFile, loopdWhy: string): Promise<Contra
       : typeof props.model_alias === "string"
         ? props.model_alias
         : "";
-  const differs = contractChanges(file.contract, server).map((c) => c.key);
+  const modelKey = contractModelKey(props);
+  const held = contractForModel(file, modelKey);
+  const differs = contractChanges(held.contract, server).map((c) => c.key);
   return {
     ...base,
+    contract: held.contract,
+    entry: held.entry,
+    modelKey,
     model,
     serverState: "ok",
     server,
@@ -211,6 +232,9 @@ Examples:
             source: f.source,
             server: f.server ? { state: f.serverState, upstream: f.upstream, model: f.model, ...f.server } : null,
             contract: f.contract ?? null,
+            model_key: f.modelKey,
+            contract_entry: f.entry,
+            probe_verdict: f.probeVerdict,
             differs: f.differs,
             accept_command: f.verdict === "differs" ? f.acceptCommand : "",
             config_file: read.file
@@ -236,12 +260,20 @@ Examples:
     .description("write the server's current contract into inferproxy's config file (then restart inferproxy)")
     .option("--config <path>", "inferproxy's config file", INSTALLED_INFERPROXY_CONFIG)
     .option("--json", "print what changed as one JSON object")
+    .option("--force", "accept a template the probe refuses for tool use (no_tools) or could not probe")
     .addHelpText(
       "after",
       `
 Takes template_sha256, n_ctx_per_slot and total_slots as inferproxy sees the
-server now and writes them into the file's "contract" (every other key kept;
-the file is replaced atomically, keeping its mode and owner). inferproxy reads
+server now, with the template probe's verdict, and writes them as the served
+model's entry in the file's contract table ("contracts", keyed by the server's
+--alias, else the model file's name): each model the operator runs keeps its
+own entry, so swapping back to one accepted before needs nothing. Every other
+key is kept; the file is replaced atomically, keeping its mode and owner.
+A template the probe finds renders no tools is refused (the model would see
+no tools at all) unless --force; so is one the probe could not check while
+the stack is up. Before the stack is up there is no probe: the entry is
+written without a verdict and \`boxmaker doctor\` has it once inferproxy runs. inferproxy reads
 its config at start: \`${RESTART}\` applies it. Under
 \`boxmaker up\`, use \`boxmaker up --accept-server-contract\` instead.
 
@@ -252,7 +284,7 @@ Examples:
   sudo boxmaker contract accept && sudo ${RESTART}
   boxmaker contract accept --config ./inferproxy.json --json`,
     )
-    .action(async (opts: { config: string; json?: boolean }) => {
+    .action(async (opts: { config: string; json?: boolean; force?: boolean }) => {
       const f = await contractFacts(globals(), tryRead(opts.config));
       if (!f.server) {
         printErr(`boxmaker: nothing to accept: ${f.why}\n`);
@@ -265,9 +297,27 @@ Examples:
         process.exitCode = ExitCode.failed;
         return;
       }
+      const refusal = probeRefusal(f);
+      if (refusal && !opts.force) {
+        printErr(`boxmaker: not accepted: ${refusal}; --force accepts it all the same\n`);
+        process.exitCode = ExitCode.failed;
+        return;
+      }
+      if (!f.modelKey) {
+        printErr("boxmaker: nothing to accept: llama-server reports no model path or alias to key the entry by\n");
+        process.exitCode = ExitCode.failed;
+        return;
+      }
       const file = readContractFile(opts.config);
-      const changes = contractChanges(file.contract, f.server);
-      if (changes.length) writeContract(file, f.server);
+      const held = contractForModel(file, f.modelKey);
+      const verdict = f.probeVerdict === "ok" || f.probeVerdict === "warn" ? f.probeVerdict : "";
+      const had = file.entries.find((e) => e.model === f.modelKey);
+      const changes = held.entry
+        ? contractChanges(held.contract, f.server)
+        : contractChanges({ template_sha256: "", n_ctx_per_slot: 0, total_slots: 0 }, f.server);
+      const verdictChanged = (had?.probe_verdict ?? "") !== verdict;
+      if (changes.length || verdictChanged)
+        writeContract(file, f.server, { model: f.modelKey, probe_verdict: verdict });
       // inferproxy reads the file only at start: until then it holds the server to what it started with.
       const restart = contractChanges(f.contract!, f.server).length > 0;
       if (opts.json) {
@@ -275,14 +325,17 @@ Examples:
           process.stdout,
           `${JSON.stringify({
             config: file.path,
-            written: changes.length > 0,
+            model: f.modelKey,
+            added: !had,
+            probe_verdict: verdict,
+            written: changes.length > 0 || verdictChanged,
             changed: Object.fromEntries(changes.map((c) => [c.key, { from: c.from, to: c.to }])),
             contract: f.server,
             restart: restart ? RESTART : "",
           })}\n`,
         );
       } else {
-        printOut(renderAccept(file.path, changes, restart));
+        printOut(renderAccept(file.path, f.modelKey, f.server, had ? changes : [], !had, verdict, restart));
       }
     });
 }
@@ -301,6 +354,13 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
           (f.source === "llama-server" ? " (asked directly: the stack is not up)" : "")
       : `llama-server: ${f.why}`,
   );
+  if (f.modelKey) {
+    out.push(
+      f.entry
+        ? `  held to contracts["${f.entry}"] (the entry for the model it serves)`
+        : `  held to contract: the table has no entry for "${f.modelKey}" (\`boxmaker contract accept\` adds one)`,
+    );
+  }
   for (const k of CONTRACT_KEYS) {
     const mark = f.server ? (f.differs.includes(k) ? "  ✗ differs" : "  ✓") : "";
     out.push(`  ${ROWS[k]}  server    ${f.server ? String(f.server[k]) : "?"}`);
@@ -309,7 +369,7 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
   if (read.file && f.source === "llama-server") {
     out.push(`config ${read.file.path}: the contract above (inferproxy reads it at start)`);
   } else if (read.file) {
-    const pending = f.contract ? contractChanges(f.contract, read.file.contract) : [];
+    const pending = f.contract ? contractChanges(f.contract, contractForModel(read.file, f.modelKey).contract) : [];
     out.push(
       pending.length
         ? `config ${read.file.path} has ${pending.map((c) => `${c.key} ${c.to}`).join(", ")}: inferproxy reads it at start (\`${RESTART}\`)`
@@ -329,10 +389,36 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
   return `${out.join("\n")}\n`;
 }
 
-function renderAccept(path: string, changes: ContractChange[], restart: boolean): string {
-  const out = changes.length
-    ? [`wrote ${path}:`, ...changes.map((c) => `  contract.${c.key}: ${c.from} → ${c.to}`)]
-    : [`${path} already has the server's contract; nothing written`];
+/** Why the probe's verdict stops an accept, if it does. */
+function probeRefusal(f: ContractFacts): string | undefined {
+  if (f.source !== "inferproxy") return undefined;
+  if (f.probeVerdict === "no_tools") return `the template probe refuses this template for tool use: ${f.probeSummary}`;
+  if (!f.probeVerdict) return `the template probe has not checked this template (${f.probeSummary || "not run yet"})`;
+  return undefined;
+}
+
+function renderAccept(
+  path: string,
+  model: string,
+  server: ContractValues,
+  changes: ContractChange[],
+  added: boolean,
+  verdict: string,
+  restart: boolean,
+): string {
+  const field = (k: string) => `contracts["${model}"].${k}`;
+  const probe = verdict
+    ? `probe verdict ${verdict}`
+    : "no probe verdict yet (the stack is not up: `boxmaker doctor` once it is)";
+  const out = added
+    ? [
+        `wrote ${path}: a contracts entry for ${model}:`,
+        ...CONTRACT_KEYS.map((k) => `  ${field(k)}: ${server[k]}`),
+        `  ${probe}`,
+      ]
+    : changes.length
+      ? [`wrote ${path}:`, ...changes.map((c) => `  ${field(c.key)}: ${c.from} → ${c.to}`), `  ${probe}`]
+      : [`${path} already has ${model}'s contract; ${probe}`];
   out.push(
     restart
       ? `\`${RESTART}\` applies it (inferproxy reads its config at start)`
