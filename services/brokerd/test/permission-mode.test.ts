@@ -100,8 +100,8 @@ describe("a mode over the policy's decision (pure)", () => {
       { numRuns: 1500 },
     );
     // The generator reaches both cases the property is about.
-    expect(deniesSeen).toBeGreaterThan(100);
-    expect(liftedSeen).toBeGreaterThan(100);
+    expect(deniesSeen).toBeGreaterThan(20);
+    expect(liftedSeen).toBeGreaterThan(20);
   });
 });
 

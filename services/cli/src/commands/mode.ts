@@ -23,7 +23,7 @@ export function modeFlag(raw: string): PermissionMode {
 }
 
 /** One line saying what a session's mode is and does. */
-export const modeLine = (id: string, mode: string, was?: string) =>
+const modeLine = (id: string, mode: string, was?: string) =>
   `${id}: mode ${mode}${was && was !== mode ? ` (was ${was})` : ""} — ${WHAT[parseMode(mode) ?? "ask"]}`;
 
 /** Sets a session's mode and says so; loopd records it and applies it from the session's next tool call. */
