@@ -18,6 +18,9 @@ const DNS_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z
  * space, a slash or an `@` left after canonicalising cannot be sent to DNS honestly.
  */
 export function canonicalDestination(raw: string): string {
+  // The WHATWG parser stops at these (`a/b.test` is `a`): a name carrying one is refused, not cut short.
+  if (/[/\\?#\s\p{Cc}]/u.test(raw))
+    throw new Refused("net:bad-host", `"${raw.slice(0, 100)}" is not a host name or address`);
   const host = canonicalHost(raw);
   if (isIP(host) || DNS_NAME.test(host)) return host;
   throw new Refused("net:bad-host", `"${raw.slice(0, 100)}" is not a host name or address`);

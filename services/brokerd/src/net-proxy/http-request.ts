@@ -40,7 +40,14 @@ export function parseAuthority(target: string): { host: string; port: number } |
 
 export function parseHttpProxyHead(buf: Buffer): HttpProxyHead {
   const end = buf.indexOf(END);
-  if (end < 0) return buf.length >= MAX_HEAD_BYTES ? { kind: "bad", why: "request head over 16 KiB" } : incomplete;
+  if (end < 0) {
+    // Refused at once when the start can be no request line (a TLS hello, a SOCKS4 client), not at the time limit.
+    const eol = buf.indexOf("\r\n");
+    const first = buf.subarray(0, eol < 0 ? buf.length : eol).toString("latin1");
+    if ((buf.length > 0 && !/^[A-Z]/.test(first)) || (eol >= 0 && !REQUEST_LINE.test(first)))
+      return { kind: "bad", why: "not an HTTP/1.x request line" };
+    return buf.length >= MAX_HEAD_BYTES ? { kind: "bad", why: "request head over 16 KiB" } : incomplete;
+  }
   if (end + END.length > MAX_HEAD_BYTES) return { kind: "bad", why: "request head over 16 KiB" };
   const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
   const m = REQUEST_LINE.exec(lines[0]!);

@@ -72,7 +72,9 @@ interface Target {
   port: number;
   /** A forwarded request's head, rewritten for the origin: sent first. */
   head?: Buffer;
-  /** Tells the client the outcome in its own protocol; on success, puts back what it sent past the handshake. */
+  /** What the client sent past the handshake, already meant for the server. */
+  rest: Buffer;
+  /** Tells the client the outcome in its own protocol. */
   reply(ok: boolean, why: string, status: 403 | 502 | 504): void;
 }
 
@@ -80,6 +82,8 @@ export class ProxyRun {
   readonly connections: ConnectionRecord[] = [];
   private readonly server: Server;
   private readonly open = new Set<Socket>();
+  /** Clients only (open also holds upstream sockets): what max_connections counts. */
+  private clients = 0;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
@@ -119,6 +123,8 @@ export class ProxyRun {
 
   private async handle(client: Socket): Promise<void> {
     this.track(client);
+    this.clients++;
+    client.once("close", () => this.clients--);
     const t0 = performance.now();
     const rec: ConnectionRecord = {
       host: "",
@@ -133,7 +139,7 @@ export class ProxyRun {
     client.on("error", () => client.destroy());
     try {
       // Counted before the handshake too: a command holding max_connections half-open is the limit working.
-      if (this.open.size > this.d.config.max_connections) {
+      if (this.clients > this.d.config.max_connections) {
         rec.rule = "net:busy";
         rec.error = `more than ${this.d.config.max_connections} connections at once`;
         client.destroy();
@@ -191,16 +197,11 @@ export class ProxyRun {
         const q = parseSocksRequest(buf);
         if (q.kind === "incomplete") return tooLong();
         if (q.kind === "bad") return finish(undefined, q.why, socksReply(q.reply));
-        const rest = Buffer.from(buf.subarray(q.consumed));
         finish({
           raw: q.host,
           port: q.port,
-          reply: (ok, _why, status) => {
-            if (ok) {
-              client.write(socksReply(SOCKS.SUCCEEDED));
-              if (rest.length) client.unshift(rest);
-            } else client.end(socksReply(SOCKS_FOR[status]));
-          },
+          rest: Buffer.from(buf.subarray(q.consumed)),
+          reply: (ok, _why, status) => client.write(socksReply(ok ? SOCKS.SUCCEEDED : SOCKS_FOR[status])),
         });
       };
       const tooLong = () => {
@@ -219,10 +220,10 @@ export class ProxyRun {
           raw: h.host,
           port: h.port,
           ...(h.kind === "forward" ? { head: h.head } : {}),
+          rest: h.rest,
           reply: (ok, why, status) => {
-            if (!ok) return void client.end(httpRefusal(status, why));
-            if (h.kind === "connect") client.write(CONNECT_OK);
-            if (h.rest.length) client.unshift(h.rest);
+            if (!ok) client.write(httpRefusal(status, why));
+            else if (h.kind === "connect") client.write(CONNECT_OK);
           },
         });
       };
@@ -236,6 +237,7 @@ export class ProxyRun {
       rec.rule = rule;
       rec.error = why;
       t.reply(false, status === 403 ? `refused (${rule}): ${why}` : why, status);
+      client.end();
     };
     let address: { address: string; family: number };
     try {
@@ -279,9 +281,10 @@ export class ProxyRun {
       return refuse(rec.rule, connected, connected.includes("longer") ? 504 : 502);
     }
     rec.decision = "allowed";
-    if (t.head) {
-      upstream.write(t.head);
-      rec.bytes_up += t.head.length;
+    for (const early of [t.head, t.rest]) {
+      if (!early?.length) continue;
+      upstream.write(early);
+      rec.bytes_up += early.length;
     }
     client.on("data", (b: Buffer) => {
       rec.bytes_up += b.length;
@@ -297,7 +300,9 @@ export class ProxyRun {
     upstream.once("close", () => client.destroySoon());
     client.once("close", () => upstream.destroy());
     t.reply(true, "", 403);
-    client.pipe(upstream);
     upstream.pipe(client);
+    // A client that sent everything with its request and closed has nothing left to pipe: its end is passed on here.
+    if (client.readableEnded) upstream.end();
+    else client.pipe(upstream);
   }
 }
