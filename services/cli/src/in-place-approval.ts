@@ -26,6 +26,8 @@ export class InPlaceApprovals {
     private readonly style: Style,
     private readonly err: NodeJS.WritableStream = process.stderr,
     private readonly input: NodeJS.ReadableStream = process.stdin,
+    /** The bell and desktop notification for a question that waits (approval-alert.ts). */
+    private readonly alert: (p: Proposal) => void = () => {},
   ) {}
 
   handle(ev: SessionEvent): void {
@@ -63,6 +65,7 @@ export class InPlaceApprovals {
       const p = await this.proposal(id);
       if (!p || ac.signal.aborted) return;
       writeText(this.err, preview(p, this.style, PREVIEW_LINES));
+      this.alert(p);
       for (;;) {
         const a = (
           await this.question(

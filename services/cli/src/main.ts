@@ -26,6 +26,7 @@ import { register as registerChanges } from "./commands/changes.js";
 import { register as registerDemo } from "./commands/demo.js";
 import { register as registerContract } from "./commands/contract.js";
 import { register as registerDoctor } from "./commands/doctor.js";
+import { register as registerHooks } from "./commands/hooks.js";
 import { printErr } from "./render/terminal-safe.js";
 
 const program = new Command("boxmaker")
@@ -63,6 +64,7 @@ for (const register of [
   registerSchedule,
   registerCompact,
   registerMode,
+  registerHooks,
 ]) {
   register(program, globals);
 }

@@ -142,7 +142,14 @@ export async function sendAndRender(
   let approvals: import("./in-place-approval.js").InPlaceApprovals | undefined;
   if (opts.askInPlace && !opts.json && process.stdin.isTTY) {
     const { InPlaceApprovals } = await import("./in-place-approval.js");
-    approvals = new InPlaceApprovals(client, styleFor(process.stderr));
+    const { approvalAlert } = await import("./approval-alert.js");
+    approvals = new InPlaceApprovals(
+      client,
+      styleFor(process.stderr),
+      process.stderr,
+      process.stdin,
+      approvalAlert(process.stderr),
+    );
   }
   const ctrlC = new CtrlC(() => {
     printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");

@@ -123,7 +123,8 @@ export class Hooks {
     for (const h of hooksFor(this.sources(), "post_tool", c.tool)) {
       const run = await this.runOne(h, input, signal);
       if (run.error) continue;
-      const out = run.output.trim();
+      // Only blank lines go: a linter's finding may be the whitespace at a line's end.
+      const out = run.output.trim() ? run.output.replace(/^(?:[ \t]*\n)+/, "").replace(/\n+$/, "") : "";
       if (!out && run.exitCode === 0) continue;
       const how = run.timedOut ? `timed out after ${h.spec.timeout_ms} ms` : `exited ${run.exitCode}`;
       const dropped = run.droppedBytes ? `\n[${run.droppedBytes} more bytes of hook output dropped]` : "";

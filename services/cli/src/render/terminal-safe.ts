@@ -70,6 +70,11 @@ export function writeText(stream: NodeJS.WritableStream, text: string): void {
   if (text) stream.write(terminalText(text));
 }
 
+/** The CLI's own bell (an approval waits): the one control character written raw, and never taken from data. */
+export function ringBell(stream: NodeJS.WritableStream): void {
+  stream.write("\x07");
+}
+
 export const printOut = (text: string): void => writeText(process.stdout, text);
 export const printErr = (text: string): void => writeText(process.stderr, text);
 

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterEach } from "vitest";
+import type { StackOptions } from "../../../../test/support/stack.js";
 import { useStack } from "../../../../test/support/use-stack.js";
 import { Tmux } from "./tmux.js";
 
@@ -7,8 +8,8 @@ import { Tmux } from "./tmux.js";
  * A stack, a tmux server per test (killed after it) and the environment a
  * `boxmaker` line in a pane runs with: the chat-on-a-terminal tests' fixture.
  */
-export function useChatTty(prefix: string) {
-  const t = useStack(prefix);
+export function useChatTty(prefix: string, opts: StackOptions = {}) {
+  const t = useStack(prefix, opts);
   let tmux: Tmux | undefined;
   afterEach(async () => {
     await tmux?.kill();
