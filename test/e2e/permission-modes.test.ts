@@ -37,6 +37,11 @@ describe("permission modes through the stack", () => {
     expect(toolResults(planned)[0]!.content).toContain("plan mode");
     expect(existsSync(join(t.stack.workspace, "plan.txt"))).toBe(false);
     expect(planned.some((e) => e.event.case === "modeChanged")).toBe(false);
+    // The model was told with the turn's message, so it plans instead of trying writes.
+    const told = (t.stack.sim.completions.at(-1)!.body as { messages: ChatMessage[] }).messages.find(
+      (m) => m.role === "user",
+    );
+    expect(told?.content).toContain("permission mode to read-only: plan mode");
 
     const switched = await t.client.setSessionMode({ sessionId: id, mode: "auto-edit" });
     expect(switched.mode).toBe("auto-edit");

@@ -3,6 +3,7 @@ import {
   notFound,
   parseMode,
   PERMISSION_MODES,
+  type PermissionMode,
   toRpcError,
   type BrokerService,
   type ClientOf,
@@ -49,6 +50,14 @@ function sessionTitle(raw: string): string {
     .trim();
   return t.length > MAX_TITLE_CHARS ? `${t.slice(0, MAX_TITLE_CHARS - 1)}…` : t;
 }
+
+const MODE_FOR_MODEL: Record<PermissionMode, string> = {
+  "read-only":
+    "plan mode. Only reads and find_tool run; writes and commands are refused. Investigate and describe the changes you would make instead of making them.",
+  ask: "writes and commands wait for the user's approval.",
+  "auto-edit": "file writes are applied without asking; commands still wait for approval.",
+  auto: "what the policy does not deny runs without asking (commands in the sandbox).",
+};
 
 const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
@@ -152,7 +161,11 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       if (s.state.archived) throw invalidArgument(`session ${s.id} is archived`);
       // Applies from the next tool call, also inside a running turn; a call already staged keeps its decision.
       const previous = s.recordMode(mode);
-      if (previous !== mode) s.events.publish({ case: "modeChanged", value: { mode, previous } });
+      if (previous !== mode) {
+        // The model learns it with its next message: a model in plan mode should plan, not try writes.
+        s.recordNote(`The user set this session's permission mode to ${mode}: ${MODE_FOR_MODEL[mode]}`);
+        s.events.publish({ case: "modeChanged", value: { mode, previous } });
+      }
       // A subagent running for this session's turn is part of it: it switches too.
       for (const child of store.list()) if (child.running && child.state.parentId === s.id) child.recordMode(mode);
       return sessionInfo(s);
