@@ -11,12 +11,12 @@ import { ringBell, visible } from "./render/terminal-safe.js";
  * one, `off` (or empty) neither. Everything else that needs a person (a
  * budget, a failed schedule) is the notification hook's, on the daemon side.
  */
-export interface AlertChannels {
+interface AlertChannels {
   bell: boolean;
   desktop: boolean;
 }
 
-export function alertChannels(env: NodeJS.ProcessEnv): AlertChannels {
+function alertChannels(env: NodeJS.ProcessEnv): AlertChannels {
   const v = env.BOXMAKER_NOTIFY;
   if (v === undefined) return { bell: true, desktop: true };
   const words = v.toLowerCase().split(/[\s,]+/);

@@ -26,7 +26,7 @@ export interface ToolCallContext {
   args: unknown;
 }
 
-export interface FiredHook {
+interface FiredHook {
   name: string;
   origin: string;
   run: HookRun;

@@ -18,7 +18,7 @@ const projectSchema: SchemaObject = {
   required: [],
 };
 
-export type ProjectHooksState = "absent" | "untrusted" | "trusted" | "invalid";
+type ProjectHooksState = "absent" | "untrusted" | "trusted" | "invalid";
 
 export interface ProjectHooks {
   root: string;

@@ -4,7 +4,7 @@ export const HOOK_EVENTS = ["session_start", "pre_tool", "post_tool", "turn_end"
 export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 /** What a notification is about: the `match` subject of a notification hook. */
-export type NotificationKind = "approval_waiting" | "budget_ended" | "schedule_failed";
+type NotificationKind = "approval_waiting" | "budget_ended" | "schedule_failed";
 
 export interface HookSpec {
   /** Shown in the audit line and in the note the model reads; defaults to `<event>[i]`. */
