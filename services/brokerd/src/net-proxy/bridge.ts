@@ -7,7 +7,7 @@
  */
 
 /** Where the proxy's socket appears inside the sandbox (bwrap makes the directory on its tmpfs root). */
-export const SANDBOX_SOCKET = "/run/boxmaker-net/proxy.sock";
+const SANDBOX_SOCKET = "/run/boxmaker-net/proxy.sock";
 
 export interface Bridge {
   /** The proxy's socket for this command, on the host. */
