@@ -1,4 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { SessionEvent, Timings } from "@boxmaker/common";
 import { InferService, createClient } from "@boxmaker/common";
 import { doneOf, newSession, turn } from "../support/loop-client.js";
@@ -51,6 +55,10 @@ const CASES: Case[] = [
   { key: "deepseek31", probe: { verdict: "no_tools", toolsRendered: false }, turns: 0, warns: false },
 ];
 
+/** Where the nemo case writes the corrected template `doctor --write-template` offers; the last describe serves it. */
+const CORRECTED = join(tmpdir(), `bx-nemo-corrected-${process.pid}.jinja`);
+afterAll(() => rmSync(CORRECTED, { force: true }));
+
 /** Σprompt_n and Σ truly new over the follow-up requests, from the server's own timings. */
 function reuse(timings: Timings[]): { promptN: number; fresh: number; ratio: number } {
   let promptN = 0;
@@ -86,7 +94,36 @@ describe.skipIf(!haveTemplateFamilies())("template families on a real llama-serv
         const status = await t.stack.cli(["status"], { timeoutMs: 60_000 });
         expect(status.stdout).toContain(probe.summary.replace(/ \(`boxmaker doctor` for the table\)$/, ""));
 
+        if (c.key === "nemo") {
+          // The probe offers a corrected template, and doctor writes it whole.
+          expect(probe.correction).toMatchObject({ state: "available" });
+          expect(probe.correction!.rules).toHaveLength(2);
+          const wrote = await t.stack.cli(["doctor", "--write-template", CORRECTED], { timeoutMs: 60_000 });
+          expect(wrote.code, wrote.stderr).toBe(0);
+          expect(wrote.stdout).toContain(`wrote ${CORRECTED} (sha256 ${probe.correction!.templateSha256})`);
+          expect(wrote.stdout).toContain(`--chat-template-file ${CORRECTED}`);
+          const text = readFileSync(CORRECTED, "utf8");
+          expect(createHash("sha256").update(text).digest("hex")).toBe(probe.correction!.templateSha256);
+          const again = await t.stack.cli(["doctor", "--write-template", CORRECTED], { timeoutMs: 60_000 });
+          expect(again.code).toBe(2);
+          expect(again.stderr).toContain("exists: pass --force to replace it");
+        } else {
+          expect(probe.correction?.state ?? "").not.toBe("available");
+        }
+
         if (c.turns === 0) {
+          // The contract table takes no entry for a template the probe refuses, unless forced.
+          const config = t.stack.daemons.get("inferproxy")!.configPath;
+          const accept = await t.stack.cli(["contract", "accept", "--config", config], { timeoutMs: 60_000 });
+          expect(accept.code).toBe(1);
+          expect(accept.stderr).toContain("not accepted: the template probe refuses this template for tool use");
+          expect(JSON.parse(readFileSync(config, "utf8")).contracts).toBeUndefined();
+          const forced = await t.stack.cli(["contract", "accept", "--force", "--config", config], {
+            timeoutMs: 60_000,
+          });
+          expect(forced.code, forced.stderr).toBe(0);
+          expect(JSON.parse(readFileSync(config, "utf8")).contracts).toHaveLength(1);
+
           const refused = await t.stack.cli(["run", "say", "done"], { timeoutMs: 120_000 });
           const said = (refused.stdout + refused.stderr).trim().split("\n");
           expect(refused.code).not.toBe(0);
@@ -138,4 +175,37 @@ describe.skipIf(!haveTemplateFamilies())("template families on a real llama-serv
       }, 400_000);
     });
   }
+  // Mistral Nemo again, on the template the probe corrected: served by llama-server from --chat-template-file.
+  describe("nemo with the corrected template (--chat-template-file)", () => {
+    const t = useRealStack("bxr-tpl-nemofix-", {
+      model: "answer",
+      modelPath: familyModel(FAMILIES.nemo),
+      ctxSize: 3 * 8192,
+      extraArgs: ["--chat-template-file", CORRECTED],
+    });
+
+    it("the probe finds it prefix-stable, six turns reuse the cache, and no warning comes", async () => {
+      const infer = createClient(InferService, t.stack.sockets.inferproxy);
+      const probe = (await infer.status({}, { timeoutMs: 30_000 }).finally(() => infer.close())).templateProbe!;
+      expect(probe).toMatchObject({ ran: true, toolsRendered: true, prefixStable: true, toolsMove: false });
+      expect(probe.templateSha256).toBe(createHash("sha256").update(readFileSync(CORRECTED, "utf8")).digest("hex"));
+      expect(probe.correction?.state ?? "").toBe("");
+
+      const id = await newSession(t.client, "tpl-nemofix");
+      const timings: Timings[] = [];
+      const warnings: SessionEvent[] = [];
+      for (let i = 0; i < 6; i++) {
+        const events = await turn(t.client, id, `Question ${i}: what does line ${i * 7} of the notes say?`);
+        timings.push(doneOf(events).timings!);
+        for (const ev of events) if (ev.event.case === "cacheWarning") warnings.push(ev);
+      }
+      const r = reuse(timings);
+      console.log(
+        `template mistralai-Mistral-Nemo-Instruct-2407.jinja corrected: probe ${probe.verdict} (prefix-stable ${probe.prefixStable}, probe Σprompt_n/new ${probe.predictedReuseRatio.toFixed(2)}); ` +
+          `through the stack over 5 follow-ups Σprompt_n ${r.promptN} / new ${r.fresh} = ${r.ratio.toFixed(3)}`,
+      );
+      expect(r.ratio).toBeLessThanOrEqual(1.05);
+      expect(warnings).toEqual([]);
+    }, 400_000);
+  });
 });
