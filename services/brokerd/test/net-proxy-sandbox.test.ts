@@ -99,6 +99,21 @@ describe.skipIf(!requires("run_command's network through the allowlist proxy", [
       expect(served).toBe(before);
     });
 
+    it("says so at start when socat is missing, and commands then have no network at all", async () => {
+      r = await rig({
+        ...proxied({ addresses: mapped, allow_private_hosts: ["allowed.test"] }),
+        sandbox: { net_proxy: { enabled: true, socat_path: "/nonexistent/socat" } },
+      });
+      expect(r.broker.status().sandbox).toContain("sandbox.net_proxy is on but /nonexistent/socat does not exist");
+      const before = served;
+      const res = await r.call("run_command", {
+        command: `env | grep -ci proxy; curl -sS http://allowed.test:${port}/ 2>&1; true`,
+      });
+      expect(res.content).toMatch(/^0$/m);
+      expect(res.content).toMatch(/Could not resolve host: allowed\.test/);
+      expect(served).toBe(before);
+    });
+
     it("is off by default: a command has no network and no proxy variables", async () => {
       r = await rig({ policy: { rules: [{ name: "cmds", tool: "run_command", effect: "allow" }] } });
       const res = await r.call("run_command", { command: "env | grep -ci proxy; ls /run/boxmaker-net 2>&1; true" });

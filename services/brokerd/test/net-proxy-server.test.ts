@@ -71,6 +71,13 @@ const until = async (cond: () => boolean) => {
 };
 
 describe("the proxy's server", () => {
+  it("refuses a mapping to something that is not an IP address as a config error, naming the key", () => {
+    expect(
+      () =>
+        new NetProxy({ config: { ...base, addresses: { "a.test": "1.2" } }, rules, dir: tmp.dir, record: () => {} }),
+    ).toThrow(/^sandbox\.net_proxy\.addresses\.a\.test: "1\.2" is not an IP address$/);
+  });
+
   it("tunnels CONNECT and SOCKS5 to an allowed host and counts every byte both ways", async () => {
     const { run: r, records } = await open();
     await fc.assert(
