@@ -53,7 +53,7 @@ export interface ContractFile {
 }
 
 /** One entry of inferproxy's contract table (its config's `contracts`). */
-export interface ContractEntryValues extends ContractValues {
+interface ContractEntryValues extends ContractValues {
   model: string;
   probe_verdict?: string;
 }

@@ -14,7 +14,7 @@ const entry = (model: string, sha = "a".repeat(64)) => ({
   template_sha256: sha,
   n_ctx_per_slot: 32768,
   total_slots: 2,
-  probe_verdict: "ok",
+  probe_verdict: "ok" as const,
 });
 
 describe("the contract table, pure", () => {
