@@ -74,7 +74,12 @@ describe("the proxy's server", () => {
   it("refuses a mapping to something that is not an IP address as a config error, naming the key", () => {
     expect(
       () =>
-        new NetProxy({ config: { ...base, addresses: { "a.test": "1.2" } }, rules, dir: tmp.dir, record: () => {} }),
+        new NetProxy({
+          config: { ...base, addresses: { "a.test": "1.2" } },
+          rules,
+          dir: join(tmp.dir, "bad"),
+          record: () => {},
+        }),
     ).toThrow(/^sandbox\.net_proxy\.addresses\.a\.test: "1\.2" is not an IP address$/);
   });
 

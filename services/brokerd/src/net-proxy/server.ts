@@ -53,6 +53,8 @@ export class NetProxy {
     for (const [host, address] of Object.entries(d.config.addresses))
       if (!isIP(address))
         throw new ConfigError(`sandbox.net_proxy.addresses.${host.slice(0, 100)}: "${address}" is not an IP address`);
+    // Sockets a crashed brokerd left: nothing listens on them any more.
+    rmSync(d.dir, { recursive: true, force: true });
   }
 
   async open(command: string): Promise<ProxyRun> {
