@@ -74,7 +74,7 @@ rec {
     log_level = cfg.logLevel;
   } // (if cfg.livenessWindowMs == null then { } else { liveness_timeout_ms = cfg.livenessWindowMs; })) cfg.settings.inferproxy;
 
-  brokerdConfig = { cfg, bwrapPath }: merge {
+  brokerdConfig = { cfg, bwrapPath, socatPath }: merge {
     socket = sockets.brokerd;
     state_dir = defaults.dirs.brokerdState;
     workspace_roots = cfg.workspaceRoots;
@@ -88,7 +88,11 @@ rec {
       }) cfg.policy.rules;
     };
     sandbox = if cfg.sandbox.enable
-      then { mode = "bwrap"; bwrap_path = bwrapPath; network = cfg.sandbox.network; }
+      then {
+        mode = "bwrap"; bwrap_path = bwrapPath; network = cfg.sandbox.network;
+        # Network for commands through brokerd's allowlist proxy (docs/operations.md, "Network for commands").
+        net_proxy = { enabled = cfg.sandbox.netProxy.enable; socat_path = socatPath; };
+      }
       else { mode = "none"; allow_unsandboxed = true; };
     mcp_servers = builtins.mapAttrs (_: s: withoutNulls {
       inherit (s) transport command args env cwd url headers risk;

@@ -22,7 +22,7 @@ let
   json = name: value: pkgs.writeText "boxmaker-${name}.json" (builtins.toJSON value);
   configFiles = {
     inferproxy = json "inferproxy" (boxLib.inferproxyConfig cfg);
-    brokerd = json "brokerd" (boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; });
+    brokerd = json "brokerd" (boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; socatPath = "${pkgs.socat}/bin/socat"; });
     loopd = json "loopd" (boxLib.loopdConfig cfg);
   };
 
@@ -296,6 +296,11 @@ in
     sandbox = {
       enable = mkOption { type = types.bool; default = true; description = "Run commands in bubblewrap. Disabling runs them unsandboxed."; };
       network = mkOption { type = types.bool; default = false; description = "Give sandboxed commands the network."; };
+      netProxy.enable = mkOption {
+        type = types.bool;
+        default = false;
+        description = "Let sandboxed commands reach the hosts policy rules allow (`hosts`), through brokerd's HTTP CONNECT and SOCKS5 proxy; the sandbox keeps no network of its own. Further keys (allow_private_hosts, addresses, limits) under `settings.brokerd.sandbox.net_proxy`.";
+      };
     };
     mcpServers = mkOption { type = types.attrsOf mcpServer; default = { }; description = "MCP servers whose tools brokerd offers (through find_tool/call_tool)."; };
     schedules = mkOption {

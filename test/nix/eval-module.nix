@@ -58,6 +58,7 @@ let
         fakeDrv { name = "llama-cpp-${lib.concatMapStringsSep "-" (lib.removeSuffix "Support") on}-0"; mainProgram = "llama-server"; };
     };
     bubblewrap = fakeDrv { name = "bubblewrap-0"; mainProgram = "bwrap"; };
+    socat = fakeDrv { name = "socat-0"; mainProgram = "socat"; };
     coreutils = fakeDrv { name = "coreutils-0"; };
     curl = fakeDrv { name = "curl-0"; mainProgram = "curl"; };
     writeText = name: text: fakeDrv { inherit name text; };
@@ -185,7 +186,7 @@ in
   package = boxmakerPackage.outPath;
   configFiles = lib.optionalAttrs cfg.enable (lib.mapAttrs (n: v: plain (configFile n v)) {
     inferproxy = boxLib.inferproxyConfig cfg;
-    brokerd = boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; };
+    brokerd = boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; socatPath = "${pkgs.socat}/bin/socat"; };
     loopd = boxLib.loopdConfig cfg;
   });
 }

@@ -316,6 +316,15 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     });
   });
 
+  it("sandbox.netProxy.enable turns on brokerd's proxy for commands, with socat from nixpkgs as the bridge", () => {
+    const proxy = (ev: Evaluation) =>
+      (configOf(ev, "brokerd").sandbox as { net_proxy: { enabled: boolean; socat_path: string } }).net_proxy;
+    const on = proxy(evalModule({ enable: true, llamaServer: withModel, sandbox: { netProxy: { enable: true } } }));
+    expect(on.enabled).toBe(true);
+    expect(on.socat_path).toMatch(/^\/nix\/store\/[^/]+-socat-0\/bin\/socat$/);
+    expect(proxy(evalModule({ enable: true, llamaServer: withModel })).enabled).toBe(false);
+  });
+
   describe("the llama-server package is the operator's choice", () => {
     it.each([
       [{ "llama-cpp": { vulkanSupport: true } }, "llama-cpp-vulkan-0"],
