@@ -1,5 +1,5 @@
 import { BoxmakerError, Status } from "@boxmaker/common";
-import type { LogRecord } from "./session-log.js";
+import type { LogRecord } from "./log-record.js";
 
 /**
  * loopd's own failures. Each has a fixed code that tests and callers branch

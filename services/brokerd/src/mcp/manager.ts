@@ -6,7 +6,7 @@ import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
 import type { ToolDef, ToolTable } from "../tool-table.js";
 import { McpConnection } from "./connection.js";
-import type { McpPromptInfo, McpServers } from "./servers.js";
+import type { McpPromptInfo, McpServers } from "./mcp-servers.js";
 import type { McpRuntime } from "./transport.js";
 import { cleanText } from "./clean-text.js";
 import { binaryToText, noticingStore } from "./convert.js";

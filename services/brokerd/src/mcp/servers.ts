@@ -2,26 +2,10 @@ import type { Logger } from "@boxmaker/common";
 import { stackDirs } from "../boundary.js";
 import type { BrokerConfig } from "../config-types.js";
 import type { ToolTable } from "../tool-table.js";
-import type { McpConnection } from "./connection.js";
+import type { McpServers } from "./mcp-servers.js";
 import type { McpRuntime } from "./transport.js";
 
-export interface McpPromptInfo {
-  server: string;
-  name: string;
-  description: string;
-  arguments: Array<{ name: string; description: string; required: boolean }>;
-}
-
-/** The configured MCP servers, as the broker uses them (McpManager when there are any). */
-export interface McpServers {
-  readonly connections: readonly McpConnection[];
-  start(): void;
-  settled(): Promise<void>;
-  get(name: string): McpConnection | undefined;
-  prompts(signal: AbortSignal): Promise<McpPromptInfo[]>;
-  status(): string[];
-  close(): Promise<void>;
-}
+export type { McpServers } from "./mcp-servers.js";
 
 const NONE: McpServers = {
   connections: [],
