@@ -19,3 +19,4 @@ export * from "./slot-queue.js";
 export * from "./async-queue.js";
 export * from "./permission-mode.js";
 export * from "./contract-model.js";
+export * from "./enum-names.js";

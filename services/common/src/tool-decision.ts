@@ -1,4 +1,5 @@
-import { ToolDecision } from "./gen/boxmaker/v1/broker_pb.js";
+import { enumNames } from "./enum-names.js";
+import { ToolDecision, ToolDecisionSchema } from "./gen/boxmaker/v1/broker_pb.js";
 
 /**
  * One vocabulary for what became of a tool call, end to end. The wire enum
@@ -13,19 +14,7 @@ import { ToolDecision } from "./gen/boxmaker/v1/broker_pb.js";
 export type DecisionName = "allowed" | "denied" | "staged" | "none";
 export type PolicyEffect = "allow" | "ask" | "deny";
 
-const NAME: Record<ToolDecision, DecisionName> = {
-  [ToolDecision.UNSPECIFIED]: "none",
-  [ToolDecision.ALLOWED]: "allowed",
-  [ToolDecision.DENIED]: "denied",
-  [ToolDecision.STAGED]: "staged",
-};
-
-const BY_NAME: Record<DecisionName, ToolDecision> = {
-  none: ToolDecision.UNSPECIFIED,
-  allowed: ToolDecision.ALLOWED,
-  denied: ToolDecision.DENIED,
-  staged: ToolDecision.STAGED,
-};
+const NAMES = enumNames<DecisionName>(ToolDecisionSchema, "none");
 
 const FOR_EFFECT: Record<PolicyEffect, ToolDecision> = {
   allow: ToolDecision.ALLOWED,
@@ -35,12 +24,12 @@ const FOR_EFFECT: Record<PolicyEffect, ToolDecision> = {
 
 /** The log/display name of a wire decision; an unknown future value reads as "none". */
 export function decisionName(d: ToolDecision): DecisionName {
-  return NAME[d] ?? "none";
+  return NAMES.nameOf(d);
 }
 
 /** The wire decision of a logged name (old logs included). */
 export function decisionOf(name: DecisionName): ToolDecision {
-  return BY_NAME[name] ?? ToolDecision.UNSPECIFIED;
+  return NAMES.valueOf(name) as ToolDecision;
 }
 
 /** What a policy effect does to a call: allow runs it, ask stages it for a person, deny refuses it. */

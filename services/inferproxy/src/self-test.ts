@@ -1,3 +1,4 @@
+import type { SelfTest } from "@boxmaker/common";
 import { createHash } from "node:crypto";
 import type { ContractConfig } from "./config.js";
 
@@ -14,25 +15,12 @@ export interface Props {
   eos_token?: string;
 }
 
-export interface SelfTestResult {
-  ran: boolean;
-  passed: boolean;
-  expectedTemplateSha256: string;
-  actualTemplateSha256: string;
-  expectedNCtx: number;
-  actualNCtx: number;
-  expectedTotalSlots: number;
-  actualTotalSlots: number;
-  /** One line per mismatch; empty when passed. */
-  mismatches: string[];
-  checkedAtUnixMs: number;
-  /** When failed: how the operator takes the server as it is (contract-refusal.ts); "" otherwise. */
-  acceptCommand: string;
-  /** The served model's key in the contract table (contract-table.ts). */
-  modelKey: string;
-  /** The table entry the server was held to; "" for `contract`. */
-  contractEntry: string;
-}
+/**
+ * The self-test's result: the generated SelfTest message (infer.proto is the
+ * one definition of its fields), with the time as a number until Status
+ * writes it out.
+ */
+export type SelfTestResult = Omit<SelfTest, "$typeName" | "$unknown" | "checkedAtUnixMs"> & { checkedAtUnixMs: number };
 
 export function notRun(contract: ContractConfig): SelfTestResult {
   return {

@@ -202,7 +202,8 @@ export class InferProxy {
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
       throw ctx.signal.aborted ? cancelled("cancelled while waiting for the slot") : err;
     });
-    const slot = req.slot % this.totalSlots;
+    // request-shaping refused a slot the server does not have.
+    const slot = req.slot;
     // A probe must answer well inside the window it is judging.
     const probeTimeoutMs = Math.max(
       100,

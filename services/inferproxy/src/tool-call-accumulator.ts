@@ -1,4 +1,4 @@
-import { messageOf } from "@boxmaker/common";
+import { messageOf, type ToolCall } from "@boxmaker/common";
 
 /** One entry of `delta.tool_calls` as llama-server (and OpenAI) stream it. */
 export interface ToolCallChunk {
@@ -17,18 +17,14 @@ export interface ToolCallDeltaOut {
   argumentsDelta: string;
 }
 
-export interface AccumulatedToolCall {
-  index: number;
-  id: string;
-  type: string;
-  name: string;
-  /** The raw argument text exactly as streamed, whether or not it parses. */
-  arguments: string;
-  /** Set when `arguments` is not a JSON object. */
-  parseError: string;
+/**
+ * A finished tool call: the generated ToolCall message's fields (infer.proto),
+ * plus the parsed arguments for the assistant message inferproxy writes.
+ */
+export type AccumulatedToolCall = Omit<ToolCall, "$typeName" | "$unknown"> & {
   /** The parsed arguments when they are a JSON object. */
   parsed?: Record<string, unknown>;
-}
+};
 
 interface Slot {
   index: number;

@@ -1,13 +1,13 @@
-import type { ClientOf, InferService, Logger } from "@boxmaker/common";
+import type { ClientOf, Compacted, InferService, Logger } from "@boxmaker/common";
 import { EmptySummaryError } from "./errors.js";
 import { buildMessagesJson } from "./epoch-view.js";
-import { epochMessages, lastAssistantIndex, type SessionState, type StoredMessage } from "./session-state.js";
+import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
 import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf } from "./folds.js";
 import { clippedTranscript, needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
 import { systemMessageJson, userMessageJson } from "./messages.js";
 import type { Session } from "./session.js";
 import { blobRefs } from "./prepass/index.js";
-import { bytesPerToken, isMeasured, tokensOf } from "./token-counts.js";
+import { bytesPerToken, isMeasured, tokensSinceAnswer } from "./token-counts.js";
 
 export interface CompactionSettings {
   /** Compact when the next request would fill more than this share of the slot's context. */
@@ -25,17 +25,14 @@ const SUMMARY_REQUEST_AFTER_FOLDS =
   "is kept as it is. Write a concise summary of only the conversation after it: the task, decisions, facts learned, " +
   "file paths, blob pointers (blob:sha256:…) and open questions. Quote exact values; do not call tools.";
 
-export interface CompactResult {
-  epoch: number;
+/**
+ * What a compaction did: the generated Compacted event (loop.proto is the one
+ * definition of its fields), its reason narrowed to the four there are.
+ */
+export type CompactResult = Omit<Compacted, "$typeName" | "$unknown" | "reason"> & {
   /** auto: near the context; large: the new messages alone do not fit; overflow: the server refused; request: a person asked. */
   reason: "auto" | "large" | "overflow" | "request";
-  beforeTokens: number;
-  foldedMessages: number;
-  keptMessages: number;
-  summaryBytes: number;
-  carriedFoldBytes: number;
-  spilledBlocks: number;
-}
+};
 
 /** Spills large blocks of a message text to the blob store (the inbound pre-pass with a given threshold). */
 export type Spill = (
@@ -83,16 +80,15 @@ export class Compactor {
   /** Compacts when the next request would come too close to the slot's context size, and there are old turns to fold. */
   async maybeCompact(s: Session, signal: AbortSignal): Promise<CompactResult | undefined> {
     const st = s.state;
-    const messages = epochMessages(st);
-    const since = messages.slice(lastAssistantIndex(messages) + 1);
-    const tokens = (j: string) => tokensOf(st, j);
+    // Asked before every request: from the epoch's running tallies, without walking its messages.
+    const since = tokensSinceAnswer(st);
     const nCtx = await this.slotContext(st.slot, signal);
-    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold, tokens))
-      return undefined;
+    if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold)) return undefined;
     // What was appended since the last answer does not fit by itself (by the server's counts so far): spill it now.
-    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold, tokens))
+    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold))
       return this.compact(s, signal, "large");
     // Never compact a session whose history is only the new message: there is nothing to fold.
+    const messages = epochMessages(st);
     if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
     return this.compact(s, signal, "auto");
   }

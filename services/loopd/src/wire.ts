@@ -1,7 +1,9 @@
 import {
   DEFAULT_MODE,
-  SessionRole,
+  type SessionRole,
+  SessionRoleSchema,
   decisionOf,
+  enumNames,
   type SessionInfoSchema,
   type HistoryMessageSchema,
 } from "@boxmaker/common";
@@ -18,17 +20,8 @@ import type { Session } from "./session.js";
  * without a server.
  */
 
-const ROLE_TO_NAME: Record<number, SessionRoleName> = {
-  [SessionRole.UNSPECIFIED]: "main",
-  [SessionRole.MAIN]: "main",
-  [SessionRole.SUBAGENT]: "subagent",
-  [SessionRole.SCHEDULED]: "scheduled",
-};
-const NAME_TO_ROLE: Record<SessionRoleName, SessionRole> = {
-  main: SessionRole.MAIN,
-  subagent: SessionRole.SUBAGENT,
-  scheduled: SessionRole.SCHEDULED,
-};
+// UNSPECIFIED (a client that sets no role) is a main session.
+const ROLES = enumNames<SessionRoleName>(SessionRoleSchema, "main");
 
 export function sessionInfo(s: Session): MessageInitShape<typeof SessionInfoSchema> {
   return summaryInfo(s.summary(), s);
@@ -45,7 +38,7 @@ export function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShap
         : "idle";
   return {
     id: sm.id,
-    role: NAME_TO_ROLE[sm.role],
+    role: ROLES.valueOf(sm.role) as SessionRole,
     title: sm.title,
     epoch: sm.epoch,
     slot: sm.slot,
@@ -66,7 +59,7 @@ export function summaryInfo(sm: SessionSummary, live?: Session): MessageInitShap
 
 /** The role a request names; an unset role is a main session. */
 export function roleName(role: SessionRole): SessionRoleName {
-  return ROLE_TO_NAME[role] ?? "main";
+  return ROLES.nameOf(role);
 }
 
 /** A message of the session's history with how its tool call was decided, if it answers one. */
