@@ -23,8 +23,9 @@ export class HookEvents {
     message?: string;
     stopReason?: string;
   }): void {
-    this.broker
-      .runHooks(req, { timeoutMs: RPC_DEADLINE_MS })
+    // Started inside the promise: a client that throws at once (closed, or without the method) is a log line too.
+    Promise.resolve()
+      .then(() => this.broker.runHooks(req, { timeoutMs: RPC_DEADLINE_MS }))
       .then((res) => {
         for (const r of res.runs)
           if (r.error || r.timedOut || r.exitCode !== 0)
