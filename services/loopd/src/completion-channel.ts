@@ -21,9 +21,9 @@ type Stream = BidiCall<typeof ChannelRequestSchema, typeof ChannelEventSchema>;
 /**
  * What a completion on the channel gets: its events, then its end — from
  * inferproxy (`fromServer`), or here (a cancel, a deadline, the stream's
- * failure) — or word to ask again with Complete.
+ * failure).
  */
-type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer: boolean } | { fallback: true };
+type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer: boolean };
 
 /**
  * Model requests to inferproxy over one long-lived CompleteChannel stream
@@ -33,18 +33,17 @@ type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer
  * status, details and cause the call would have ended with; a signal that
  * aborts cancels it. The stream is opened on first use and again after it
  * breaks (every completion on a broken stream fails UNAVAILABLE, as a broken
- * call would). An inferproxy without CompleteChannel is asked with Complete.
+ * call would). loopd and inferproxy ship and restart together, so an
+ * inferproxy without CompleteChannel is a broken install, said as such.
  */
 export class CompletionChannel {
   private stream: Stream | undefined;
   private readonly calls = new Map<bigint, (item: Item) => void>();
   private nextId = 0n;
-  private unsupported = false;
 
-  constructor(private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "completeChannel">) {}
+  constructor(private readonly infer: Pick<ClientOf<typeof InferService>, "completeChannel">) {}
 
-  readonly complete = (req: CompleteInit, opts?: CallOptions): AsyncIterable<CompletionEvent> =>
-    this.unsupported ? this.infer.complete(req, opts) : this.run(req, opts);
+  readonly complete = (req: CompleteInit, opts?: CallOptions): AsyncIterable<CompletionEvent> => this.run(req, opts);
 
   /** Ends the stream; completions still on it fail as on a broken stream. */
   close(): void {
@@ -56,7 +55,7 @@ export class CompletionChannel {
     signal?.throwIfAborted();
     const stream = this.open();
     const callId = ++this.nextId;
-    // One completion's items; its end (or a fallback) is the last: pushing it closes the queue.
+    // One completion's items; its end is the last: pushing it closes the queue.
     const q = new AsyncQueue<Item>();
     const push = (item: Item) => {
       q.push(item);
@@ -77,14 +76,9 @@ export class CompletionChannel {
       for await (const item of q) {
         if ("event" in item) {
           yield item.event;
-        } else if ("end" in item) {
+        } else {
           over = item.fromServer;
           if (item.end) throw item.end;
-          return;
-        } else {
-          // This inferproxy has no CompleteChannel, so nothing was sent upstream: ask it the old way.
-          over = true;
-          yield* this.infer.complete(req, opts);
           return;
         }
       }
@@ -115,9 +109,15 @@ export class CompletionChannel {
       failure = toRpcError(err);
     }
     if (this.stream === stream) this.stream = undefined;
-    if (failure.code === Status.UNIMPLEMENTED) this.unsupported = true;
-    for (const push of this.calls.values())
-      push(this.unsupported ? { fallback: true } : { end: failure, fromServer: false });
+    if (failure.code === Status.UNIMPLEMENTED) {
+      failure = new RpcError(
+        Status.UNIMPLEMENTED,
+        "inferproxy has no CompleteChannel: it is from another build than loopd; install and restart the stack together",
+        {},
+        { cause: failure },
+      );
+    }
+    for (const push of this.calls.values()) push({ end: failure, fromServer: false });
   }
 
   private deliver(ev: ChannelEvent): void {
