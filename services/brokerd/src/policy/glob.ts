@@ -142,11 +142,6 @@ export function compileGlob(glob: string, opts: CompileOpts = {}): Glob {
   return new Nfa(glob, opts);
 }
 
-/** Kept for callers that want the whole-string form; returns a matcher with `.test`, not a RegExp. */
-export function globToRegExp(glob: string): Glob {
-  return compileGlob(glob);
-}
-
 /**
  * Matches a `/`-separated path against globs: `/abs/…` whole absolute paths,
  * `./x` the workspace-relative path from the root (and anything below it),
