@@ -25,8 +25,8 @@ Stops when the turn ends, with the same exit code \`run\` would give it.
 Ctrl-C stops watching; it does not cancel the turn (\`boxmaker cancel ID\` does).
 
 Examples:
-  boxmaker attach 01JD3K8Q2W
-  boxmaker attach --follow --json 01JD3K8Q2W | jq -c 'select(.tool_call)'`,
+  boxmaker attach s-mx4f7p33-e9e25c52
+  boxmaker attach --follow --json s-mx4f7p33-e9e25c52 | jq -c 'select(.tool_call)'`,
     )
     .action(async (id: string, opts: AttachFlags) => {
       const { renderEvents, resumingEvents } = await import("../turn-stream.js");

@@ -15,7 +15,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
 Exits 0 whether or not a turn was running; --json says which.
 
 Examples:
-  boxmaker cancel 01JD3K8Q2W`,
+  boxmaker cancel s-mx4f7p33-e9e25c52`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
       const client = await connect(globals());

@@ -41,7 +41,7 @@ code is the last turn's.
 
 Examples:
   boxmaker chat
-  boxmaker chat 01JD3K8Q2W
+  boxmaker chat s-mx4f7p33-e9e25c52
   boxmaker chat --mode auto-edit
   printf 'list files\\nnow count them\\n' | boxmaker chat --json`,
     )

@@ -42,7 +42,7 @@ The earlier turns stay in the session's log; the model continues from the
 summary and the last turn. In \`boxmaker chat\`, /compact does the same.
 
 Examples:
-  boxmaker compact 01JD3K8Q2W`,
+  boxmaker compact s-mx4f7p33-e9e25c52`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
       const client = await connect(globals());

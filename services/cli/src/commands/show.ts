@@ -15,8 +15,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       "after",
       `
 Examples:
-  boxmaker show 01JD3K8Q2W | less -R
-  boxmaker show --json 01JD3K8Q2W | jq '.messages[].message.role'`,
+  boxmaker show s-mx4f7p33-e9e25c52 | less -R
+  boxmaker show --json s-mx4f7p33-e9e25c52 | jq '.messages[].message.role'`,
     )
     .action(async (id: string, opts: { reasoning: boolean; resultLines: string; json?: boolean }) => {
       const { SessionInfoSchema } = await import("@boxmaker/common/client");
