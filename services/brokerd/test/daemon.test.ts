@@ -77,7 +77,7 @@ describe.skipIf(!haveTools)("brokerd as a process", () => {
     // No waitForReady and a short deadline: at READY the socket must already serve.
     const c = createClient(BrokerService, d.sock);
     const st = await c.brokerStatus({}, { timeoutMs: 2000 });
-    expect(st.coreTools).toBe(9);
+    expect(st.coreTools).toBe(10);
     expect(st.sandbox).toMatch(/^bwrap/);
     c.close();
     expect(await stop(d)).toBe(0);
@@ -105,6 +105,7 @@ describe.skipIf(!haveTools)("brokerd as a process", () => {
       "find_tool",
       "call_tool",
       "spawn_agent",
+      "update_plan",
     ]);
     ca.close();
     cb.close();

@@ -13,7 +13,7 @@ describe("the epoch tools array", () => {
     expect(`${a.json}\n`).toBe(readFileSync(FIXTURE, "utf8"));
   });
 
-  it("holds the nine core tools in a fixed order, with the short meta-tool schemas", () => {
+  it("holds the ten core tools in a fixed order, with the short meta-tool schemas", () => {
     const a = buildToolsArray(builtinTable([]).core());
     expect(a.names).toEqual([
       "read_file",
@@ -25,6 +25,7 @@ describe("the epoch tools array", () => {
       "find_tool",
       "call_tool",
       "spawn_agent",
+      "update_plan",
     ]);
     const tools = JSON.parse(a.json) as Array<{
       type: string;

@@ -20,6 +20,7 @@ import {
 } from "./request-retry.js";
 import type { Session } from "./session.js";
 import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
+import { ToolCallProgress } from "./tool-call-progress.js";
 
 /** What one model request of a turn needs besides its messages. */
 export interface CompletionCall {
@@ -144,6 +145,7 @@ async function streamCompletion(
   );
   let final: FinalMessage | undefined;
   let shownFirst = false;
+  const toolProgress = new ToolCallProgress(publish);
   let answered = false;
   try {
     for await (const ev of stream) {
@@ -163,6 +165,9 @@ async function streamCompletion(
         case "content":
           attempt.shown.contentChars += e.value.text.length;
           publish({ case: "content", value: e.value });
+          break;
+        case "toolCall":
+          toolProgress.onDelta(e.value);
           break;
         case "thinkingCap":
           publish({ case: "thinkingCap", value: e.value });

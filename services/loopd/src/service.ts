@@ -18,6 +18,7 @@ import type { SessionSummary } from "./session-index.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Schedules } from "./schedules.js";
 import { diskUsage } from "./disk-usage.js";
+import { planOf } from "./plan-tool.js";
 import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
 export interface LoopServiceDeps {
@@ -119,6 +120,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       return {
         session: { ...sessionInfo(s), cacheHealth: runner.cacheHealth.ofSession(s.id) },
         messages: s.state.history.filter((m) => !m.carried).map(historyMessage),
+        plan: planOf(s.state.history),
       };
     },
 

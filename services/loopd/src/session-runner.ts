@@ -26,7 +26,8 @@ import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { SessionBlobs } from "./session-blobs.js";
 import { HookEvents } from "./hook-events.js";
 import { TurnCancelled } from "./errors.js";
-import { SPAWN_AGENT_TOOL } from "./loopd-tools.js";
+import { SPAWN_AGENT_TOOL, UPDATE_PLAN_TOOL } from "./loopd-tools.js";
+import { runUpdatePlan } from "./plan-tool.js";
 import { CacheHealth } from "./cache-health.js";
 
 export interface RunnerDeps {
@@ -78,7 +79,10 @@ export class SessionRunner {
       broker: d.broker,
       log: d.log,
       maxTokens: d.config.max_tokens,
-      localTools: { [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal) },
+      localTools: {
+        [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal),
+        [UPDATE_PLAN_TOOL]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
+      },
       awaitDecision: (id, signal, sessionId) => {
         this.hookEvents.notify(
           sessionId,

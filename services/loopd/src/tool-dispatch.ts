@@ -16,8 +16,13 @@ export interface ToolOutcome {
   proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" };
 }
 
-/** A tool loopd runs itself (spawn_agent), once brokerd's policy lets it. */
-type LocalTool = (args: Record<string, unknown>, s: Session, signal: AbortSignal) => Promise<ToolOutcome>;
+/** A tool loopd runs itself (spawn_agent, update_plan), once brokerd's policy lets it. */
+type LocalTool = (
+  args: Record<string, unknown>,
+  s: Session,
+  signal: AbortSignal,
+  callId: string,
+) => Promise<ToolOutcome> | ToolOutcome;
 
 /** What dispatching a call talks to; tests pass fakes, the daemon passes gRPC clients. */
 export interface ToolDeps {
@@ -129,7 +134,7 @@ async function dispatchTool(
     }
     return { decided, result: { content: res.content, isError: res.isError } };
   }
-  const runLocal = () => local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal);
+  const runLocal = async () => local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal, call.id);
   if (res.decision === ToolDecision.STAGED) {
     const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
     if (!res.proposalId || !deps.awaitDecision) return { decided, result: { content: res.content, isError: false } };

@@ -10,6 +10,7 @@ import { readFile } from "./read-file.js";
 import { runCommand } from "./run-command.js";
 import { searchFiles } from "./search-files.js";
 import { spawnAgent } from "./spawn-agent.js";
+import { updatePlan } from "./update-plan.js";
 import { writeFile } from "./write-file.js";
 
 /** The core set in array order. The order is part of the prompt prefix: changing it costs every cache. */
@@ -23,6 +24,7 @@ const CORE_TOOLS: readonly ToolDef[] = [
   findTool,
   callTool,
   spawnAgent,
+  updatePlan,
 ];
 const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob, fetchUrl];
 

@@ -136,6 +136,7 @@ export function toolCallArb(ws: string, outside: string): fc.Arbitrary<{ name: s
         "call_tool",
         "find_tool",
         "spawn_agent",
+        "update_plan",
         "nope",
         "",
       ),
