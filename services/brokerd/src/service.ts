@@ -70,7 +70,7 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
     decideProposal: async (req) => ({
       proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)),
     }),
-    brokerStatus: () => broker.status(),
+    brokerStatus: () => ({ ...broker.status(), workspaceRoots: broker.config.workspace_roots }),
     ...hookRpcs(broker.hooks),
     putBlob: (req) => {
       const r = broker.putBlob(req.sessionId, req.text);
