@@ -16,7 +16,8 @@ export default defineConfig({
   },
   test: {
     include: ["services/*/test/**/*.test.ts", "test/**/*.test.ts"],
-    exclude: ["**/node_modules/**", "**/dist/**", "test/bench/**"],
+    // test/bench holds benchmarks (never run here) and the bench runner's own test (run.test.ts).
+    exclude: ["**/node_modules/**", "**/dist/**", "test/bench/**/*.bench.*"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

@@ -30,31 +30,45 @@ function cpuMsOf(pid) {
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
-/** A child process serving InferService.Complete with a single immediate event. */
+/**
+ * A child process serving InferService.Complete with a single immediate event.
+ * Every other method of the service is answered UNIMPLEMENTED, derived from the
+ * service's own descriptor: addService refuses a service with a method left
+ * out, and a hand-written list went stale each time the proto gained one
+ * (CompleteChannel), which crashed the child and left the bench waiting.
+ */
 async function bareHop(dir) {
   const sock = join(dir, "hop.sock");
   const code = `
     import * as grpc from "@grpc/grpc-js";
-    import { addService, InferService } from ${JSON.stringify(join(repo, "services/common/dist/index.js"))};
+    import { addService, InferService, RpcError, Status } from ${JSON.stringify(join(repo, "services/common/dist/index.js"))};
+    const refusal = (m) => new RpcError(Status.UNIMPLEMENTED, m.name + " is not served by the bare hop");
+    const impl = Object.fromEntries(InferService.methods.map((m) => [
+      m.localName,
+      m.methodKind === "unary" ? async () => { throw refusal(m); } : async function* () { throw refusal(m); },
+    ]));
+    impl.complete = async function* () { yield { event: { case: "content", value: { text: "x" } } }; };
     const server = new grpc.Server();
-    addService(server, InferService, {
-      status: async () => ({}),
-      slotAction: async () => ({}),
-      slotFiles: async () => ({}),
-      complete: async function* () { yield { event: { case: "content", value: { text: "x" } } }; },
-    });
+    addService(server, InferService, impl);
     server.bindAsync("unix://${sock}", grpc.ServerCredentials.createInsecure(), () => console.log("up"));
     process.on("SIGTERM", () => server.forceShutdown());`;
   const proc = spawn(process.execPath, ["--input-type=module", "-e", code], {
     cwd: repo,
     stdio: ["ignore", "pipe", "inherit"],
   });
-  await once(proc.stdout, "data");
+  // Up, or an error naming why not: a child that dies before listening must not leave the bench waiting.
+  await Promise.race([
+    once(proc.stdout, "data"),
+    once(proc, "exit").then(([code, signal]) => {
+      throw new Error(`the bare hop exited (${signal ?? code}) before listening`);
+    }),
+  ]);
   const client = createClient(InferService, sock);
   return {
     client,
     close: async () => {
       client.close();
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       proc.kill("SIGTERM");
       await once(proc, "exit");
     },
