@@ -12,19 +12,22 @@ export const estimateTokens = (json: string) => Math.ceil(Buffer.byteLength(json
 
 /**
  * Whether the next request might overflow: what the slot held after the last
- * response (the server's own count) plus what was appended since (at the
- * session's measured bytes per token), plus room for the answer.
+ * response (the server's own count) plus what was appended since (its tokens
+ * at the session's measured bytes per token, or the messages to count them
+ * from), plus room for the answer.
  */
 export function needsCompaction(
   contextTokens: number,
-  appendedSince: readonly StoredMessage[],
+  appendedSince: readonly StoredMessage[] | number,
   maxTokens: number,
   nCtx: number,
   threshold: number,
   tokens: (json: string) => number = estimateTokens,
 ): boolean {
   if (!nCtx) return false;
-  const next = contextTokens + appendedSince.reduce((a, m) => a + tokens(m.json), 0);
+  const appended =
+    typeof appendedSince === "number" ? appendedSince : appendedSince.reduce((a, m) => a + tokens(m.json), 0);
+  const next = contextTokens + appended;
   return next + Math.min(maxTokens, nCtx / 4) > nCtx * threshold;
 }
 

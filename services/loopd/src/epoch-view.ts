@@ -1,113 +1,145 @@
-import { replayJson } from "./replay.js";
 import { blobRefs } from "./prepass/index.js";
-import type { SessionState } from "./session-state.js";
+import { replayJson } from "./replay.js";
+import type { SessionState, StoredMessage } from "./session-state.js";
+
+/** Messages weighed without being walked: how many, and the UTF-8 bytes of their replay texts. */
+export interface Tally {
+  count: number;
+  bytes: number;
+}
 
 /**
  * What each request needs from the current epoch — the replay texts of its
- * messages and which tool calls still lack a result — kept up to date as
- * records are appended, so a request costs the same in a session of a
- * thousand tokens and in one of two hundred thousand. History is append-only
- * and an epoch never changes its system prompt, so new messages are only ever
- * folded in once; a new epoch (compaction) starts a new view.
+ * messages, what they weigh, which tool calls still lack a result, the blobs
+ * they name — kept by applyRecord as each record is folded in, so a request
+ * costs the same in a session of a thousand tokens and in one of two hundred
+ * thousand. An epoch never changes its system prompt and its messages are
+ * only appended, so each is read once; a new epoch (compaction) gets a new
+ * view. Only applyRecord calls `add`: everything else reads.
  */
-interface EpochView {
-  epoch: number;
-  systemJson: string;
-  /** How far into `history` this view has read. */
-  upto: number;
-  parts: string[];
-  /** UTF-8 bytes of `parts` joined as an array: what the request's messages weigh. */
-  bytes: number;
+export class EpochView {
+  private readonly msgs: StoredMessage[] = [];
+  /** The replay texts, the system message first: the request's `messages` array, unjoined. */
+  private readonly parts: string[];
   /** `parts` joined, until the next message arrives. */
-  joined?: string;
-  open: Map<string, string>;
-  /** Blob pointers named by the system prompt and the messages, in order of first appearance. */
-  blobs: Set<string>;
-  /** The token inferproxy gave an array of this epoch's first `count` messages (sent-prefix.ts). */
-  sent?: { count: number; token: string };
-}
+  private joined: string | undefined;
+  private arrayBytes: number;
+  private readonly all: Tally = { count: 0, bytes: 0 };
+  private readonly tail: Tally = { count: 0, bytes: 0 };
+  private readonly open = new Map<string, string>();
+  private readonly blobs: Set<string>;
 
-const views = new WeakMap<SessionState, EpochView>();
-
-function viewOf(s: SessionState): EpochView {
-  let v = views.get(s);
-  if (!v || v.epoch !== s.epoch.epoch || v.systemJson !== s.epoch.systemJson || v.upto > s.history.length) {
-    v = {
-      epoch: s.epoch.epoch,
-      systemJson: s.epoch.systemJson,
-      upto: 0,
-      parts: [s.epoch.systemJson],
-      bytes: 2 + Buffer.byteLength(s.epoch.systemJson), // the brackets and the system message
-      open: new Map(),
-      blobs: new Set(blobRefs(s.epoch.systemJson)),
-    };
-    views.set(s, v);
+  constructor(
+    readonly epoch: number,
+    readonly systemJson: string,
+  ) {
+    this.parts = [systemJson];
+    this.arrayBytes = 2 + Buffer.byteLength(systemJson); // the brackets and the system message
+    this.blobs = new Set(blobRefs(systemJson));
   }
-  for (; v.upto < s.history.length; v.upto++) {
-    const m = s.history[v.upto]!;
-    if (m.epoch !== v.epoch) continue;
+
+  add(m: StoredMessage): void {
     const json = replayJson(m);
-    v.parts.push(json);
-    v.bytes += 1 + Buffer.byteLength(json); // a comma and the message
-    v.joined = undefined;
-    trackToolCalls(v.open, m.json);
-    for (const b of blobRefs(m.json)) v.blobs.add(b);
+    const bytes = Buffer.byteLength(json);
+    this.msgs.push(m);
+    this.parts.push(json);
+    this.joined = undefined;
+    this.arrayBytes += 1 + bytes; // a comma and the message
+    this.all.count++;
+    this.all.bytes += bytes;
+    if (this.trackRole(m.json) === "assistant") {
+      this.tail.count = 0;
+      this.tail.bytes = 0;
+    } else {
+      this.tail.count++;
+      this.tail.bytes += bytes;
+    }
+    for (const b of blobRefs(m.json)) this.blobs.add(b);
   }
-  return v;
+
+  /** Notes the tool calls a message opens or answers; returns its role when it had to be read for that. */
+  private trackRole(json: string): string | undefined {
+    // Only an assistant message or a tool result matters here; the rest are not parsed at all.
+    if (!json.includes('"assistant"') && !json.includes('"tool_call_id"')) return undefined;
+    let msg: { role?: string; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string };
+    try {
+      msg = JSON.parse(json) as typeof msg;
+    } catch {
+      // Already on disk when it is applied: a text no server would accept opens and answers nothing.
+      return undefined;
+    }
+    if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) this.open.set(tc.id, tc.function.name);
+    if (msg.role === "tool" && msg.tool_call_id) this.open.delete(msg.tool_call_id);
+    return msg.role;
+  }
+
+  /** The epoch's messages, in order. */
+  get messages(): readonly StoredMessage[] {
+    return this.msgs;
+  }
+
+  /**
+   * The request's `messages` array, spliced from the stored JSON texts (see
+   * replay.ts for why nothing is re-serialized).
+   */
+  json(): string {
+    this.joined ??= `[${this.parts.join(",")}]`;
+    return this.joined;
+  }
+
+  /** How many messages `json()` holds, the system message included. */
+  get length(): number {
+    return this.parts.length;
+  }
+
+  /** The messages after the first `n` of `json()`, as a JSON array: what follows a prefix inferproxy keeps. */
+  jsonAfter(n: number): string {
+    return `[${this.parts.slice(n).join(",")}]`;
+  }
+
+  /** The UTF-8 size of `json()`, without building or measuring it. */
+  get bytes(): number {
+    return this.arrayBytes;
+  }
+
+  /** The epoch's messages (the system message not counted). */
+  get tally(): Readonly<Tally> {
+    return this.all;
+  }
+
+  /** The messages after the last assistant message: what the server has not read when its slot holds the rest. */
+  get sinceAnswer(): Readonly<Tally> {
+    return this.tail;
+  }
+
+  /** Blob pointers named by the system prompt and the messages, in order of first appearance. */
+  get blobRefs(): string[] {
+    return [...this.blobs];
+  }
+
+  /** Tool calls of the epoch's assistant messages that have no tool result yet. */
+  get openToolCalls(): { id: string; name: string }[] {
+    return [...this.open].map(([id, name]) => ({ id, name }));
+  }
+
+  get openToolCallCount(): number {
+    return this.open.size;
+  }
 }
 
-function trackToolCalls(open: Map<string, string>, json: string): void {
-  // Only assistant messages with tool calls and tool results change the set; skip parsing the rest.
-  if (!json.includes('"tool_calls"') && !json.includes('"tool_call_id"')) return;
-  const msg = JSON.parse(json) as {
-    role: string;
-    tool_calls?: { id: string; function: { name: string } }[];
-    tool_call_id?: string;
-  };
-  if (msg.role === "assistant") for (const tc of msg.tool_calls ?? []) open.set(tc.id, tc.function.name);
-  if (msg.role === "tool" && msg.tool_call_id) open.delete(msg.tool_call_id);
-}
-
-/**
- * The request's `messages` array, spliced from the stored JSON texts (see
- * replay.ts for why nothing is re-serialized).
- */
+/** The request's `messages` array (EpochView.json). */
 export function buildMessagesJson(s: SessionState): string {
-  const v = viewOf(s);
-  v.joined ??= `[${v.parts.join(",")}]`;
-  return v.joined;
-}
-
-/** How many messages `buildMessagesJson(s)` holds, the system message included. */
-export function messageCount(s: SessionState): number {
-  return viewOf(s).parts.length;
-}
-
-/** The messages after the first `n` of `buildMessagesJson(s)`, as a JSON array: what follows a prefix inferproxy keeps. */
-export function messagesJsonAfter(s: SessionState, n: number): string {
-  return `[${viewOf(s).parts.slice(n).join(",")}]`;
-}
-
-/**
- * What inferproxy holds of this epoch (see sent-prefix.ts). Kept on the view,
- * so a new epoch, which starts a new view, forgets it with everything else.
- */
-export function sentPrefix(s: SessionState): { count: number; token: string } | undefined {
-  return viewOf(s).sent;
-}
-
-export function setSentPrefix(s: SessionState, sent: { count: number; token: string } | undefined): void {
-  viewOf(s).sent = sent;
+  return s.view.json();
 }
 
 /** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */
 export function messagesBytes(s: SessionState): number {
-  return viewOf(s).bytes;
+  return s.view.bytes;
 }
 
 /** The blob pointers the current epoch names (what the store must keep for this session). */
 export function epochBlobRefs(s: SessionState): string[] {
-  return [...viewOf(s).blobs];
+  return s.view.blobRefs;
 }
 
 /**
@@ -116,5 +148,5 @@ export function epochBlobRefs(s: SessionState): string[] {
  * conversation stays well-formed for the template and the model.
  */
 export function unansweredToolCalls(s: SessionState): { id: string; name: string }[] {
-  return [...viewOf(s).open].map(([id, name]) => ({ id, name }));
+  return s.view.openToolCalls;
 }

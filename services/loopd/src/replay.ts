@@ -3,18 +3,18 @@ import type { StoredMessage } from "./session-state.js";
 /** What replaces arguments the server cannot parse: an empty object, the same bytes every time. */
 export const REPAIRED_ARGUMENTS = "{}";
 
-const repaired = new WeakMap<StoredMessage, string>();
-
-/** The text a stored message is replayed as; computed once per record. */
+/**
+ * The text a stored message is replayed as. applyRecord found it once (with
+ * `replayTextOf`) for every message that can need it; a message made
+ * elsewhere is looked at now.
+ */
 export function replayJson(m: StoredMessage): string {
-  // Only assistant messages with tool calls can need repair; everything else is spliced as stored.
-  if (!m.json.includes('"tool_calls"')) return m.json;
-  let out = repaired.get(m);
-  if (out === undefined) {
-    out = replayableJson(m.json);
-    repaired.set(m, out);
-  }
-  return out;
+  return m.replay ?? replayTextOf(m.json) ?? m.json;
+}
+
+/** The replay text of a message that can need repair (one with tool calls); undefined for the rest, sent as stored. */
+export function replayTextOf(json: string): string | undefined {
+  return json.includes('"tool_calls"') ? replayableJson(json) : undefined;
 }
 
 /**

@@ -1,8 +1,8 @@
+import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { atomicWrite, messageOf } from "@boxmaker/common";
 import { instructionsFileOf } from "./project-instructions.js";
 import type { SessionState } from "./session-state.js";
-import { unansweredToolCalls } from "./epoch-view.js";
 
 /**
  * What `ls` and status show of a session: enough to list it without reading
@@ -46,13 +46,51 @@ export function summarize(st: SessionState): SessionSummary {
     messages: st.history.filter((m) => !m.carried).length,
     turn: st.turn,
     turnOpen: st.turnOpen,
-    openToolCalls: unansweredToolCalls(st).length,
+    openToolCalls: st.view.openToolCallCount,
     lastTurnEnd: st.lastTurnEnd,
     archived: st.archived,
     contextTokens: st.contextTokens,
     mode: st.mode,
     instructionsFile: instructionsFileOf(st.epoch.systemJson),
   };
+}
+
+/**
+ * Every summary field and the type of its value: a Record, so a field added
+ * to SessionSummary and not here does not compile. The index's version is
+ * derived from it, so an index written with other fields (an older loopd's,
+ * where a new field would read as undefined) is never taken for this one's.
+ */
+const SUMMARY_SHAPE: Record<keyof SessionSummary, "string" | "number" | "boolean"> = {
+  id: "string",
+  role: "string",
+  title: "string",
+  parentId: "string",
+  slot: "number",
+  createdAt: "number",
+  updatedAt: "number",
+  epoch: "number",
+  messages: "number",
+  turn: "number",
+  turnOpen: "boolean",
+  openToolCalls: "number",
+  lastTurnEnd: "string",
+  archived: "boolean",
+  contextTokens: "number",
+  mode: "string",
+  instructionsFile: "string",
+};
+
+/** The index's version: its shape's, so it changes with the shape and with nothing else. */
+export const INDEX_VERSION = `summary-${createHash("sha256")
+  .update(JSON.stringify(Object.entries(SUMMARY_SHAPE).sort(([a], [b]) => (a < b ? -1 : 1))))
+  .digest("hex")
+  .slice(0, 12)}`;
+
+function isSummary(v: unknown): v is SessionSummary {
+  if (typeof v !== "object" || v === null) return false;
+  const o = v as Record<string, unknown>;
+  return Object.entries(SUMMARY_SHAPE).every(([k, type]) => typeof o[k] === type);
 }
 
 /** One log file as the index knows it: its size and mtime when summarised, and the summary. */
@@ -83,10 +121,12 @@ export class SessionIndex {
       return undefined; // none yet
     }
     try {
-      const data = JSON.parse(raw) as { version?: number; files?: Record<string, IndexEntry> };
-      if (data.version !== 1 || typeof data.files !== "object" || data.files === null) return "unknown format";
+      const data = JSON.parse(raw) as { version?: unknown; files?: Record<string, IndexEntry> };
+      // Another shape's summaries would lack fields or mean others: its logs are read whole, and the next clean stop writes this one.
+      if (data.version !== INDEX_VERSION) return `version ${JSON.stringify(data.version)}, not ${INDEX_VERSION}`;
+      if (typeof data.files !== "object" || data.files === null) return "unknown format";
       for (const [file, e] of Object.entries(data.files)) {
-        if (typeof e?.size === "number" && typeof e.mtime_ms === "number" && typeof e.summary?.id === "string")
+        if (typeof e?.size === "number" && typeof e.mtime_ms === "number" && isSummary(e.summary))
           this.entries.set(file, e);
       }
       return undefined;
@@ -110,6 +150,6 @@ export class SessionIndex {
       const st = statSync(l.path, { throwIfNoEntry: false });
       if (st) files[l.file] = { size: st.size, mtime_ms: st.mtimeMs, summary: l.summary };
     }
-    atomicWrite(this.path, JSON.stringify({ version: 1, files }));
+    atomicWrite(this.path, JSON.stringify({ version: INDEX_VERSION, files }));
   }
 }

@@ -1,6 +1,8 @@
 import { DEFAULT_MODE, type PermissionMode } from "@boxmaker/common";
+import { EpochView } from "./epoch-view.js";
 import { LogCorruptError } from "./errors.js";
-import type { LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
+import type { LogRecord, SessionRoleName, ToolMeta } from "./log-record.js";
+import { replayTextOf } from "./replay.js";
 
 export interface StoredMessage {
   epoch: number;
@@ -10,6 +12,8 @@ export interface StoredMessage {
   /** Repeated from an earlier epoch by compaction; history shows it once. */
   carried?: true;
   tool?: ToolMeta;
+  /** What the request carries (replay.ts), for a message with tool calls; found once, when applied. */
+  replay?: string;
 }
 
 export interface Epoch {
@@ -18,7 +22,23 @@ export interface Epoch {
   toolsJson: string;
 }
 
-/** A session as its log describes it. Derived, never stored: the log is the truth. */
+/**
+ * What inferproxy and the server said about this process's requests. Not in
+ * the log, so not folded: lost on a restart by design. The next request then
+ * sends the whole messages array, and estimates are pessimistic until the
+ * server has counted a prompt again.
+ */
+export interface Served {
+  /** The token inferproxy gave an array of the current epoch's first `count` messages (sent-prefix.ts). */
+  sent?: { count: number; token: string };
+  /** The last prompt the server counted: the bytes sent and the tokens it found in them (token-counts.ts). */
+  measured?: { bytes: number; tokens: number };
+}
+
+/**
+ * A session as its log describes it. Derived, never stored: the log is the
+ * truth. Only applyRecord changes it, `served` apart (see there).
+ */
 export interface SessionState {
   id: string;
   role: SessionRoleName;
@@ -40,6 +60,9 @@ export interface SessionState {
   pendingNotes: string[];
   /** What its tool calls are decided under; a log without a mode record is in the default. */
   mode: PermissionMode;
+  /** The current epoch as its requests need it, kept up to date by applyRecord. */
+  view: EpochView;
+  served: Served;
 }
 
 export function foldRecords(records: readonly LogRecord[]): SessionState {
@@ -54,6 +77,8 @@ export function foldRecords(records: readonly LogRecord[]): SessionState {
     createdAt: head.at,
     updatedAt: head.at,
     epoch: { epoch: 0, systemJson: "", toolsJson: "[]" },
+    view: new EpochView(0, ""),
+    served: {},
     history: [],
     turn: 0,
     turnOpen: false,
@@ -63,9 +88,32 @@ export function foldRecords(records: readonly LogRecord[]): SessionState {
     pendingNotes: [],
     mode: DEFAULT_MODE,
   };
-  for (const r of records) applyRecord(s, r);
+  for (const [i, r] of records.entries()) {
+    if (!Object.hasOwn(KINDS, r.t)) {
+      // A newer loopd's record may change what this one would act on (a mode, say): show, never run.
+      throw new LogCorruptError(
+        `record ${i + 1} is of a kind this loopd does not know ("${r.t}")`,
+        records.slice(0, i),
+      );
+    }
+    applyRecord(s, r);
+  }
   return s;
 }
+
+/** Every kind of record (a Record, so a kind added to LogRecord and not here does not compile). */
+const KINDS: Record<LogRecord["t"], true> = {
+  session: true,
+  epoch: true,
+  message: true,
+  turn_start: true,
+  note: true,
+  turn_end: true,
+  usage: true,
+  archived: true,
+  renamed: true,
+  mode: true,
+};
 
 export function applyRecord(s: SessionState, r: LogRecord): void {
   s.updatedAt = r.at;
@@ -74,19 +122,27 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       break;
     case "epoch":
       s.epoch = { epoch: r.epoch, systemJson: r.system_json, toolsJson: r.tools_json };
+      s.view = new EpochView(r.epoch, r.system_json);
+      // inferproxy's prefix is of the old epoch's array.
+      s.served.sent = undefined;
       // Unknown until the server reads the new epoch.
       s.contextTokens = 0;
       break;
-    case "message":
-      s.history.push({
+    case "message": {
+      const replay = replayTextOf(r.json);
+      const m: StoredMessage = {
         epoch: r.epoch,
         json: r.json,
         at: r.at,
         ...(r.carried ? { carried: r.carried } : {}),
         ...(r.tool ? { tool: r.tool } : {}),
-      });
+        ...(replay === undefined ? {} : { replay }),
+      };
+      s.history.push(m);
+      if (r.epoch === s.view.epoch) s.view.add(m);
       if (r.context_tokens !== undefined) s.contextTokens = r.context_tokens;
       break;
+    }
     case "turn_start":
       s.turn = r.turn;
       s.turnOpen = true;
@@ -112,6 +168,11 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
     case "mode":
       s.mode = r.mode;
       break;
+    default: {
+      // A record kind without its case here does not compile; foldRecords refuses one from a newer loopd.
+      const unknown: never = r;
+      throw new LogCorruptError(`unknown record ${JSON.stringify(unknown)}`);
+    }
   }
 }
 
@@ -136,8 +197,8 @@ export function quarantinedState(
 }
 
 /** Messages of the current epoch, in order. */
-export function epochMessages(s: SessionState): StoredMessage[] {
-  return s.history.filter((m) => m.epoch === s.epoch.epoch);
+export function epochMessages(s: SessionState): readonly StoredMessage[] {
+  return s.view.messages;
 }
 
 /** Index of the last assistant message (the model's latest answer), -1 when there is none. */

@@ -1,9 +1,9 @@
 import type { PermissionMode } from "@boxmaker/common";
 import type { EventHub } from "./event-hub.js";
 import { toolMessageJson } from "./messages.js";
-import type { AppendOptions, LogRecord, SessionRoleName, ToolMeta } from "./session-log.js";
+import type { LogRecord, SessionRoleName, ToolMeta } from "./log-record.js";
+import type { AppendOptions } from "./session-log.js";
 import { applyRecord, foldRecords, type SessionState } from "./session-state.js";
-import { unansweredToolCalls } from "./epoch-view.js";
 import { summarize, type SessionSummary } from "./session-index.js";
 
 const INTERRUPTED_RESULT =
@@ -145,7 +145,7 @@ export class Session {
 
   /** Gives every tool call still without a result an explicit one, so no call is left dangling. */
   answerOpenToolCalls(result: string): void {
-    for (const call of unansweredToolCalls(this.folded)) {
+    for (const call of this.folded.view.openToolCalls) {
       this.recordToolResult(call.id, result, { decision: "none", rule: "not-run", is_error: true });
     }
   }
@@ -165,7 +165,7 @@ export class Session {
 
   /** Whether a turn was left open (a crash, or a write that failed at its end). */
   get interrupted(): boolean {
-    return this.folded.turnOpen || unansweredToolCalls(this.folded).length > 0;
+    return this.folded.turnOpen || this.folded.view.openToolCallCount > 0;
   }
 
   /** Closes a turn that could not close itself: unknown results are said to be unknown, and the turn ends "interrupted". */
