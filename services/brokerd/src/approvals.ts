@@ -5,6 +5,7 @@ import type { Disclosure } from "./disclosure.js";
 import { ProposalNotFound, ProposalNotPending, Refused, ToolError } from "./errors.js";
 import type { Hooks } from "./hooks/hooks.js";
 import { keepChange } from "./keep-change.js";
+import { decideNetworkAsk } from "./net-proxy/grant.js";
 import { isChecked, planCall, type PlanDeps } from "./plan-call.js";
 import { capForSession } from "./result-cap.js";
 import { staleReason, type ProposalRecord, type ProposalStore } from "./staging.js";
@@ -45,9 +46,11 @@ export class Approvals {
     this.deciding.add(id);
     const t0 = performance.now();
     try {
-      const done = approve
-        ? await this.approve(p)
-        : this.d.proposals.finish(p, "rejected", `Rejected by a person${reason ? `: ${reason}` : ""}.`, reason);
+      const done = p.network
+        ? decideNetworkAsk(this.d.proposals, this.d.config.policy.rules, p, p.network, approve, reason)
+        : approve
+          ? await this.approve(p)
+          : this.d.proposals.finish(p, "rejected", `Rejected by a person${reason ? `: ${reason}` : ""}.`, reason);
       this.d.record(proposalRecord(done, performance.now() - t0));
       return done;
     } finally {

@@ -96,12 +96,17 @@ export class Broker {
       rotateBytes: config.audit_log.rotate_bytes,
       keepFiles: config.audit_log.keep_files,
     });
+    const proposals = new ProposalStore(join(config.state_dir, "proposals"), (file, why) =>
+      opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
+    );
     const netProxy = config.sandbox.net_proxy.enabled
       ? new NetProxy({
           config: config.sandbox.net_proxy,
           rules: config.policy.rules,
           dir: join(config.state_dir, "net-proxy"),
-          record: (run, command, c) => audit.record(connectionLine(run, command, c)),
+          // A host an ask rule names is put to the person as a proposal; approved ones are the session's grants.
+          proposals,
+          record: (run, command, c, scope) => audit.record(connectionLine(run, command, c, scope)),
         })
       : undefined;
     const sandbox = Sandbox.probe(
@@ -118,9 +123,7 @@ export class Broker {
       table,
       guard,
       new BlobStore(join(config.state_dir, "blobs"), { capBytes: config.blob_cap_bytes }),
-      new ProposalStore(join(config.state_dir, "proposals"), (file, why) =>
-        opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
-      ),
+      proposals,
       sandbox,
       mcp,
       audit,

@@ -161,7 +161,7 @@ export class CallPipeline {
     floor: Decision | undefined,
     trace: Trace,
   ): Promise<StepOutcome> {
-    const checked = await planCall(this.d, tool, args, signal);
+    const checked = await planCall(this.d, tool, args, signal, { session: req.sessionId, callId: req.callId });
     if (!isChecked(checked)) return checked;
     const { plan } = checked;
     trace.plan = plan;
@@ -213,6 +213,8 @@ export class CallPipeline {
       isError: r.isError,
       rule: decision.rule,
       blobSha256: capped.blob ?? "",
+      // Allowed, and it ran: the id is only for asking the person about what it staged on the way.
+      ...(r.proposalId ? { proposalId: r.proposalId } : {}),
     };
   }
 }

@@ -25,7 +25,7 @@ export interface Checked {
   decision: Decision;
 }
 
-function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef): ToolContext {
+function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef, call?: ToolContext["call"]): ToolContext {
   const pathRuled = pathRuledFor(d.config.policy.rules, tool);
   return {
     config: d.config,
@@ -33,6 +33,7 @@ function toolContext(d: PlanDeps, signal: AbortSignal, tool?: ToolDef): ToolCont
     blobs: d.blobs,
     sandbox: d.sandbox,
     signal,
+    ...(call ? { call } : {}),
     ...(pathRuled ? { pathRuled } : {}),
   };
 }
@@ -46,12 +47,13 @@ export async function planCall(
   tool: ToolDef,
   args: unknown,
   signal: AbortSignal,
+  call?: ToolContext["call"],
 ): Promise<Checked | StepOutcome> {
   const bad = checkArguments(tool, args);
   if (bad) return denied("arguments:schema", bad);
   let plan: Plan;
   try {
-    plan = await tool.plan(args, toolContext(d, signal, tool));
+    plan = await tool.plan(args, toolContext(d, signal, tool, call));
   } catch (err) {
     if (err instanceof Refused) return denied(err.rule, `Refused: ${err.message}.`);
     if (err instanceof ToolError) return denied("tool:invalid-call", err.message);

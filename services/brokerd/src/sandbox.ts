@@ -12,6 +12,8 @@ export interface SandboxRequest {
   timeoutMs: number;
   /** Only these directories are writable (a rule's `paths`); the rest of the workspace is read-only. */
   writable?: string[];
+  /** The tool call it runs for: the network proxy asks that session's person about a host an ask rule names. */
+  scope?: { session: string; callId: string };
 }
 
 export interface SandboxResult {
@@ -262,7 +264,7 @@ export class Sandbox {
     if (!before || !this.netProxy) return this.spawn(req, signal, before);
     const proxy = this.netProxy;
     return (async () => {
-      const px = await proxy.open(req.command);
+      const px = await proxy.open(req.command, req.scope);
       const bridge = {
         socket: px.socketPath,
         socat: this.config.net_proxy.socat_path,

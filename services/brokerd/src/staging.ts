@@ -6,6 +6,13 @@ import { BadProposalFile } from "./errors.js";
 
 export type ProposalState = "pending" | "applied" | "rejected" | "failed";
 
+/** A command's connection to a host an ask rule names (net-proxy/host-asks.ts): approving it grants host:port to the session. */
+export interface NetworkAsk {
+  host: string;
+  port: number;
+  command: string;
+}
+
 export interface ProposalRecord {
   id: string;
   session_id: string;
@@ -21,6 +28,8 @@ export interface ProposalRecord {
   checks: Record<string, string>;
   decided_unix_ms?: number;
   reason?: string;
+  /** Set for a network proposal, which is no tool call: nothing runs when it is approved. */
+  network?: NetworkAsk;
 }
 
 const CHECK_MEANING: Record<string, (was: string, now: string | undefined) => string> = {

@@ -12,6 +12,8 @@ export interface ToolText {
   isError: boolean;
   /** Tools the text tells the model to call (a stored blob's readers): the session may call them from now on. */
   discloses?: readonly string[];
+  /** A proposal the run staged on its way (a host for the network proxy): the call ran, a person decides after. */
+  proposalId?: string;
 }
 
 export interface ToolContext {
@@ -20,6 +22,8 @@ export interface ToolContext {
   readonly blobs: BlobStore;
   readonly sandbox: Sandbox;
   readonly signal: AbortSignal;
+  /** The call being planned (absent where no session asked: a hook). */
+  readonly call?: { session: string; callId: string };
   /**
    * Whether a path rule denies `rel`, or reserves it for a person, for this
    * tool: tools that open files the call did not name (search_files) skip those.

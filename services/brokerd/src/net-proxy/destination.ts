@@ -26,22 +26,25 @@ export function canonicalDestination(raw: string): string {
   throw new Refused("net:bad-host", `"${raw.slice(0, 100)}" is not a host name or address`);
 }
 
-/**
- * The address to connect to: the operator's mapping for the host if there is one,
- * else DNS, bounded by `timeout_ms`. Every address must be public unless the operator
- * named the host in `allow_private_hosts`; the one checked is the one connected to (no
- * second lookup a rebinding DNS could answer differently).
- */
-export async function checkedAddress(
+type Cfg = Pick<NetProxyConfig, "addresses" | "allow_private_hosts" | "connect_timeout_ms">;
+
+/** The addresses known without asking DNS: the operator's mapping, or the host is an address itself. */
+export function knownAddresses(
   host: string,
-  cfg: Pick<NetProxyConfig, "addresses" | "allow_private_hosts" | "connect_timeout_ms">,
-  resolve: Resolver = systemResolver,
-): Promise<{ address: string; family: number }> {
+  cfg: Pick<Cfg, "addresses">,
+): { address: string; family: number }[] | undefined {
   const mapped = Object.entries(cfg.addresses).find(([name]) => canonicalHost(name) === host)?.[1];
-  let addrs: { address: string; family: number }[];
-  if (mapped !== undefined) addrs = [{ address: mapped, family: isIP(mapped) }];
-  else if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
-  else addrs = await lookupWithin(resolve, host, cfg.connect_timeout_ms);
+  if (mapped !== undefined) return [{ address: mapped, family: isIP(mapped) }];
+  if (isIP(host)) return [{ address: host, family: isIP(host) }];
+  return undefined;
+}
+
+/** Every address must be public unless the operator named the host in `allow_private_hosts`. */
+export function checkPublic(
+  host: string,
+  addrs: readonly { address: string; family: number }[],
+  cfg: Pick<Cfg, "allow_private_hosts">,
+): { address: string; family: number } {
   if (!addrs.length) throw new Refused("net:unresolved", `cannot resolve ${host}: no addresses`);
   const bad = addrs.find((a) => isPrivateAddress(a.address));
   if (bad && !cfg.allow_private_hosts.some((h) => canonicalHost(h) === host))
@@ -51,6 +54,21 @@ export async function checkedAddress(
         "(an operator can allow the host in sandbox.net_proxy.allow_private_hosts)",
     );
   return addrs[0]!;
+}
+
+/**
+ * The address to connect to: the operator's mapping for the host if there is one,
+ * else DNS, bounded by `timeout_ms`. Every address must be public unless the operator
+ * named the host in `allow_private_hosts`; the one checked is the one connected to (no
+ * second lookup a rebinding DNS could answer differently).
+ */
+export async function checkedAddress(
+  host: string,
+  cfg: Cfg,
+  resolve: Resolver = systemResolver,
+): Promise<{ address: string; family: number }> {
+  const addrs = knownAddresses(host, cfg) ?? (await lookupWithin(resolve, host, cfg.connect_timeout_ms));
+  return checkPublic(host, addrs, cfg);
 }
 
 /** getaddrinfo cannot be cancelled: its answer is abandoned at the limit instead of waited for. */

@@ -5,8 +5,9 @@ import { join } from "node:path";
 import { ConfigError } from "@boxmaker/common";
 import type { NetProxyConfig, PolicyRule } from "../config-types.js";
 import { Refused } from "../errors.js";
-import { connectionDecision } from "./allow.js";
-import { canonicalDestination, checkedAddress, type Resolver } from "./destination.js";
+import type { ProposalStore } from "../staging.js";
+import { canonicalDestination, checkedAddress, checkPublic, knownAddresses, type Resolver } from "./destination.js";
+import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
 import { CONNECT_OK, httpRefusal, MAX_HEAD_BYTES, parseHttpProxyHead } from "./http-request.js";
 import { parseSocksGreeting, parseSocksRequest, SOCKS, SOCKS_NO_AUTH, SOCKS_NO_METHOD, socksReply } from "./socks5.js";
 
@@ -17,7 +18,8 @@ export interface ConnectionRecord {
   port: number;
   /** The address connected to (after the operator's mapping or DNS). */
   address?: string;
-  decision: "allowed" | "denied";
+  /** staged: refused, and put to a person as a network proposal. */
+  decision: "allowed" | "denied" | "staged";
   rule: string;
   /** Client to server, after the proxy's handshake (a forwarded request's head included), and back. */
   bytes_up: number;
@@ -25,6 +27,8 @@ export interface ConnectionRecord {
   duration_ms: number;
   /** Why it was refused or failed, as the client was told. */
   error?: string;
+  /** The network proposal it staged, waits on, was refused by, or was allowed by (a person's grant). */
+  proposal?: string;
 }
 
 export interface NetProxyDeps {
@@ -32,9 +36,14 @@ export interface NetProxyDeps {
   rules: readonly PolicyRule[];
   /** Where each command's socket is made: brokerd's own state directory, never inside a workspace. */
   dir: string;
-  record(run: string, command: string, c: ConnectionRecord): void;
+  /** Where an ask is staged for a person and their grants are found; absent: ask is refused. */
+  proposals?: ProposalStore;
+  record(run: string, command: string, c: ConnectionRecord, scope: CallScope | undefined): void;
   resolve?: Resolver;
 }
+
+/** A network proposal keeps this much of the command that asked: enough for a person to know it. */
+const MAX_ASK_COMMAND = 2000;
 
 const SOCKS_FOR = { 403: SOCKS.NOT_ALLOWED, 502: SOCKS.HOST_UNREACHABLE, 504: SOCKS.TTL_EXPIRED } as const;
 
@@ -49,7 +58,10 @@ const MAX_SOCKET_PATH = 107;
  * fetch_url is, and counted.
  */
 export class NetProxy {
+  private readonly asks: HostAsks;
+
   constructor(private readonly d: NetProxyDeps) {
+    this.asks = new HostAsks(d.rules, d.proposals);
     for (const [host, address] of Object.entries(d.config.addresses))
       if (!isIP(address))
         throw new ConfigError(`sandbox.net_proxy.addresses.${host.slice(0, 100)}: "${address}" is not an IP address`);
@@ -57,13 +69,14 @@ export class NetProxy {
     rmSync(d.dir, { recursive: true, force: true });
   }
 
-  async open(command: string): Promise<ProxyRun> {
+  /** `scope`: the call the command runs for, so an ask can be put to that session's person; absent for a hook's. */
+  async open(command: string, scope?: CallScope): Promise<ProxyRun> {
     mkdirSync(this.d.dir, { recursive: true, mode: 0o700 });
     const run = randomBytes(6).toString("hex");
     const path = join(this.d.dir, `${run}.sock`);
     if (Buffer.byteLength(path) > MAX_SOCKET_PATH)
       throw new Refused("net:socket-path", `the proxy's socket path ${path} is over ${MAX_SOCKET_PATH} bytes`);
-    const r = new ProxyRun(this.d, run, command, path);
+    const r = new ProxyRun(this.d, this.asks, run, command, path, scope);
     await r.listen();
     return r;
   }
@@ -90,9 +103,11 @@ export class ProxyRun {
 
   constructor(
     private readonly d: NetProxyDeps,
+    private readonly asks: HostAsks,
     readonly run: string,
     private readonly command: string,
     readonly socketPath: string,
+    private readonly scope?: CallScope,
   ) {
     this.server = createServer({ allowHalfOpen: true }, (s) => {
       const done = this.handle(s).finally(() => this.pending.delete(done));
@@ -155,7 +170,7 @@ export class ProxyRun {
       await closed;
       rec.duration_ms = Math.round(performance.now() - t0);
       this.connections.push(rec);
-      this.d.record(this.run, this.command, rec);
+      this.d.record(this.run, this.command, rec, this.scope);
     }
   }
 
@@ -245,14 +260,21 @@ export class ProxyRun {
     try {
       rec.host = canonicalDestination(t.raw);
       rec.port = t.port;
-      const d = connectionDecision(this.d.rules, rec.host, this.command);
-      rec.rule = d.rule;
-      if (d.effect !== "allow") {
-        const why =
-          d.effect === "ask"
-            ? `${rec.host} needs a person's approval, and a command cannot wait for one: an operator allows the host with a rule`
-            : `${rec.host}:${t.port} is not allowed for this command`;
-        return refuse(d.rule, why, 403);
+      const target = { host: rec.host, port: t.port, command: this.command.slice(0, MAX_ASK_COMMAND) };
+      const v = this.asks.verdict(target, this.scope);
+      rec.rule = v.rule;
+      if (v.effect !== "stage" && v.proposal) rec.proposal = v.proposal;
+      if (v.effect === "deny") return refuse(v.rule, v.why, 403);
+      if (v.effect === "stage") {
+        // A person is not asked about what could never be reached. Only what is known without DNS is checked:
+        // resolving a name nobody has approved would let a command send data out in the query itself.
+        const known = knownAddresses(rec.host, this.d.config);
+        if (known) checkPublic(rec.host, known, this.d.config);
+        // No await since the verdict: a second connection to the same host finds this proposal pending.
+        const p = this.asks.stage(target, this.scope!, v.rule);
+        rec.proposal = p.id;
+        rec.decision = "staged";
+        return refuse(v.rule, waitingText(`${rec.host}:${t.port}`, p.id), 403);
       }
       address = await checkedAddress(rec.host, this.d.config, this.d.resolve);
     } catch (err) {

@@ -38,7 +38,13 @@ export const runCommand: ToolDef = {
       },
       async execute() {
         const r = await ctx.sandbox.run(
-          { command: args.command, cwd: cwd.abs, timeoutMs, ...(writable ? { writable } : {}) },
+          {
+            command: args.command,
+            cwd: cwd.abs,
+            timeoutMs,
+            ...(writable ? { writable } : {}),
+            ...(ctx.call ? { scope: ctx.call } : {}),
+          },
           ctx.signal,
         );
         const notes: string[] = [];
@@ -54,7 +60,9 @@ export const runCommand: ToolDef = {
         if (r.droppedBytes > 0) notes.push(`[output cap reached: ${r.droppedBytes} further bytes were dropped]`);
         notes.push(`[exit code ${r.exitCode ?? "none"}]`);
         const body = r.output.length ? (r.output.endsWith("\n") ? r.output : `${r.output}\n`) : "";
-        return { text: body + notes.join("\n"), isError: r.exitCode !== 0 };
+        // The first host it staged: chat asks the person about it once the turn is over.
+        const staged = r.connections?.find((c) => c.decision === "staged")?.proposal;
+        return { text: body + notes.join("\n"), isError: r.exitCode !== 0, ...(staged ? { proposalId: staged } : {}) };
       },
     };
   },
