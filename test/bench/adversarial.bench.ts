@@ -21,8 +21,9 @@ import {
 } from "../../services/brokerd/test/adversarial/harness.js";
 import { tempDir } from "../support/tmp.js";
 import { nowMs } from "./stats.mjs";
+import type { Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 150;
 
 async function open(dir: string, name: string, setup: (d: { ws: string; outside: string }) => void) {
   const ws = join(dir, `${name}-ws`);

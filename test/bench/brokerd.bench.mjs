@@ -10,6 +10,8 @@ import { ToolDecision } from "../../services/common/dist/index.js";
 import { Broker, parseBrokerConfig } from "../../services/brokerd/dist/index.js";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
+export const timeLimitS = 60;
+
 const VERBS = ["create", "list", "get", "update", "delete", "search", "sync", "export", "import", "archive"];
 const NOUNS = [
   "issue",

@@ -9,6 +9,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
+export const timeLimitS = 90;
+
 const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const cli = join(root, "services", "cli", "dist", "bundle", "boxmaker.js");
 const RUNS = 15;

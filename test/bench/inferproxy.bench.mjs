@@ -12,6 +12,8 @@ import { InferService, createClient } from "../../services/common/dist/index.js"
 import { startLlamaSim } from "../../test/llama-sim/dist/index.js";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
+export const timeLimitS = 90;
+
 const repo = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const TTFT_RUNS = 300;
 const LONG_TOKENS = 2000;

@@ -23,8 +23,10 @@ import { directFirstContent, monotonicMs } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { p50 } from "./stats.mjs";
 import { createHash } from "node:crypto";
+import type { Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 150;
+
 const now = () => performance.now();
 const N_CTX = 262_144;
 // Before each timed request: the previous one's after-effects (the simulator re-reading a 200k

@@ -10,8 +10,9 @@ import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
 import { nowMs, p50, p99 } from "./stats.mjs";
+import type { Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 60;
 
 export default async function (emit: Emit): Promise<void> {
   const tmp = tempDir("bxl-");

@@ -4,8 +4,9 @@ import { countTokens } from "@boxmaker/llama-sim";
 import { prepass, DEFAULT_PREPASS } from "../../services/loopd/dist/prepass/index.js";
 import { buildLog, hugeJson, sourceFile } from "../fixtures/large/generate.mjs";
 import { nowMs, p50 } from "./stats.mjs";
+import type { Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 60;
 
 function grow(base: string, bytes: number): string {
   let out = base;

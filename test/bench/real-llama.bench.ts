@@ -14,15 +14,14 @@ import { loopClient, newSession } from "../support/loop-client.js";
 import { RealLlama, contractOf, findRealLlama } from "../real/support/real-llama.js";
 import { buildCompletionBody } from "../../services/inferproxy/src/request-shaping.js";
 import { p50, p99, nowMs } from "./stats.mjs";
+import type { BenchContext, Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 150;
+
 const TEXT = "What does the README say about parking?";
 
-export default async function (emit: Emit): Promise<void> {
-  if (!findRealLlama()) {
-    process.stderr.write("real-llama: skipped, no real llama-server built (npm run llama-server:build)\n");
-    return;
-  }
+export default async function (emit: Emit, { skip }: BenchContext): Promise<void> {
+  if (!findRealLlama()) return skip("no real llama-server built (npm run llama-server:build)");
   const tmp = tempDir("bxb-r-");
   const llama = await new RealLlama({ model: "answer", socketPath: join(tmp.dir, "llama.sock") }).start();
   // Parking off: each iteration is a new session on slot 0, and saving the previous one to disk is not time to first token.

@@ -19,8 +19,9 @@ import { loopClient, newSession, type LoopClient } from "../support/loop-client.
 import { p50, p99 } from "./stats.mjs";
 import { WireFloor } from "./wire-floor.js";
 import { cpuSeconds } from "../support/processes.js";
+import type { Emit } from "./bench-context.js";
 
-type Emit = (metric: string, value: number, unit: string) => void;
+export const timeLimitS = 120;
 
 const ANSWER = "The quick brown fox jumps over the lazy dog. ".repeat(4);
 const now = () => performance.now();
