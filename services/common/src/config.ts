@@ -2,53 +2,21 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, sta
 import { resolve } from "node:path";
 import { BoxmakerError, messageOf } from "./errors.js";
 import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject, type ValidateFunction } from "ajv";
+import { type Static, StringEnum, type TSchema } from "./typed-schema.js";
 
 /**
- * A daemon's config schema. `JSONSchemaType<T>` where it fits; a plain schema
- * object where ajv's type cannot express it (e.g. `default: {}` on an object
- * whose keys all have defaults), with T given explicitly.
+ * A config schema as ajv takes it. The daemons' own are TypeBox schemas
+ * (typed-schema.ts), whose static type is what parseConfig returns; a plain
+ * schema object needs the type given where it is parsed.
  */
 export type ConfigSchema<T> = JSONSchemaType<T> | SchemaObject;
-/** A schema object as ajv takes it: what a daemon's `const` config schema `satisfies`. */
 export type { SchemaObject };
+export * from "./typed-schema.js";
 
-/**
- * The TS type of what `parseConfig` returns for a schema of the shapes the
- * daemons' configs use: a key with a `default`, or listed in `required`, is
- * always present after parsing (ajv fills defaults); any other key is
- * optional; `nullable` lets a file say null. Derived from the schema written
- * `as const`, so the type cannot drift from what ajv enforces.
- */
-export type ConfigOf<S> = S extends { nullable: true } ? NonNull<S> | null : NonNull<S>;
-type NonNull<S> = S extends { enum: readonly (infer E)[] }
-  ? E
-  : S extends { type: "string" }
-    ? string
-    : S extends { type: "number" | "integer" }
-      ? number
-      : S extends { type: "boolean" }
-        ? boolean
-        : S extends { type: "array"; items: infer I }
-          ? ConfigOf<I>[]
-          : S extends { type: "object"; properties: infer P }
-            ? ParsedObject<P, S extends { required: readonly (infer R)[] } ? R : never>
-            : never;
-type Present<V, K, R> = V extends { default: unknown } ? true : K extends R ? true : false;
-type ParsedObject<P, R> = {
-  -readonly [K in keyof P as Present<P[K], K, R> extends true ? K : never]: ConfigOf<P[K]>;
-} & {
-  -readonly [K in keyof P as Present<P[K], K, R> extends true ? never : K]?: ConfigOf<P[K]>;
-} extends infer O
-  ? { [K in keyof O]: O[K] }
-  : never;
-
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 /** pino's levels; every daemon's config has `log_level` with this schema. */
-export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-export const logLevelSchema = {
-  type: "string",
-  enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
-  default: "info",
-} as const;
+export const logLevelSchema = StringEnum(LOG_LEVELS, { default: "info" });
+export type LogLevel = Static<typeof logLevelSchema>;
 
 /** A config file that cannot be used; the message is one line naming the bad key. */
 export class ConfigError extends BoxmakerError {
@@ -106,6 +74,8 @@ function describe(err: ErrorObject): string {
  * Validates plain data against a daemon's config schema, filling defaults.
  * The schema is the one source of truth for keys, types and defaults.
  */
+export function parseConfig<S extends TSchema>(schema: S, data: unknown, source?: string): Static<S>;
+export function parseConfig<T>(schema: ConfigSchema<T>, data: unknown, source?: string): T;
 export function parseConfig<T>(schema: ConfigSchema<T>, data: unknown, source = "config"): T {
   let validate = compiled.get(schema) as ValidateFunction<T> | undefined;
   if (!validate) {
@@ -246,8 +216,10 @@ function readConfigText(path: string): string {
 }
 
 /** Reads a JSON config file; no path means all defaults. */
+export function loadConfig<S extends TSchema>(schema: S, path: string | undefined): Static<S>;
+export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined): T;
 export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined): T {
-  if (path === undefined) return parseConfig(schema, {}, "defaults");
+  if (path === undefined) return parseConfig<T>(schema, {}, "defaults");
   if (path === "") throw new ConfigError("the config path is empty (--config needs a file)");
   const text = readConfigText(path);
   let data: unknown;
@@ -256,7 +228,7 @@ export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined)
   } catch (err) {
     throw new ConfigError(`${path}: not valid JSON: ${messageOf(err)}`, { cause: err });
   }
-  return parseConfig(schema, data, path);
+  return parseConfig<T>(schema, data, path);
 }
 
 /**
