@@ -32,9 +32,16 @@ export async function runSlashCommand(
   const out = (t: string) => void printErr(t.endsWith("\n") ? t : `${t}\n`);
   switch (cmd) {
     case "/help":
-    case "/?":
+    case "/?": {
       out(SLASH_HELP);
+      const { commandLines, loadCustomCommands } = await import("./commands/commands.js");
+      const custom = await loadCustomCommands(client);
+      if (custom.commands.length)
+        out(
+          `custom commands (their prompt is sent; see \`boxmaker commands\`):\n${commandLines(custom, s).join("\n")}`,
+        );
       return true;
+    }
     case "/compact": {
       if (!sessionId) {
         note("nothing to compact yet");

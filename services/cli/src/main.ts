@@ -16,6 +16,7 @@ import { register as registerCancel } from "./commands/cancel.js";
 import { register as registerApprove } from "./commands/approve.js";
 import { register as registerStatus } from "./commands/status.js";
 import { register as registerTools } from "./commands/tools.js";
+import { register as registerCommands } from "./commands/commands.js";
 import { register as registerSchedule } from "./commands/schedule.js";
 import { register as registerCompact } from "./commands/compact.js";
 import { register as registerMode } from "./commands/mode.js";
@@ -61,6 +62,7 @@ for (const register of [
   registerContract,
   registerDoctor,
   registerTools,
+  registerCommands,
   registerSchedule,
   registerCompact,
   registerMode,

@@ -33,7 +33,8 @@ Pasted lines are one message; so is everything between two lines holding
 only """. Up/Down recall earlier messages, across runs
 (~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
 A staged write or command is asked about in place (y/n/d/l). Slash commands:
-/help /status /tools /proposals /compact /cancel /mode /exit.
+/help /status /tools /proposals /compact /cancel /mode /exit; /NAME ARGS
+sends a custom command's prompt (\`boxmaker commands\` lists them).
 The prompt line starts with the session's permission mode; /mode MODE
 switches it mid-session (see \`boxmaker mode --help\`).
 With stdin not a terminal, every non-empty line is one message and the exit
@@ -76,18 +77,24 @@ Examples:
         if (interactive)
           note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
         let last: ExitCode = ExitCode.ok;
-        for await (const text of interactive ? promptLines(style, () => mode.current ?? "ask") : stdinLines()) {
-          // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's.
-          if (/^\/[a-z?]+(\s|$)/.test(text.trim())) {
+        for await (let text of interactive ? promptLines(style, () => mode.current ?? "ask") : stdinLines()) {
+          // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's;
+          // a custom command's (/name args) becomes the message instead.
+          if (/^\/(\?|[a-z0-9][a-z0-9_-]*)(\s|$)/.test(text.trim())) {
             const { runSlashCommand } = await import("../chat-commands.js");
+            let custom: string | undefined;
             try {
               if (!(await runSlashCommand(text, { client, sessionId, style, note, mode }))) {
-                note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
+                const { customCommandPrompt } = await import("./commands.js");
+                custom = await customCommandPrompt(client, text);
+                if (custom === undefined)
+                  note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
               }
             } catch (err) {
               note(`${text.trim()}: ${messageOf(err)}`);
             }
-            continue;
+            if (custom === undefined) continue;
+            text = custom;
           }
           if (!sessionId) {
             // Created on the first message so the session's title says what it is about.

@@ -10,15 +10,17 @@ interface RunFlags extends BudgetFlags {
   json?: boolean;
   reasoning?: boolean;
   mode?: string;
+  command?: string;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const cmd = program
     .command("run")
     .description("run a one-shot task in a new session and stream it until done")
-    .argument("<prompt...>", "the task; `-` reads it from stdin")
+    .argument("[prompt...]", "the task; `-` reads it from stdin (with --command: the command's arguments)")
     .option("--json", "one JSON event per line on stdout")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
+    .option("--command <name>", "send the custom command NAME's prompt, with the arguments (see `boxmaker commands`)")
     .option("--mode <mode>", `permission mode: ${MODE_CHOICES} (default: ask; see \`boxmaker mode --help\`)`);
   addBudgetOptions(cmd)
     .addHelpText(
@@ -29,17 +31,22 @@ Examples:
   git diff | boxmaker run -
   boxmaker run --max-iterations 3 "fix the failing test"
   boxmaker run --mode read-only "plan how to split parser.ts"
+  boxmaker run --command review src/app.ts "error handling"
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
     )
     .action(async (words: string[], opts: RunFlags) => {
       const mode = opts.mode === undefined ? undefined : modeFlag(opts.mode);
-      const text = await readPrompt(words);
+      let text = opts.command === undefined ? await readPrompt(words) : "";
       const budgets = budgetsFrom(opts);
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const client = await connect(globals());
       try {
+        if (opts.command !== undefined) {
+          const { commandPrompt } = await import("./commands.js");
+          text = await commandPrompt(client, opts.command, words);
+        }
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
         if (mode) await client.setSessionMode({ sessionId: s.id, mode });
         if (!opts.json)

@@ -31,7 +31,8 @@ Examples:
           );
           const session = res.session ? jsonOf(SessionInfoSchema, res.session) : "null";
           const { writeJson } = await import("../render/terminal-safe.js");
-          writeJson(process.stdout, `{"session":${session},"messages":[${messages.join(",")}]}\n`);
+          const plan = JSON.stringify(res.plan.map((i) => ({ content: i.content, status: i.status })));
+          writeJson(process.stdout, `{"session":${session},"plan":${plan},"messages":[${messages.join(",")}]}\n`);
           return;
         }
         const { styleFor } = await import("../render/style.js");
@@ -51,6 +52,10 @@ Examples:
               (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
               "\n",
           );
+        }
+        if (res.plan.length) {
+          const { planLines } = await import("../render/plan.js");
+          printOut(`${planLines(res.plan, s).join("\n")}\n\n`);
         }
         printOut(
           renderHistory(res.messages, {

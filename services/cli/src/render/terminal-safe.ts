@@ -75,6 +75,11 @@ export function ringBell(stream: NodeJS.WritableStream): void {
   stream.write("\x07");
 }
 
+/** The CLI's own carriage return and erase-line, for a line it redraws in place; never taken from data. */
+export function eraseLine(stream: NodeJS.WritableStream): void {
+  stream.write("\r\x1b[2K");
+}
+
 export const printOut = (text: string): void => writeText(process.stdout, text);
 export const printErr = (text: string): void => writeText(process.stderr, text);
 

@@ -1,4 +1,5 @@
 import { ToolDecision, type GetSessionResponse, type HistoryMessage } from "@boxmaker/common/client";
+import { planMarkdown } from "./plan.js";
 import { contentText, parseStored, type StoredMessage } from "./stored-message.js";
 
 const iso = (ms: bigint) => (ms ? new Date(Number(ms)).toISOString().replace(/\.\d+Z$/, "Z") : "");
@@ -43,6 +44,8 @@ export function transcriptMarkdown(res: GetSessionResponse, o: { reasoning: bool
     `- turns: ${s?.turns ?? 0}, messages: ${s?.messages ?? 0}`,
     "",
   );
+  // The model's task list as it last set it (update_plan); each change is also in the calls below.
+  if (res.plan.length) out.push("## Plan", "", ...planMarkdown(res.plan), "");
   const parsed = res.messages.map(parseStored);
   const results = new Map<string, { m: StoredMessage; h: HistoryMessage }>();
   parsed.forEach((m, i) => {

@@ -1,8 +1,9 @@
 import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
+import { planLines } from "./plan.js";
 import { ProgressLine } from "./progress.js";
 import { truncate } from "./text.js";
-import { writeText } from "./terminal-safe.js";
+import { eraseLine, writeText } from "./terminal-safe.js";
 
 export interface RenderOptions {
   out: NodeJS.WritableStream;
@@ -22,6 +23,10 @@ export class TurnRenderer {
   private reasoningDeltas = 0;
   private inReasoning = false;
   private readonly progress: ProgressLine;
+  /** A tool call being written, shown on a line redrawn in place (a terminal only) until the call is complete. */
+  private growing: { name: string; bytes: number } | undefined;
+  /** update_plan calls: the plan event shows them, not a frame (unless they fail). */
+  private readonly planCalls = new Set<string>();
 
   constructor(private readonly o: RenderOptions) {
     this.progress = new ProgressLine(o.err, o.style);
@@ -50,6 +55,7 @@ export class TurnRenderer {
     const s = this.o.style;
     const e = ev.event;
     if (e.case !== "progress") this.progress.clear();
+    if (this.growing && e.case !== "toolCallProgress") this.endGrowing(e.case === "toolCall");
     if (this.retryOpen && !(e.case === "retry" && e.value.phase === "resent")) {
       // Whatever comes instead of the answer (another break, the turn's end) starts its own line.
       this.retryOpen = false;
@@ -85,14 +91,31 @@ export class TurnRenderer {
         this.endReasoning();
         this.line(s.yellow(thinkingCapText(e.value.reasoningTokens, e.value.accepted, e.value.message)));
         break;
+      case "toolCallProgress":
+        this.endReasoning();
+        this.showGrowing(e.value.name, Number(e.value.argumentBytes));
+        break;
       case "toolCall":
         this.endReasoning();
+        if (e.value.name === "update_plan") {
+          this.planCalls.add(e.value.callId);
+          break;
+        }
         this.line(s.cyan(`┌ ${s.bold(e.value.name)} ${truncate(e.value.arguments, 200)}`));
         break;
       case "toolDecision":
+        if (this.planCalls.has(e.value.callId)) {
+          if (e.value.decision === ToolDecision.ALLOWED) break;
+          this.line(s.cyan(`┌ ${s.bold("update_plan")}`));
+          this.planCalls.delete(e.value.callId);
+        }
         this.line(s.cyan("│ ") + decisionText(s, e.value.decision, e.value.rule, e.value.proposalId));
         break;
+      case "plan":
+        for (const l of planLines(e.value.items, s)) this.line(l);
+        break;
       case "toolResult": {
+        if (this.planCalls.delete(e.value.callId) && !e.value.isError) break;
         const lines = e.value.content.replace(/\n+$/, "").split("\n");
         const max = this.o.resultLines ?? 4;
         for (const l of lines.slice(0, max)) this.line(s.cyan("│ ") + s.dim(truncate(l, 160)));
@@ -188,8 +211,32 @@ export class TurnRenderer {
     }
   }
 
+  /**
+   * The call's name at once and its arguments' size as they grow. On a
+   * terminal one line redrawn in place; elsewhere nothing (the complete call
+   * follows, and a log of sizes would only be noise).
+   */
+  private showGrowing(name: string, bytes: number): void {
+    if (!(this.o.out as NodeJS.WriteStream).isTTY) return;
+    if (this.growing) eraseLine(this.o.out);
+    else if (!this.atLineStart) this.emit("\n");
+    this.growing = { name, bytes };
+    const s = this.o.style;
+    this.emit(s.cyan(`┌ ${s.bold(name)} `) + s.dim(`writing… ${sizeText(bytes)}`));
+  }
+
+  /** A complete call replaces the line; anything else (a cut, a failure) leaves it standing as the last word on the call. */
+  private endGrowing(replaced: boolean): void {
+    this.growing = undefined;
+    if (replaced) {
+      eraseLine(this.o.out);
+      this.atLineStart = true;
+    } else this.emit("\n");
+  }
+
   finish(): void {
     this.progress.clear();
+    if (this.growing) this.endGrowing(false);
     if (!this.atLineStart) this.emit("\n");
   }
 }
@@ -208,6 +255,11 @@ export function thinkingCapText(capTokens: number, accepted: boolean, message: s
     return `thinking cap of ${capTokens} tokens reached, but the reply had already finished when llama-server was asked to stop reasoning; nothing was cut`;
   }
   return `thinking cap of ${capTokens} tokens reached; llama-server refused to stop reasoning (${message})`;
+}
+
+function sizeText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  return `${(bytes / 1024).toFixed(1)} KB`;
 }
 
 const count = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
