@@ -9,10 +9,30 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+// grpc-js requires @grpc/proto-loader (with protobufjs, ~290 kB) only inside
+// its channelz and ORCA services, which nothing here serves or turns on
+// (channelz is off in every channel: grpc-client.ts). Left out, every start
+// skips reading and parsing them; a require that did come would say why.
+const unusedByTheCli = {
+  name: "unused-by-the-cli",
+  setup(b) {
+    b.onResolve({ filter: /^@grpc\/proto-loader$/ }, (args) => ({ path: args.path, namespace: "unused" }));
+    b.onLoad({ filter: /.*/, namespace: "unused" }, (args) => ({
+      contents: `throw new Error("${args.path} is not in the CLI's bundle (bundle.mjs)");`,
+      loader: "js",
+    }));
+  },
+};
 // Chunk names carry content hashes: without a clean directory every build leaves the last one's behind.
 rmSync(join(here, "dist", "bundle"), { recursive: true, force: true });
-await build({
+const result = await build({
   entryPoints: { cli: join(here, "dist", "main.js") },
+  // Inputs named from the repository's root in the metafile below.
+  absWorkingDir: join(here, "..", ".."),
+  // Which chunk holds which module: test/e2e/cli-modules.test.ts reads it to
+  // tell what a command loaded from the chunks it read.
+  metafile: true,
   outdir: join(here, "dist", "bundle"),
   bundle: true,
   splitting: true,
@@ -23,8 +43,10 @@ await build({
   banner: {
     js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);",
   },
+  plugins: [unusedByTheCli],
   logLevel: "warning",
 });
+writeFileSync(join(here, "dist", "bundle-meta.json"), JSON.stringify(result.metafile));
 
 // The entry checks Node's version before anything else loads: the CLI needs
 // Node 22.12 (package.json "engines"), and on an older one its modules die

@@ -13,7 +13,6 @@ import {
   Status,
   type SessionEvent,
 } from "@boxmaker/common";
-import { createHttp2Client } from "@boxmaker/common/client";
 import { useStack } from "../support/use-stack.js";
 import { waitFor } from "../support/stack.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
@@ -327,7 +326,8 @@ describe("no input stalls a daemon (whole stack, every daemon measured)", () => 
     await phase("slow follower", async () => {
       const info = (await t.client.getSession({ id })).session!;
       // The CLI's own client: it reads a stream only as fast as its caller pulls.
-      const follower = createHttp2Client(LoopService, t.stack.sockets.loopd, {
+      const follower = createClient(LoopService, t.stack.sockets.loopd, {
+        headersTimeoutMs: 30_000,
         methods: { follow: { headersTimeoutMs: 0 } },
       });
       const ac = new AbortController();

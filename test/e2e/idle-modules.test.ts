@@ -25,31 +25,6 @@ describe("modules a daemon loads for work it has not been given", () => {
     nodeArgs: ["--require", join(repoRoot, "test/fixtures/module-report/report.cjs")],
   });
 
-  it("the CLI lists sessions without grpc-js (its client is node:http2 alone)", async () => {
-    const cliReports = tempDir("bxmr-cli-");
-    try {
-      await newSession(t.client, "listed");
-      const r = await t.stack.cli(["ls"], {
-        env: {
-          NODE_OPTIONS: `--require ${join(repoRoot, "test/fixtures/module-report/report.cjs")}`,
-          BOXMAKER_MODULE_REPORT_DIR: cliReports.dir,
-        },
-      });
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toContain("listed");
-      const [report] = readdirSync(cliReports.dir).map(
-        (f) => JSON.parse(readFileSync(join(cliReports.dir, f), "utf8")) as { main: string; files: string[] },
-      );
-      expect(report!.main).toContain("/services/cli/dist/");
-      // The CLI is a bundle: what it loaded is in the chunks it read.
-      const loaded = report!.files.map((u) => readFileSync(new URL(u), "utf8")).join("\n");
-      expect(loaded).toContain("node_modules/@bufbuild/protobuf/");
-      expect(loaded).not.toContain("node_modules/@grpc/");
-    } finally {
-      cliReports.cleanup();
-    }
-  });
-
   it("stay unloaded through a turn that reads a file", async () => {
     writeFileSync(join(t.stack.workspace, "notes.txt"), "hello\n");
     t.stack.sim.enqueue({ toolCalls: [{ id: "c1", name: "read_file", arguments: '{"path": "notes.txt"}' }] });

@@ -42,29 +42,31 @@ export function parseTimeout(flag: string | undefined): number | undefined {
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
 export async function connect({ socket, timeoutMs }: GlobalOptions) {
   if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
-  const [{ createHttp2Client, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
-  return createHttp2Client(LoopService, socket, {
-    ...CALL_LIMITS,
-    ...(timeoutMs
-      ? { unaryTimeoutMs: timeoutMs, headersTimeoutMs: timeoutMs, connectTimeoutMs: Math.min(timeoutMs, 10_000) }
-      : {}),
-  });
+  const [{ createClient, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
+  return createClient(LoopService, socket, callLimits(timeoutMs));
 }
 
 /**
- * Every call ends even if loopd never answers (the client's defaults, or
- * --timeout: 30 s for a unary reply, 30 s for a stream's headers, 10 s for
- * the connection to speak HTTP/2). Two calls do real work before they answer — approving a
- * command runs it (sandbox.timeout_ms, 2 min unless raised), compacting asks
- * the model for a summary — and `attach --follow` on an idle session gets
- * no headers until the next turn starts.
+ * Every call ends even if loopd never answers: 30 s for a unary reply, 30 s
+ * for a stream's headers, 10 s for the connection to speak HTTP/2, or
+ * --timeout for the first two (and at most it for the third). Two calls do
+ * real work before they answer — approving a command runs it
+ * (sandbox.timeout_ms, 2 min unless raised), compacting asks the model for a
+ * summary — and `attach --follow` on an idle session gets no headers until
+ * the next turn starts.
  */
-const CALL_LIMITS = {
-  methods: {
-    decideProposal: { timeoutMs: 15 * 60_000 },
-    compactSession: { timeoutMs: 15 * 60_000 },
-    follow: { headersTimeoutMs: 0 },
-  },
-} as const;
+export function callLimits(timeoutMs: number | undefined) {
+  const waitMs = timeoutMs ?? 30_000;
+  return {
+    unaryTimeoutMs: waitMs,
+    headersTimeoutMs: waitMs,
+    connectTimeoutMs: Math.min(waitMs, 10_000),
+    methods: {
+      decideProposal: { timeoutMs: 15 * 60_000 },
+      compactSession: { timeoutMs: 15 * 60_000 },
+      follow: { headersTimeoutMs: 0 },
+    },
+  } as const;
+}
 
 export type LoopClient = Awaited<ReturnType<typeof connect>>;

@@ -5,6 +5,7 @@ import { createServer as createNetServer, type Server, type Socket } from "node:
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionInfoSchema } from "@boxmaker/common/client";
+import { frame } from "../../../test/support/hostile-h2.js";
 import { runCli } from "../../../test/support/stack.js";
 import { tempDir } from "../../../test/support/tmp.js";
 import { HOSTILE, obeyed, SHOWN } from "./support/terminal-bytes.js";
@@ -20,13 +21,6 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c();
   tmp.cleanup();
 });
-
-/** One gRPC message frame: uncompressed, its length, the bytes. */
-function frame(bytes: Uint8Array): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(bytes.length, 1);
-  return Buffer.concat([head, bytes]);
-}
 
 const cli = (args: string[]) => runCli(args, { env: { BOXMAKER_SOCKET: sock }, timeoutMs: 15_000 });
 
@@ -97,7 +91,8 @@ describe("a loopd whose error text holds terminal escapes", () => {
           ":status": 200,
           "content-type": "application/grpc",
           "grpc-status": "13",
-          "grpc-message": encodeURIComponent(text),
+          // Percent-encoded as the gRPC spec has it: all but printable ASCII, and "%".
+          "grpc-message": text.replace(/[^\x20-\x24\x26-\x7e]/gu, (ch) => encodeURIComponent(ch)),
         },
         { endStream: true },
       );

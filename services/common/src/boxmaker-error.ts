@@ -1,4 +1,4 @@
-import type { Status } from "./status.js";
+import type { status as Status } from "@grpc/grpc-js";
 
 // The error base every part of Boxmaker shares, without gRPC: the CLI loads it
 // on every start (through @boxmaker/common/lite), before it knows whether it

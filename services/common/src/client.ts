@@ -1,7 +1,8 @@
-// The light entry point for clients such as the CLI: the wire (generated
-// code), a gRPC client on node:http2 rather than grpc-js, and typed errors;
-// no config validation, logging or daemon lifecycle (ajv, pino and grpc-js
-// cost start-up time a CLI feels).
+// The entry point for clients such as the CLI: the wire (generated code),
+// the one gRPC client and typed errors; no config validation, logging or
+// daemon lifecycle (ajv and pino cost start-up time a CLI feels). All three
+// services' descriptors: loop.proto imports broker.proto and infer.proto, so
+// LoopService's cannot be built without theirs.
 export * from "./errors.js";
 export * from "./tool-decision.js";
 export type * from "./service-client.js";
@@ -11,4 +12,4 @@ export * from "./gen/boxmaker/v1/loop_pb.js";
 export { packageVersion } from "./version.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";
-export { createHttp2Client } from "./http2-client.js";
+export { createClient, type ClientOptions } from "./grpc-client.js";

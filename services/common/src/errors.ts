@@ -1,5 +1,6 @@
 import { BoxmakerError, describeCause, isAbortError, messageOf } from "./boxmaker-error.js";
-import { Status } from "./status.js";
+// grpc-js's own table of gRPC status codes: the one library that speaks gRPC here.
+import { status as Status } from "@grpc/grpc-js";
 
 export { Status };
 export { BoxmakerError, describeCause, isAbortError, messageOf };

@@ -9,26 +9,76 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { RpcError, toRpcError } from "./errors.js";
+import { RpcError, Status, toRpcError } from "./errors.js";
 import type { BidiCall, CallOptions, ServiceClient } from "./service-client.js";
-import type { Status } from "./status.js";
 
-// The client half of the gRPC adapter: a typed client for any generated
-// protobuf-es service over a Unix socket, with RpcError (status, details,
-// code, cause) for every failure.
+// The client half of the gRPC adapter, for the daemons and the CLI alike: a
+// typed client for any generated protobuf-es service over a Unix socket, on
+// grpc-js, with RpcError (status, details, code, cause) for every failure.
 
-function toClientError(err: unknown): RpcError {
-  if (isServiceError(err))
-    return RpcError.fromTrailers(err.code as number as Status, err.details ?? err.message, err.metadata?.getMap());
-  return toRpcError(err);
+/**
+ * How long calls may wait for their daemon; a call's own timeoutMs comes
+ * first. Each one left out is no limit, as for the daemons' long-lived
+ * channels, whose calls legitimately wait (a command that runs for minutes).
+ * A process a person waits on (the CLI) sets all of them: a daemon that
+ * accepts the connection and never answers must not hang it.
+ */
+export interface ClientOptions<T extends GenServiceMethods = GenServiceMethods> {
+  /** The deadline of a unary call made without timeoutMs. */
+  unaryTimeoutMs?: number;
+  /**
+   * A streaming call whose reply headers have not come by then fails
+   * DEADLINE_EXCEEDED. This is what bounds a streaming call, which has no
+   * deadline: once the headers are there, it may run for hours.
+   */
+  headersTimeoutMs?: number;
+  /** Per method: its own unary deadline or headers time; 0 means none (a call that legitimately waits). */
+  methods?: { [K in keyof T]?: { timeoutMs?: number; headersTimeoutMs?: number } };
+  /** The peer must have sent its HTTP/2 settings this soon, or a call not made with waitForReady fails UNAVAILABLE. */
+  connectTimeoutMs?: number;
+}
+
+interface CallLimits {
+  /** Milliseconds for a unary call made without timeoutMs; undefined: none. */
+  timeoutMs: number | undefined;
+  /** Milliseconds until a stream's reply headers; undefined: none. */
+  headersTimeoutMs: number | undefined;
+}
+
+const limit = (ms: number | undefined) => (ms ? ms : undefined);
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+const cancelled = () => new RpcError(Status.CANCELLED, "cancelled on the client");
+
+function limitsOf(m: DescMethod, options: ClientOptions): CallLimits {
+  const own = (options.methods as Record<string, { timeoutMs?: number; headersTimeoutMs?: number }> | undefined)?.[
+    m.localName
+  ];
+  return {
+    timeoutMs: m.methodKind === "unary" ? limit(own?.timeoutMs ?? options.unaryTimeoutMs) : undefined,
+    // A unary reply's headers come with the reply: its deadline is its bound.
+    headersTimeoutMs:
+      m.methodKind === "server_streaming" ? limit(own?.headersTimeoutMs ?? options.headersTimeoutMs) : undefined,
+  };
+}
+
+/** One call's failure as an RpcError; a deadline this client set says whom it waited for and how long. */
+function clientError(
+  err: unknown,
+  call: { method: string; socketPath: string; deadline?: number; timeoutMs?: number },
+) {
+  if (!isServiceError(err)) return toRpcError(err);
+  const code = err.code as number as Status;
+  // grpc-js ends the call at the deadline itself; a DEADLINE_EXCEEDED the server sent earlier keeps its own words.
+  if (code === Status.DEADLINE_EXCEEDED && call.deadline !== undefined && Date.now() >= call.deadline - 20)
+    return new RpcError(
+      code,
+      `${call.method}: deadline exceeded: ${call.socketPath} did not answer within ${seconds(call.timeoutMs ?? 0)}`,
+    );
+  return RpcError.fromTrailers(code, err.details ?? err.message, err.metadata?.getMap());
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
   return err instanceof Error && typeof (err as Partial<grpc.ServiceError>).code === "number";
-}
-
-function callOptions(opts?: CallOptions): grpc.CallOptions {
-  return opts?.timeoutMs ? { deadline: Date.now() + opts.timeoutMs } : {};
 }
 
 function callMetadata(opts?: CallOptions): grpc.Metadata {
@@ -38,7 +88,11 @@ function callMetadata(opts?: CallOptions): grpc.Metadata {
 }
 
 /** A typed client for a protobuf-es service over a Unix socket. */
-export function createClient<T extends GenServiceMethods>(svc: GenService<T>, socketPath: string): ServiceClient<T> {
+export function createClient<T extends GenServiceMethods>(
+  svc: GenService<T>,
+  socketPath: string,
+  options: ClientOptions<T> = {},
+): ServiceClient<T> {
   const raw = new grpc.Client(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
     // One channel per peer daemon; keep it alive so the first call after idle is not a reconnect.
     "grpc.keepalive_time_ms": 60_000,
@@ -53,6 +107,7 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
     "grpc.enable_retries": 0,
     "grpc.enable_channelz": 0,
   });
+  const connected = connectedWithin(raw, socketPath, options.connectTimeoutMs);
   const client: Record<string, unknown> = {
     close: () => raw.close(),
     waitForReady: (timeoutMs: number) =>
@@ -62,54 +117,116 @@ export function createClient<T extends GenServiceMethods>(svc: GenService<T>, so
   };
   for (const m of svc.methods as DescMethod[]) {
     const path = `/${svc.typeName}/${m.name}`;
+    const limits = limitsOf(m, options as ClientOptions);
     const serialize = (v: MessageShape<DescMessage>) => Buffer.from(toBinary(m.input, v));
     const deserialize = (b: Buffer) => fromBinary(m.output, b);
+    /** The call's deadline and what an error says of it; a request that cannot be built fails here, before anything is sent. */
+    const begin = (opts: CallOptions | undefined, timeoutMs: number | undefined) => {
+      if (opts?.signal?.aborted) throw cancelled();
+      const deadline = timeoutMs ? Date.now() + timeoutMs : undefined;
+      const callOptions: grpc.CallOptions = deadline !== undefined ? { deadline } : {};
+      return { about: { method: m.name, socketPath, deadline, timeoutMs }, callOptions };
+    };
     if (m.methodKind === "bidi_streaming") {
-      client[m.localName] = (opts?: CallOptions) => bidiCall(raw, path, m, serialize, deserialize, opts);
-      continue;
-    }
-    if (m.methodKind === "unary") {
-      client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) =>
-        new Promise((resolve, reject) => {
+      client[m.localName] = (opts?: CallOptions) => {
+        const { about, callOptions } = begin(opts, opts?.timeoutMs);
+        const call = raw.makeBidiStreamRequest(path, serialize, deserialize, callMetadata(opts), callOptions);
+        return bidiCall(call, m, responsesOf(call, opts?.signal, about, undefined));
+      };
+    } else if (m.methodKind === "unary") {
+      client[m.localName] = async (req: MessageInitShape<DescMessage>, opts?: CallOptions) => {
+        const request = create(m.input, req);
+        const { about, callOptions } = begin(opts, opts?.timeoutMs || limits.timeoutMs);
+        await connected(opts, about.deadline);
+        return new Promise((resolve, reject) => {
+          const signal = opts?.signal;
+          const onAbort = () => call.cancel();
           const call = raw.makeUnaryRequest(
             path,
             serialize,
             deserialize,
-            create(m.input, req),
+            request,
             callMetadata(opts),
-            callOptions(opts),
-            (err, res) => (err ? reject(toClientError(err)) : resolve(res)),
+            callOptions,
+            (err, res) => {
+              signal?.removeEventListener("abort", onAbort);
+              if (err) reject(signal?.aborted ? cancelled() : clientError(err, about));
+              else resolve(res);
+            },
           );
-          opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+          signal?.addEventListener("abort", onAbort, { once: true });
         });
-    } else {
+      };
+    } else if (m.methodKind === "server_streaming") {
       client[m.localName] = (req: MessageInitShape<DescMessage>, opts?: CallOptions) => ({
         async *[Symbol.asyncIterator]() {
+          const request = create(m.input, req);
+          const { about, callOptions } = begin(opts, opts?.timeoutMs);
+          await connected(opts, about.deadline);
           const call = raw.makeServerStreamRequest(
             path,
             serialize,
             deserialize,
-            create(m.input, req),
+            request,
             callMetadata(opts),
-            callOptions(opts),
+            callOptions,
           );
-          yield* responsesOf(call, opts?.signal);
+          yield* responsesOf(call, opts?.signal, about, limits.headersTimeoutMs);
         },
       });
+    } else {
+      client[m.localName] = () => {
+        throw new RpcError(Status.UNIMPLEMENTED, `${m.name}: client-streaming calls are not supported`);
+      };
     }
   }
   return client as ServiceClient<T>;
 }
 
+/**
+ * Waits, before a call, until the channel has a connection whose peer spoke
+ * HTTP/2, for at most `connectTimeoutMs`. grpc-js counts a connection as made
+ * only once the peer's settings came, and keeps a call waiting for that
+ * until the call's deadline: a socket that accepts and then says nothing (a
+ * hung daemon, something else bound to the path) would be reported as a late
+ * reply instead of as what it is. A call with waitForReady waits as long as
+ * its deadline allows; a peer that is not there fails the call at once, as
+ * grpc-js fails it.
+ */
+function connectedWithin(raw: grpc.Client, socketPath: string, connectTimeoutMs: number | undefined) {
+  return async (opts: CallOptions | undefined, deadline: number | undefined): Promise<void> => {
+    if (!connectTimeoutMs || opts?.waitForReady) return;
+    const channel = raw.getChannel();
+    let state = channel.getConnectivityState(true);
+    const started = Date.now();
+    const until = Math.min(started + connectTimeoutMs, deadline ?? Number.POSITIVE_INFINITY);
+    const signal = opts?.signal;
+    while (state === grpc.connectivityState.IDLE || state === grpc.connectivityState.CONNECTING) {
+      const changed = await new Promise<boolean | "aborted">((resolve) => {
+        const onAbort = () => resolve("aborted");
+        signal?.addEventListener("abort", onAbort, { once: true });
+        channel.watchConnectivityState(state, until, (err) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(!err);
+        });
+      });
+      if (changed === "aborted") throw cancelled();
+      if (!changed) break;
+      state = channel.getConnectivityState(false);
+    }
+    if (state === grpc.connectivityState.CONNECTING && Date.now() >= started + connectTimeoutMs)
+      throw new RpcError(
+        Status.UNAVAILABLE,
+        `cannot reach ${socketPath}: it accepted the connection but sent no HTTP/2 settings within ${seconds(connectTimeoutMs)}`,
+      );
+  };
+}
+
 function bidiCall(
-  raw: grpc.Client,
-  path: string,
+  call: grpc.ClientDuplexStream<MessageShape<DescMessage>, MessageShape<DescMessage>>,
   m: DescMethod,
-  serialize: (v: MessageShape<DescMessage>) => Buffer,
-  deserialize: (b: Buffer) => MessageShape<DescMessage>,
-  opts?: CallOptions,
+  responses: AsyncGenerator<MessageShape<DescMessage>>,
 ): BidiCall<DescMessage, DescMessage> {
-  const call = raw.makeBidiStreamRequest(path, serialize, deserialize, callMetadata(opts), callOptions(opts));
   // Failures reach the caller through the iteration; a write racing a broken call must not
   // raise an 'error' nobody listens to any more.
   call.on("error", () => undefined);
@@ -117,26 +234,46 @@ function bidiCall(
     send: (req) => call.write(create(m.input, req)),
     end: () => call.end(),
     cancel: () => call.cancel(),
-    [Symbol.asyncIterator]: () => responsesOf(call, opts?.signal),
+    [Symbol.asyncIterator]: () => responses,
   };
 }
 
 /**
  * A call's responses: a signal that aborts cancels the call, a failure comes
- * out as an RpcError, and leaving the loop early (break/return) cancels the
- * server side too.
+ * out as an RpcError, a stream whose reply headers do not come within
+ * `headersTimeoutMs` is given up, and leaving the loop early (break/return)
+ * cancels the server side too.
  */
 async function* responsesOf(
-  call: AsyncIterable<unknown> & { cancel(): void },
+  call: AsyncIterable<unknown> & { cancel(): void; once(event: "metadata", fn: () => void): unknown },
   signal: AbortSignal | undefined,
+  about: Parameters<typeof clientError>[1],
+  headersTimeoutMs: number | undefined,
 ): AsyncGenerator<MessageShape<DescMessage>> {
-  const onAbort = () => call.cancel();
+  let stoppedBy: "cancel" | "headers" | undefined;
+  const stop = (why: "cancel" | "headers") => {
+    stoppedBy ??= why;
+    call.cancel();
+  };
+  const onAbort = () => stop("cancel");
   signal?.addEventListener("abort", onAbort, { once: true });
+  const headersTimer =
+    headersTimeoutMs !== undefined && (about.deadline === undefined || Date.now() + headersTimeoutMs < about.deadline)
+      ? setTimeout(() => stop("headers"), headersTimeoutMs)
+      : undefined;
+  call.once("metadata", () => clearTimeout(headersTimer));
   try {
     for await (const ev of call) yield ev as MessageShape<DescMessage>;
   } catch (err) {
-    throw toClientError(err);
+    if (stoppedBy === "cancel") throw cancelled();
+    if (stoppedBy === "headers")
+      throw new RpcError(
+        Status.DEADLINE_EXCEEDED,
+        `${about.method}: deadline exceeded: ${about.socketPath} did not answer within ${seconds(headersTimeoutMs ?? 0)}`,
+      );
+    throw clientError(err, about);
   } finally {
+    clearTimeout(headersTimer);
     signal?.removeEventListener("abort", onAbort);
     call.cancel();
   }

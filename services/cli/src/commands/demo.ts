@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
+import { callLimits } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 
@@ -95,8 +96,8 @@ Examples:
         await sup.start();
         say(`workspace ${ws} holds ${DEMO_FILE}:`);
         printErr(indent(DEMO_BEFORE, s));
-        const { createHttp2Client, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
-        const client = createHttp2Client(LoopService, plan.layout.sockets.loopd);
+        const { createClient, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
+        const client = createClient(LoopService, plan.layout.sockets.loopd, callLimits(undefined));
         try {
           const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
           printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);

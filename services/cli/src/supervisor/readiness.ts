@@ -135,8 +135,8 @@ export function inferproxySelfTestPassed(socketPath: string): Probe {
   return async () => {
     const a = await accepts();
     if (!a.ready) return a;
-    const { createHttp2Client, InferService } = await import("@boxmaker/common/client");
-    const client = createHttp2Client(InferService, socketPath);
+    const { createClient, InferService } = await import("@boxmaker/common/client");
+    const client = createClient(InferService, socketPath);
     try {
       const s = await client.status({}, { timeoutMs: 2000 });
       const t = s.selfTest;

@@ -237,10 +237,10 @@ export class Supervisor {
 
 /** What inferproxy's template probe found (its Status waits for a probe under way); "" when it did not answer. */
 async function templateSentence(socketPath: string): Promise<string> {
-  const { createHttp2Client, InferService } = await import("@boxmaker/common/client");
+  const { createClient, InferService } = await import("@boxmaker/common/client");
   const { probeSentence } = await import("../render/template-probe.js");
   const { styleFor } = await import("../render/style.js");
-  const client = createHttp2Client(InferService, socketPath);
+  const client = createClient(InferService, socketPath);
   try {
     return probeSentence((await client.status({}, { timeoutMs: 15_000 })).templateProbe, styleFor(process.stdout));
   } catch {
