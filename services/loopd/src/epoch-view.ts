@@ -1,6 +1,6 @@
 import { blobRefs } from "./prepass/index.js";
 import { replayJson } from "./replay.js";
-import type { SessionState, StoredMessage } from "./session-state.js";
+import type { StoredMessage } from "./stored-message.js";
 
 /** Messages weighed without being walked: how many, and the UTF-8 bytes of their replay texts. */
 export interface Tally {
@@ -127,18 +127,21 @@ export class EpochView {
   }
 }
 
+/** What holds a view: a SessionState (named structurally, so this module need not import it). */
+type Viewed = { readonly view: EpochView };
+
 /** The request's `messages` array (EpochView.json). */
-export function buildMessagesJson(s: SessionState): string {
+export function buildMessagesJson(s: Viewed): string {
   return s.view.json();
 }
 
 /** The UTF-8 size of `buildMessagesJson(s)`, without building or measuring it. */
-export function messagesBytes(s: SessionState): number {
+export function messagesBytes(s: Viewed): number {
   return s.view.bytes;
 }
 
 /** The blob pointers the current epoch names (what the store must keep for this session). */
-export function epochBlobRefs(s: SessionState): string[] {
+export function epochBlobRefs(s: Viewed): string[] {
   return s.view.blobRefs;
 }
 
@@ -147,6 +150,6 @@ export function epochBlobRefs(s: SessionState): string[] {
  * After a crash these get an explicit "interrupted" result so the
  * conversation stays well-formed for the template and the model.
  */
-export function unansweredToolCalls(s: SessionState): { id: string; name: string }[] {
+export function unansweredToolCalls(s: Viewed): { id: string; name: string }[] {
   return s.view.openToolCalls;
 }

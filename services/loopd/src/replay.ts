@@ -1,4 +1,4 @@
-import type { StoredMessage } from "./session-state.js";
+import type { StoredMessage } from "./stored-message.js";
 
 /** What replaces arguments the server cannot parse: an empty object, the same bytes every time. */
 export const REPAIRED_ARGUMENTS = "{}";

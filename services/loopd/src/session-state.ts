@@ -1,20 +1,11 @@
 import { DEFAULT_MODE, type PermissionMode } from "@boxmaker/common";
 import { EpochView } from "./epoch-view.js";
 import { LogCorruptError } from "./errors.js";
-import type { LogRecord, SessionRoleName, ToolMeta } from "./log-record.js";
+import type { LogRecord, SessionRoleName } from "./log-record.js";
 import { replayTextOf } from "./replay.js";
+import type { StoredMessage } from "./stored-message.js";
 
-export interface StoredMessage {
-  epoch: number;
-  /** The exact JSON text of the message, as sent to or received from the server. */
-  json: string;
-  at: number;
-  /** Repeated from an earlier epoch by compaction; history shows it once. */
-  carried?: true;
-  tool?: ToolMeta;
-  /** What the request carries (replay.ts), for a message with tool calls; found once, when applied. */
-  replay?: string;
-}
+export type { StoredMessage } from "./stored-message.js";
 
 export interface Epoch {
   epoch: number;
