@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline/promises";
 import { messageOf, ToolDecision, type Proposal, type SessionEvent } from "@boxmaker/common/client";
 import type { LoopClient } from "./connection.js";
-import { renderProposal } from "./render/proposal.js";
+import { renderProposal, stateText } from "./render/proposal.js";
 import type { Style } from "./render/style.js";
 import { terminalText, writeText } from "./render/terminal-safe.js";
 
@@ -20,6 +20,8 @@ export class InPlaceApprovals {
   private readonly asking: Promise<void>[] = [];
   /** A question is on the screen, its line not ended yet. */
   private prompting = false;
+  /** Proposals a call staged on its way while it ran (a network host): asked about once the turn is over. */
+  private readonly afterTurn: string[] = [];
 
   constructor(
     private readonly client: LoopClient,
@@ -34,6 +36,9 @@ export class InPlaceApprovals {
     const e = ev.event;
     if (e.case === "toolDecision" && e.value.decision === ToolDecision.STAGED && e.value.proposalId) {
       this.asking.push(this.ask(e.value.proposalId));
+    } else if (e.case === "toolDecision" && e.value.decision === ToolDecision.ALLOWED && e.value.proposalId) {
+      // The call ran and the turn goes on: a question now would be written over the model's output.
+      this.afterTurn.push(e.value.proposalId);
     } else if (e.case === "toolResult" && e.value.proposalId) {
       const ac = this.open.get(e.value.proposalId);
       if (ac) {
@@ -50,6 +55,11 @@ export class InPlaceApprovals {
     }
   }
 
+  /** The proposals the turn's calls staged while running, one question each; the model re-runs once told. */
+  async askAfterTurn(): Promise<void> {
+    for (const id of this.afterTurn.splice(0)) await this.ask(id, true);
+  }
+
   dispose(): void {
     for (const ac of this.open.values()) ac.abort();
   }
@@ -58,12 +68,14 @@ export class InPlaceApprovals {
     writeText(this.err, `${this.style.dim(text)}\n`);
   }
 
-  private async ask(id: string): Promise<void> {
+  /** `afterTurn`: no tool result follows to show the decision, so it is said here. */
+  private async ask(id: string, afterTurn = false): Promise<void> {
     const ac = new AbortController();
     this.open.set(id, ac);
     try {
       const p = await this.proposal(id);
-      if (!p || ac.signal.aborted) return;
+      // Decided from elsewhere while the turn ran: nothing to ask.
+      if (p?.state !== "pending" || ac.signal.aborted) return;
       writeText(this.err, preview(p, this.style, PREVIEW_LINES));
       this.alert(p);
       for (;;) {
@@ -84,11 +96,11 @@ export class InPlaceApprovals {
           writeText(this.err, renderProposal(p, this.style));
           continue;
         }
-        if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal));
+        if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal, afterTurn));
         if (a === "n" || a === "no") {
           const reason = await this.question("reason for the model (optional): ", ac.signal);
           if (reason === undefined) return;
-          return void (await this.decide(id, false, reason.trim(), ac.signal));
+          return void (await this.decide(id, false, reason.trim(), ac.signal, afterTurn));
         }
       }
     } finally {
@@ -106,12 +118,23 @@ export class InPlaceApprovals {
     }
   }
 
-  private async decide(id: string, approve: boolean, reason: string, signal: AbortSignal): Promise<void> {
+  private async decide(
+    id: string,
+    approve: boolean,
+    reason: string,
+    signal: AbortSignal,
+    afterTurn: boolean,
+  ): Promise<void> {
     if (signal.aborted) return;
     // Answered here: the tool result that follows is this decision, not someone else's.
     this.open.delete(id);
     try {
-      await this.client.decideProposal({ id, approve, reason });
+      const { proposal } = await this.client.decideProposal({ id, approve, reason });
+      if (afterTurn && proposal)
+        writeText(
+          this.err,
+          `${stateText(proposal.state, this.style)}${proposal.result ? `: ${proposal.result}` : ""}\n`,
+        );
     } catch (err) {
       // Someone else was quicker: their decision stands.
       this.note(`not ${approve ? "approved" : "rejected"} here: ${messageOf(err)}`);

@@ -169,7 +169,12 @@ export async function sendAndRender(
       client.send({ sessionId, text, ...(opts.budgets ? { budgets: opts.budgets } : {}) }),
       (afterSeq) => client.follow({ sessionId, afterSeq }),
     );
-    return await renderEvents(events, { ...opts, ...(approvals ? { onEvent: (ev) => approvals.handle(ev) } : {}) });
+    const code = await renderEvents(events, {
+      ...opts,
+      ...(approvals ? { onEvent: (ev) => approvals.handle(ev) } : {}),
+    });
+    await approvals?.askAfterTurn();
+    return code;
   } finally {
     approvals?.dispose();
     ctrlC.dispose();

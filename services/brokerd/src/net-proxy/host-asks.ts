@@ -80,7 +80,7 @@ export function waitingText(where: string, id: string, verb = "was staged"): str
 }
 
 /** The first line is what `boxmaker proposals` shows; the command is the model's text, cut short. */
-export function networkPreview(a: NetworkAsk): string {
+function networkPreview(a: NetworkAsk): string {
   const cmd = a.command.replace(/\s+/g, " ").trim();
   const short = cmd.length > 60 ? `${cmd.slice(0, 59)}…` : cmd;
   return [

@@ -14,7 +14,7 @@ interface DecideFlags {
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("approve")
-    .description("show a staged write or command, then approve and apply it")
+    .description("show a staged write, command or network host, then approve and apply it")
     .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
     .option("-y, --yes", "do not ask for confirmation")
     .option("--json", "print the decided proposal as JSON")
@@ -78,7 +78,14 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
     }
     if (!opts.yes) {
       const { confirm } = await import("../confirm.js");
-      if (!(await confirm(approve ? `Apply this ${p.tool}?` : `Reject this ${p.tool}?`))) {
+      // A network proposal applies nothing: approving it lets the session's commands reach the host.
+      const what = p.tool === "network" ? "network request" : p.tool;
+      const q = approve
+        ? p.tool === "network"
+          ? "Allow this host for the session?"
+          : `Apply this ${what}?`
+        : `Reject this ${what}?`;
+      if (!(await confirm(q))) {
         printErr(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
         process.exitCode = ExitCode.needsApproval;
         return;
