@@ -34,6 +34,7 @@ export type LogRecord =
       predicted_n?: number;
       context_tokens?: number;
     }
+  | { t: "usage"; context_tokens: number; at: number }
   /** Something the model is told at the start of the next turn (a late approval decision). */
   | { t: "note"; text: string; at: number }
   | { t: "archived"; at: number }

@@ -147,6 +147,9 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
       s.lastTurnEnd = r.reason;
       if (r.context_tokens !== undefined) s.contextTokens = r.context_tokens;
       break;
+    case "usage":
+      s.contextTokens = r.context_tokens;
+      break;
     case "archived":
       s.archived = true;
       break;

@@ -107,8 +107,8 @@ const step: fc.Arbitrary<Step> = fc.oneof(
         { t: "turn_start", turn: 1, at: 2 },
         { t: "turn_end", turn: 1, reason: "stop", at: 2, context_tokens: 500 },
         { t: "turn_end", turn: 1, reason: "interrupted", at: 2 },
-        { t: "turn_end", turn: 1, reason: "stop", at: 2, context_tokens: 0 },
-        { t: "turn_end", turn: 1, reason: "stop", at: 2, context_tokens: 1234 },
+        { t: "usage", context_tokens: 0, at: 2 },
+        { t: "usage", context_tokens: 1234, at: 2 },
         { t: "note", text: "later", at: 2 },
         { t: "mode", mode: "read-only", at: 2 },
       )
