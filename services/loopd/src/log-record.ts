@@ -34,6 +34,7 @@ export type LogRecord =
       predicted_n?: number;
       context_tokens?: number;
     }
+  /** Written by loopd 0.1 (test/fixtures/log-loopd-0.1.jsonl), no longer: read so its logs still load. */
   | { t: "usage"; context_tokens: number; at: number }
   /** Something the model is told at the start of the next turn (a late approval decision). */
   | { t: "note"; text: string; at: number }
