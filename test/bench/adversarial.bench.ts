@@ -23,7 +23,7 @@ import { tempDir } from "../support/tmp.js";
 import { nowMs } from "./stats.mjs";
 import type { Emit } from "./bench-context.js";
 
-export const timeLimitS = 150;
+export const timeLimitS = 240;
 
 async function open(dir: string, name: string, setup: (d: { ws: string; outside: string }) => void) {
   const ws = join(dir, `${name}-ws`);

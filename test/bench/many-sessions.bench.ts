@@ -10,7 +10,7 @@ import { p50 } from "./stats.mjs";
 import { loopClient } from "../support/loop-client.js";
 import type { Emit } from "./bench-context.js";
 
-export const timeLimitS = 240;
+export const timeLimitS = 150;
 
 const SESSIONS = 5_000;
 const LONG = 300;
