@@ -8,7 +8,7 @@ import { pathRuledFor, subjectOf } from "./policy/gate.js";
 import type { PathGuard } from "./policy/paths.js";
 import { decide, type Decision } from "./policy/rules.js";
 import type { Sandbox } from "./sandbox.js";
-import type { Plan, ToolContext, ToolDef, ToolText } from "./tool-table.js";
+import { notPlannedHere, type Plan, type ToolContext, type ToolDef, type ToolText } from "./tool-table.js";
 import { checkArguments } from "./validate.js";
 
 /** What planning and running a tool needs from the broker. */
@@ -51,6 +51,7 @@ export async function planCall(
 ): Promise<Checked | StepOutcome> {
   const bad = checkArguments(tool, args);
   if (bad) return denied("arguments:schema", bad);
+  if (tool.kind === "meta" || tool.kind === "external") return denied("tool:invalid-call", notPlannedHere(tool));
   let plan: Plan;
   try {
     plan = await tool.plan(args, toolContext(d, signal, tool, call));

@@ -50,25 +50,51 @@ export interface Plan {
   execute(): Promise<ToolText>;
 }
 
-type ToolKind = "builtin" | "meta" | "mcp" | "external";
-
-export interface ToolDef {
+/** What every entry of the table has, whoever runs the tool. */
+interface ToolBase {
   name: string;
   description: string;
+  /** The arguments' JSON Schema: what the model reads and ajv checks (validate.ts). */
   parameters: JsonSchema;
   risk: Risk;
   /** In the epoch's tools array; the rest are reached through find_tool/call_tool. */
   core: boolean;
-  kind: ToolKind;
   /** Who provides it: `builtin`, `mcp:<server>`, `config`. */
   origin: string;
   /** Results it bounds itself (read_blob) must not be turned into another blob. */
   selfCapped?: boolean;
-  /**
-   * Called with arguments the tool's schema already accepted; each tool types
-   * them as its schema says (a method, so that narrower parameter type is allowed).
-   */
+}
+
+/**
+ * A tool brokerd plans (path checks, policy) and runs: a built-in one, from
+ * defineTool with its arguments typed from its schema, or an MCP server's,
+ * whose arguments are only known to be an object. spawn_agent and update_plan
+ * are built in: their plan is the policy's go-ahead loopd waits for.
+ */
+export interface PlannedTool extends ToolBase {
+  kind: "builtin" | "mcp";
+  /** Called with arguments the tool's schema already accepted. */
   plan(args: unknown, ctx: ToolContext): Promise<Plan> | Plan;
+}
+
+/** find_tool and call_tool: answered by the broker itself; the entry gives the array their schemas. */
+export interface MetaTool extends ToolBase {
+  kind: "meta";
+}
+
+/** A core tool another daemon runs, declared in config: brokerd lists it and never plans it. */
+export interface ExternalTool extends ToolBase {
+  kind: "external";
+}
+
+/** Only a planned tool has a plan: code that would run one narrows on `kind` first. */
+export type ToolDef = PlannedTool | MetaTool | ExternalTool;
+
+/** Why a call reached a tool brokerd does not plan (a crafted call_tool, a proposal file naming one). */
+export function notPlannedHere(tool: MetaTool | ExternalTool): string {
+  return tool.kind === "meta"
+    ? "internal: meta tools are dispatched by the broker"
+    : `${tool.name} is run by the loop, not by the tool broker`;
 }
 
 /** THE table: every tool brokerd knows, core and extended, keyed by name. */

@@ -9,13 +9,13 @@ import { ToolSearch } from "../src/find-tool.js";
 import { PathGuard } from "../src/policy/paths.js";
 import { Sandbox } from "../src/sandbox.js";
 import { ProposalStore } from "../src/staging.js";
-import { ToolTable, type Plan, type ToolDef } from "../src/tool-table.js";
+import { ToolTable, type Plan, type PlannedTool, type ToolDef } from "../src/tool-table.js";
 import { callTool, findTool } from "../src/tools/meta.js";
 import { tempDir } from "../../../test/support/tmp.js";
 import { silent } from "./helpers.js";
 
 /** A tool whose plan and execution are recorded, for pipeline and approval tests without real tools. */
-export interface FakeTool extends ToolDef {
+export interface FakeTool extends PlannedTool {
   planned: unknown[];
   executed: number;
   /** The checks the next plan reports (staging compares them at approval). */
@@ -25,9 +25,9 @@ export interface FakeTool extends ToolDef {
 
 export function fakeTool(
   name: string,
-  risk: ToolDef["risk"],
+  risk: PlannedTool["risk"],
   core = true,
-  kind: ToolDef["kind"] = "builtin",
+  kind: PlannedTool["kind"] = "builtin",
 ): FakeTool {
   const t: FakeTool = {
     name,

@@ -1,6 +1,8 @@
 import { BLOB_PREFIX, BlobStore } from "../blobs.js";
 import { Refused, ToolError } from "../errors.js";
-import type { ToolDef, ToolText } from "../tool-table.js";
+import { type Static, Type } from "@boxmaker/common";
+import type { ToolContext, ToolText } from "../tool-table.js";
+import { defineTool } from "./define-tool.js";
 import { checkPattern, runRegex } from "./regex-worker.js";
 import { searchSlots } from "./search-slots.js";
 
@@ -24,25 +26,21 @@ function bounded(lines: string[], cap: number, hint: string): ToolText {
   return { text: out.join("\n"), isError: false };
 }
 
-export const readBlob: ToolDef = {
+export const readBlob = defineTool({
   name: "read_blob",
   description: `Read lines of a stored large result (${BLOB_PREFIX}…), e.g. a long command output or file.`,
-  parameters: {
-    type: "object",
-    properties: {
-      blob: { type: "string", description: `${BLOB_PREFIX}<hex>` },
-      start_line: { type: "integer", minimum: 1 },
-      end_line: { type: "integer", minimum: 1 },
+  parameters: Type.Object(
+    {
+      blob: Type.String({ description: `${BLOB_PREFIX}<hex>` }),
+      start_line: Type.Optional(Type.Integer({ minimum: 1 })),
+      end_line: Type.Optional(Type.Integer({ minimum: 1 })),
     },
-    required: ["blob"],
-    additionalProperties: false,
-  },
+    { additionalProperties: false },
+  ),
   risk: "read",
   core: false,
-  kind: "builtin",
-  origin: "builtin",
   selfCapped: true,
-  plan(args: { blob: string; start_line?: number; end_line?: number }, ctx) {
+  plan(args, ctx) {
     BlobStore.parseRef(args.blob);
     return {
       paths: [],
@@ -62,28 +60,26 @@ export const readBlob: ToolDef = {
       },
     };
   },
-};
+});
 
-export const grepBlob: ToolDef = {
+const grepParameters = Type.Object(
+  {
+    blob: Type.String(),
+    pattern: Type.String({ description: "JavaScript regular expression" }),
+    context: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+    ignore_case: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const grepBlob = defineTool({
   name: "grep_blob",
   description: `Search a stored large result (${BLOB_PREFIX}…) for a regex; returns matching lines with context.`,
-  parameters: {
-    type: "object",
-    properties: {
-      blob: { type: "string" },
-      pattern: { type: "string", description: "JavaScript regular expression" },
-      context: { type: "integer", minimum: 0, maximum: 10 },
-      ignore_case: { type: "boolean" },
-    },
-    required: ["blob", "pattern"],
-    additionalProperties: false,
-  },
+  parameters: grepParameters,
   risk: "read",
   core: false,
-  kind: "builtin",
-  origin: "builtin",
   selfCapped: true,
-  plan(args: { blob: string; pattern: string; context?: number; ignore_case?: boolean }, ctx) {
+  plan(args, ctx) {
     BlobStore.parseRef(args.blob);
     checkPattern(args.pattern, args.ignore_case ?? false);
     return {
@@ -105,12 +101,9 @@ export const grepBlob: ToolDef = {
       },
     };
   },
-};
+});
 
-async function grep(
-  args: { blob: string; pattern: string; context?: number; ignore_case?: boolean },
-  ctx: Parameters<ToolDef["plan"]>[1],
-): Promise<ToolText> {
+async function grep(args: Static<typeof grepParameters>, ctx: ToolContext): Promise<ToolText> {
   const text = ctx.blobs.get(args.blob);
   const r = await runRegex(
     {

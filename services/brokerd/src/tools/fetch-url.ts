@@ -5,8 +5,9 @@ import ipaddr from "ipaddr.js";
 import { canonicalHost } from "../policy/hosts.js";
 import { decide } from "../policy/rules.js";
 import { ToolError } from "../errors.js";
-import type { ToolContext, ToolDef } from "../tool-table.js";
-import { messageOf } from "@boxmaker/common";
+import type { PlannedTool, ToolContext } from "../tool-table.js";
+import { messageOf, Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { htmlToText } from "./html-text.js";
 
 type Resolver = (host: string, signal: AbortSignal) => Promise<{ address: string; family: number }[]>;
@@ -166,23 +167,19 @@ function get(u: URL, addr: { address: string; family: number }, signal: AbortSig
   });
 }
 
-export function makeFetchUrl(opts: FetchOptions = {}): ToolDef {
+export function makeFetchUrl(opts: FetchOptions = {}): PlannedTool {
   const resolve = opts.resolve ?? systemResolver;
-  return {
+  return defineTool({
     name: "fetch_url",
     description:
       "Fetch a public web page or file over http(s) and return it as readable text (HTML is converted). Subject to the operator's host policy; private and local addresses are refused.",
-    parameters: {
-      type: "object",
-      properties: { url: { type: "string", description: "an absolute http:// or https:// URL" } },
-      required: ["url"],
-      additionalProperties: false,
-    },
+    parameters: Type.Object(
+      { url: Type.String({ description: "an absolute http:// or https:// URL" }) },
+      { additionalProperties: false },
+    ),
     risk: "network",
     core: false,
-    kind: "builtin",
-    origin: "builtin",
-    plan(args: { url: string }, ctx: ToolContext) {
+    plan(args, ctx) {
       const first = parseUrl(args.url);
       return {
         paths: [],
@@ -192,7 +189,7 @@ export function makeFetchUrl(opts: FetchOptions = {}): ToolDef {
         execute: () => fetchText(first, ctx, resolve),
       };
     },
-  };
+  });
 }
 
 async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {

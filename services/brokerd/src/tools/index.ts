@@ -1,6 +1,5 @@
 import type { ExtraCoreTool } from "../config-types.js";
-import { ToolError } from "../errors.js";
-import { ToolTable, type ToolDef } from "../tool-table.js";
+import { type ExternalTool, ToolTable, type ToolDef } from "../tool-table.js";
 import { grepBlob, readBlob } from "./blob-tools.js";
 import { editFile } from "./edit-file.js";
 import { fetchUrl } from "./fetch-url.js";
@@ -29,7 +28,7 @@ const CORE_TOOLS: readonly ToolDef[] = [
 const EXTENDED_BUILTINS: readonly ToolDef[] = [readBlob, grepBlob, fetchUrl];
 
 /** A core tool another daemon runs, declared in config; brokerd only lists it. */
-function externalCore(t: ExtraCoreTool): ToolDef {
+function externalCore(t: ExtraCoreTool): ExternalTool {
   return {
     name: t.name,
     description: t.description,
@@ -38,9 +37,6 @@ function externalCore(t: ExtraCoreTool): ToolDef {
     core: true,
     kind: "external",
     origin: "config",
-    plan: () => {
-      throw new ToolError(`${t.name} is run by the loop, not by the tool broker`);
-    },
   };
 }
 

@@ -1,35 +1,31 @@
+import { Type } from "@boxmaker/common";
 import { ToolError } from "../errors.js";
-import type { ToolDef } from "../tool-table.js";
+import { defineTool } from "./define-tool.js";
+
+/** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
+const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
 
 /**
  * A core tool that loopd runs (it starts a child session on the subagent
  * slot). It lives in this table so the epoch's tools array has one source;
- * brokerd only lists it and refuses to run it.
+ * brokerd plans it only as the policy's gate and never runs it.
  */
-/** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
-const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
 
-export const spawnAgent: ToolDef = {
+export const spawnAgent = defineTool({
   name: "spawn_agent",
   description: "Run a subagent on a self-contained task; returns its final answer.",
-  parameters: {
-    type: "object",
-    properties: { task: { type: "string", description: "The task, with all context the subagent needs" } },
-    required: ["task"],
-    additionalProperties: false,
-  },
+  parameters: Type.Object(
+    { task: Type.String({ description: "The task, with all context the subagent needs" }) },
+    { additionalProperties: false },
+  ),
   // Its own calls go through policy one by one; starting it is harmless by default (allow),
   // and an operator rule on spawn_agent can deny it or reserve it for a person.
   risk: "read",
-  core: true,
-  kind: "external",
-  origin: "builtin",
   // loopd runs the subagent, but asks this policy first with the same call: the
   // plan only gates (deny / stage for a person / allow) and its "execution" is the
   // go-ahead text loopd checks before it starts the child session.
-  plan: (args: { task: string }) => {
-    if (typeof args.task !== "string" || !args.task.trim())
-      throw new ToolError("spawn_agent needs a non-empty `task` string");
+  plan: (args) => {
+    if (!args.task.trim()) throw new ToolError("spawn_agent needs a non-empty `task` string");
     return {
       paths: [],
       preview: `spawn_agent: ${args.task.slice(0, 2000)}`,
@@ -37,4 +33,4 @@ export const spawnAgent: ToolDef = {
       execute: async () => ({ text: SPAWN_AGENT_GO_AHEAD, isError: false }),
     };
   },
-};
+});

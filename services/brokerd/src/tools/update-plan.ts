@@ -1,4 +1,5 @@
-import type { ToolDef } from "../tool-table.js";
+import { StringEnum, Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 
 /** What brokerd answers when policy lets loopd run update_plan (loopd keeps the list). */
 const UPDATE_PLAN_GO_AHEAD = "update_plan: allowed by policy; the agent loop keeps the plan";
@@ -9,35 +10,26 @@ const UPDATE_PLAN_GO_AHEAD = "update_plan: allowed by policy; the agent loop kee
  * this table so the epoch's tools array has one source. The bounds keep one
  * call small: the list is shown to a person on every change.
  */
-export const updatePlan: ToolDef = {
+export const updatePlan = defineTool({
   name: "update_plan",
   description: "Keep a short task list: send the whole list on each change, each item pending, in_progress or done.",
-  parameters: {
-    type: "object",
-    properties: {
-      items: {
-        type: "array",
-        minItems: 1,
-        maxItems: 30,
-        items: {
-          type: "object",
-          properties: {
-            content: { type: "string", minLength: 1, maxLength: 300 },
-            status: { type: "string", enum: ["pending", "in_progress", "done"] },
+  parameters: Type.Object(
+    {
+      items: Type.Array(
+        Type.Object(
+          {
+            content: Type.String({ minLength: 1, maxLength: 300 }),
+            status: StringEnum(["pending", "in_progress", "done"]),
           },
-          required: ["content", "status"],
-          additionalProperties: false,
-        },
-      },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: 30 },
+      ),
     },
-    required: ["items"],
-    additionalProperties: false,
-  },
+    { additionalProperties: false },
+  ),
   risk: "read",
-  core: true,
-  kind: "external",
-  origin: "builtin",
-  plan: (args: { items: { content: string; status: string }[] }) => ({
+  plan: (args) => ({
     paths: [],
     preview: `update_plan: ${args.items
       .map((i) => `[${i.status}] ${i.content}`)
@@ -46,4 +38,4 @@ export const updatePlan: ToolDef = {
     checks: {},
     execute: async () => ({ text: UPDATE_PLAN_GO_AHEAD, isError: false }),
   }),
-};
+});
