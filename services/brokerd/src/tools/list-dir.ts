@@ -1,20 +1,17 @@
 import { join } from "node:path";
-import type { ToolDef } from "../tool-table.js";
+import { Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { listDirAt } from "./fs-read.js";
 
-export const listDir: ToolDef = {
+export const listDir = defineTool({
   name: "list_dir",
   description: "List a workspace directory: dirs end in /, files show their size, symlinks their target.",
-  parameters: {
-    type: "object",
-    properties: { path: { type: "string", description: "Defaults to the workspace root" } },
-    additionalProperties: false,
-  },
+  parameters: Type.Object(
+    { path: Type.Optional(Type.String({ description: "Defaults to the workspace root" })) },
+    { additionalProperties: false },
+  ),
   risk: "read",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { path?: string }, ctx) {
+  plan(args, ctx) {
     const p = ctx.guard.resolve(args.path ?? ".", { write: false });
     return {
       paths: [p],
@@ -37,4 +34,4 @@ export const listDir: ToolDef = {
       },
     };
   },
-};
+});

@@ -1,6 +1,7 @@
 import { closeSync } from "node:fs";
 import { ToolError } from "../errors.js";
-import type { ToolDef } from "../tool-table.js";
+import { Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { readFileAt, readLinesAt } from "./fs-read.js";
 import { openFileAt } from "./fs-walk.js";
 
@@ -13,24 +14,19 @@ function sizeAt(root: string, rel: string): number {
   return st.size;
 }
 
-export const readFile: ToolDef = {
+export const readFile = defineTool({
   name: "read_file",
   description: "Read a text file in the workspace. Optional 1-based inclusive line range.",
-  parameters: {
-    type: "object",
-    properties: {
-      path: { type: "string", description: "Path relative to the workspace" },
-      start_line: { type: "integer", minimum: 1 },
-      end_line: { type: "integer", minimum: 1 },
+  parameters: Type.Object(
+    {
+      path: Type.String({ description: "Path relative to the workspace" }),
+      start_line: Type.Optional(Type.Integer({ minimum: 1 })),
+      end_line: Type.Optional(Type.Integer({ minimum: 1 })),
     },
-    required: ["path"],
-    additionalProperties: false,
-  },
+    { additionalProperties: false },
+  ),
   risk: "read",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { path: string; start_line?: number; end_line?: number }, ctx) {
+  plan(args, ctx) {
     const p = ctx.guard.resolve(args.path, { write: false });
     const from = args.start_line ?? 1;
     const to = args.end_line ?? Number.MAX_SAFE_INTEGER;
@@ -71,4 +67,4 @@ export const readFile: ToolDef = {
       },
     };
   },
-};
+});
