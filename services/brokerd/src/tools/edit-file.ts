@@ -1,5 +1,6 @@
 import { ToolError } from "../errors.js";
-import type { ToolDef } from "../tool-table.js";
+import { Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { planWrite, requireFile } from "./write-plan.js";
 
 /** Occurrences of `needle`, not overlapping; stops counting at 2 since only "exactly once" matters. */
@@ -9,21 +10,16 @@ function occurrences(hay: string, needle: string): number {
   return n;
 }
 
-export const editFile: ToolDef = {
+export const editFile = defineTool({
   name: "edit_file",
   description:
     "Replace old_text with new_text in a workspace file. old_text must match exactly once, whitespace included.",
-  parameters: {
-    type: "object",
-    properties: { path: { type: "string" }, old_text: { type: "string" }, new_text: { type: "string" } },
-    required: ["path", "old_text", "new_text"],
-    additionalProperties: false,
-  },
+  parameters: Type.Object(
+    { path: Type.String(), old_text: Type.String(), new_text: Type.String() },
+    { additionalProperties: false },
+  ),
   risk: "write",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { path: string; old_text: string; new_text: string }, ctx) {
+  plan(args, ctx) {
     if (args.old_text === "") throw new ToolError("old_text is empty; give the exact text to replace");
     if (args.old_text === args.new_text) throw new ToolError("old_text and new_text are the same; nothing to change");
     return planWrite(ctx, args.path, (old, p) => {
@@ -43,4 +39,4 @@ export const editFile: ToolDef = {
       return text.slice(0, at) + args.new_text + text.slice(at + args.old_text.length);
     });
   },
-};
+});

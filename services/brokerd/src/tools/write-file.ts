@@ -1,20 +1,13 @@
-import type { ToolDef } from "../tool-table.js";
+import { Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { planWrite } from "./write-plan.js";
 
-export const writeFile: ToolDef = {
+export const writeFile = defineTool({
   name: "write_file",
   description: "Create or overwrite a workspace file with the full content given. May need a person's approval.",
-  parameters: {
-    type: "object",
-    properties: { path: { type: "string" }, content: { type: "string" } },
-    required: ["path", "content"],
-    additionalProperties: false,
-  },
+  parameters: Type.Object({ path: Type.String(), content: Type.String() }, { additionalProperties: false }),
   risk: "write",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { path: string; content: string }, ctx) {
+  plan(args, ctx) {
     return planWrite(ctx, args.path, () => args.content);
   },
-};
+});
