@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { compileGlob } from "../policy/glob.js";
 import { Refused } from "../errors.js";
-import type { ToolDef } from "../tool-table.js";
+import { Type } from "@boxmaker/common";
+import { defineTool } from "./define-tool.js";
 import { components, fdPath, MAX_DEPTH, openDirAt, openFileAt, openRoot } from "./fs-walk.js";
 import { checkPattern, type RegexResult, runRegex } from "./regex-worker.js";
 import { searchSlots } from "./search-slots.js";
@@ -19,25 +20,20 @@ const SKIP_DIRS = new Set([".git", "node_modules"]);
  */
 const WALK_SLICE_MS = 20;
 
-export const searchFiles: ToolDef = {
+export const searchFiles = defineTool({
   name: "search_files",
   description: "Search workspace files for a regex; returns path:line: text. Skips .git and node_modules.",
-  parameters: {
-    type: "object",
-    properties: {
-      pattern: { type: "string", description: "JavaScript regular expression" },
-      path: { type: "string", description: "Directory or file; default the workspace root" },
-      glob: { type: "string", description: "File name filter, e.g. *.ts" },
-      ignore_case: { type: "boolean" },
+  parameters: Type.Object(
+    {
+      pattern: Type.String({ description: "JavaScript regular expression" }),
+      path: Type.Optional(Type.String({ description: "Directory or file; default the workspace root" })),
+      glob: Type.Optional(Type.String({ description: "File name filter, e.g. *.ts" })),
+      ignore_case: Type.Optional(Type.Boolean()),
     },
-    required: ["pattern"],
-    additionalProperties: false,
-  },
+    { additionalProperties: false },
+  ),
   risk: "read",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { pattern: string; path?: string; glob?: string; ignore_case?: boolean }, ctx) {
+  plan(args, ctx) {
     const ignoreCase = args.ignore_case ?? false;
     checkPattern(args.pattern, ignoreCase);
     const p = ctx.guard.resolve(args.path ?? ".", { write: false });
@@ -165,4 +161,4 @@ export const searchFiles: ToolDef = {
       return { text: out.join("\n"), isError: false };
     }
   },
-};
+});
