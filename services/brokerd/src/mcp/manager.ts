@@ -1,10 +1,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Logger } from "@boxmaker/common";
+import { type Logger, StringEnum, Type } from "@boxmaker/common";
 import type { BrokerConfig, McpServerConfig, Risk } from "../config-types.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
-import type { ToolDef, ToolTable } from "../tool-table.js";
+import type { PlannedTool, ToolTable } from "../tool-table.js";
+import { defineTool } from "../tools/define-tool.js";
 import { McpConnection } from "./connection.js";
 import type { McpPromptInfo, McpServers } from "./mcp-servers.js";
 import type { McpRuntime } from "./transport.js";
@@ -41,20 +42,21 @@ export function pathArgs(cfg: McpServerConfig, tool: Tool): string[] {
 }
 
 /** An MCP tool as a table entry `server.tool`: extended only, so the tools array never moves. */
-function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): ToolDef {
+function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpConnection): PlannedTool {
   const name = `${server}.${tool.name}`;
   const hosts = [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts];
   const risk = toolRisk(cfg, tool);
   const pathNames = pathArgs(cfg, tool);
-  return {
+  return defineTool({
     name,
     description: (tool.description ?? tool.title ?? "").trim() || `${tool.name} from MCP server ${server}`,
-    parameters: tool.inputSchema as Record<string, unknown>,
+    // The server's schema as it sent it: its arguments are known to be an object, no more.
+    parameters: Type.Unsafe<Record<string, unknown>>(tool.inputSchema),
     risk,
     core: false,
     kind: "mcp",
     origin: `mcp:${server}`,
-    plan(raw: Record<string, unknown>, ctx) {
+    plan(raw, ctx) {
       // Path arguments go through the same guard as built-in tools' paths, and on to the server resolved.
       const args = { ...raw };
       const paths: ResolvedPath[] = [];
@@ -77,7 +79,7 @@ function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpC
         execute: () => conn.call(tool.name, args, ctx.signal, (text) => ctx.blobs.put(text)),
       };
     },
-  };
+  });
 }
 
 export class McpManager implements McpServers {
@@ -114,9 +116,9 @@ export class McpManager implements McpServers {
   }
 
   /** Resources are reached through two extended tools; each call names its server. */
-  private resourceTools(servers: BrokerConfig["mcp_servers"]): ToolDef[] {
+  private resourceTools(servers: BrokerConfig["mcp_servers"]): PlannedTool[] {
     const names = this.connections.map((c) => c.name);
-    const serverParam = { type: "string", enum: names, description: "The MCP server offering the resource" };
+    const serverParam = StringEnum(names, { description: "The MCP server offering the resource" });
     const hostsOf = (server: string) => {
       const cfg = servers[server];
       return cfg ? [...(cfg.transport === "http" && cfg.url ? [new URL(cfg.url).hostname] : []), ...cfg.hosts] : [];
@@ -131,18 +133,16 @@ export class McpManager implements McpServers {
     };
     const common = { core: false, kind: "mcp" as const, origin: "mcp", risk: "read" as const };
     return [
-      {
+      defineTool({
         ...common,
         name: "list_resources",
         description:
           "List the resources (documents, files, data) an MCP server offers, with their URIs for read_resource",
-        parameters: {
-          type: "object",
-          properties: { server: serverParam, cursor: { type: "string" } },
-          required: ["server"],
-          additionalProperties: false,
-        },
-        plan: (args: { server: string; cursor?: string }) => ({
+        parameters: Type.Object(
+          { server: serverParam, cursor: Type.Optional(Type.String()) },
+          { additionalProperties: false },
+        ),
+        plan: (args) => ({
           paths: [],
           hosts: hostsOf(args.server),
           execute: async () => {
@@ -161,22 +161,20 @@ export class McpManager implements McpServers {
             };
           },
         }),
-      },
-      {
+      }),
+      defineTool({
         ...common,
         name: "read_resource",
         description:
           "Read a resource from an MCP server by its URI (text as is; binary stored as a blob with a pointer)",
-        parameters: {
-          type: "object",
-          properties: {
+        parameters: Type.Object(
+          {
             server: serverParam,
-            uri: { type: "string", description: "The resource URI, e.g. from list_resources or a resource link" },
+            uri: Type.String({ description: "The resource URI, e.g. from list_resources or a resource link" }),
           },
-          required: ["server", "uri"],
-          additionalProperties: false,
-        },
-        plan: (args: { server: string; uri: string }, ctx) => ({
+          { additionalProperties: false },
+        ),
+        plan: (args, ctx) => ({
           paths: [],
           hosts: hostsOf(args.server),
           preview: `read_resource ${args.server} ${args.uri}`,
@@ -196,7 +194,7 @@ export class McpManager implements McpServers {
             };
           },
         }),
-      },
+      }),
     ];
   }
 
