@@ -1,26 +1,22 @@
+import { Type } from "@boxmaker/common";
 import { Refused } from "../errors.js";
 import { connectionNotes } from "../net-proxy/audit-line.js";
 import { quarantinePlanted } from "../planted-files.js";
-import type { ToolDef } from "../tool-table.js";
+import { defineTool } from "./define-tool.js";
 
-export const runCommand: ToolDef = {
+export const runCommand = defineTool({
   name: "run_command",
   description: "Run a shell command in a sandbox (workspace writable, no network). May need a person's approval.",
-  parameters: {
-    type: "object",
-    properties: {
-      command: { type: "string" },
-      cwd: { type: "string", description: "Default the workspace root" },
-      timeout_ms: { type: "integer", minimum: 1 },
+  parameters: Type.Object(
+    {
+      command: Type.String(),
+      cwd: Type.Optional(Type.String({ description: "Default the workspace root" })),
+      timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
     },
-    required: ["command"],
-    additionalProperties: false,
-  },
+    { additionalProperties: false },
+  ),
   risk: "exec",
-  core: true,
-  kind: "builtin",
-  origin: "builtin",
-  plan(args: { command: string; cwd?: string; timeout_ms?: number }, ctx) {
+  plan(args, ctx) {
     if (ctx.sandbox.state === "unavailable") {
       throw new Refused("sandbox:unavailable", `run_command is unavailable: ${ctx.sandbox.detail}`);
     }
@@ -66,4 +62,4 @@ export const runCommand: ToolDef = {
       },
     };
   },
-};
+});
