@@ -74,7 +74,7 @@ interface ToolBase {
 export interface PlannedTool extends ToolBase {
   kind: "builtin" | "mcp";
   /** Called with arguments the tool's schema already accepted. */
-  plan(args: unknown, ctx: ToolContext): Promise<Plan> | Plan;
+  plan: (args: unknown, ctx: ToolContext) => Promise<Plan> | Plan;
 }
 
 /** find_tool and call_tool: answered by the broker itself; the entry gives the array their schemas. */
