@@ -8,7 +8,8 @@ import { doneOf, newSession, turn } from "../support/loop-client.js";
  * verbatim, the boundary is in the log, and the turn never fails.
  */
 describe("context limits and compaction", () => {
-  const nCtx = 4096;
+  // The tools array alone is ~1,000 of these tokens (ten core tools): a slot small enough to fill in twelve turns, with room for it.
+  const nCtx = 5120;
   const t = useStack("bxz-", {
     sim: { nCtx },
     loopd: { max_tokens: 256, compaction: { threshold: 0.8, keep_recent_messages: 4 } },

@@ -87,7 +87,8 @@ describe("large input through the whole stack (simulator)", () => {
 
 describe("a whole big first message and overflow recovery (simulator)", () => {
   const t = useStack("bxlo-", {
-    sim: { nCtx: 4096 },
+    // The tools array alone is ~1,000 of these tokens (ten core tools): a slot small enough to fill, with room for it.
+    sim: { nCtx: 5120 },
     loopd: {
       max_tokens: 256,
       prepass: { threshold_bytes: 1_000_000 },
