@@ -1,12 +1,23 @@
-import type { SchemaObject } from "ajv";
-import { DEFAULT_DIRS, DEFAULT_SOCKETS, loadConfig, logLevelSchema, parseConfig } from "@boxmaker/common";
-import type { BrokerConfig } from "./config-types.js";
+import {
+  DEFAULT_DIRS,
+  DEFAULT_SOCKETS,
+  loadConfig,
+  logLevelSchema,
+  MapOf,
+  Nullable,
+  parseConfig,
+  type Static,
+  StringEnum,
+  Type,
+} from "@boxmaker/common";
 import { hooksSchema } from "./hooks/schema.js";
+import type { HooksConfig } from "./hooks/types.js";
 
-const effect = { type: "string", enum: ["allow", "ask", "deny"] } as const;
-const risk = { type: "string", enum: ["read", "write", "exec", "network"], default: "write" } as const;
-const strings = { type: "array", items: { type: "string" } } as const;
-const positive = (def: number) => ({ type: "integer", minimum: 1, default: def }) as const;
+const EFFECTS = ["allow", "ask", "deny"] as const;
+const RISKS = ["read", "write", "exec", "network"] as const;
+const effect = (options = {}) => StringEnum(EFFECTS, options);
+const strings = (options = {}) => Type.Array(Type.String(), options);
+const positive = (def: number) => Type.Integer({ minimum: 1, default: def });
 
 /** Matched case-insensitively against every segment run of a path (see policy/glob.ts). */
 export const DEFAULT_SECRET_PATTERNS = [
@@ -115,173 +126,216 @@ const DEFAULT_RO_PATHS = [
   "/etc/nsswitch.conf",
 ];
 
+/** One operator rule; see policy/rules.ts for how rules combine. */
+const policyRule = Type.Object(
+  {
+    /** Shown in the audit trail and to the person; defaults to `rule[i]`. */
+    name: Nullable(Type.String()),
+    /** Tool name or glob over tool names (`*`, `github.*`). */
+    tool: Type.String({ minLength: 1 }),
+    effect: effect(),
+    /** Globs over workspace-relative paths (`src/**`), or absolute when they start with `/`. */
+    paths: Nullable(strings()),
+    /** Command prefixes for run_command, whole words (`git status`, `npm test`). */
+    command_prefixes: Nullable(strings()),
+    /** URL hosts (`api.github.com`, `*.example.org`) for tools whose arguments carry a `url`. */
+    hosts: Nullable(strings()),
+  },
+  { additionalProperties: false },
+);
+
+/** Kernel limits on every command (rlimits set inside the sandbox before the command starts). */
+const sandboxLimits = Type.Object(
+  {
+    /** RLIMIT_NPROC (not enforced by the kernel for uid 0: run brokerd as its own user). */
+    max_processes: positive(256),
+    /** RLIMIT_DATA: heap and private writable mappings per process. */
+    max_memory_bytes: positive(1024 * 1024 * 1024),
+    /** RLIMIT_FSIZE: the largest file one process may write (also bounds each file in /tmp). */
+    max_file_bytes: positive(512 * 1024 * 1024),
+    /** RLIMIT_NOFILE. */
+    max_open_files: positive(1024),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+/** The allowlist proxy commands reach the network through (net-proxy/); off by default. */
+const netProxy = Type.Object(
+  {
+    enabled: Type.Boolean({ default: false }),
+    /** The bridge run inside the sandbox, from its loopback port to the proxy's Unix socket. */
+    socat_path: Type.String({ minLength: 1, default: "/usr/bin/socat" }),
+    /** The port on the sandbox's own loopback that HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name. */
+    port: Type.Integer({ minimum: 1, maximum: 65535, default: 3128 }),
+    /** Hosts (canonical, or any spelling of one) that may be private, loopback or link-local addresses. */
+    allow_private_hosts: strings({ default: [] }),
+    /** Host → IP address, used instead of DNS (an /etc/hosts of the proxy's own). */
+    addresses: MapOf(Type.String({ pattern: "^[0-9a-fA-F:.]{2,45}$" }), { default: {}, required: [] }),
+    /** DNS and the upstream connect, each. */
+    connect_timeout_ms: positive(10_000),
+    /** How long a client may take to say where it wants to go. */
+    handshake_timeout_ms: positive(10_000),
+    /** Connections open at once, per command. */
+    max_connections: positive(64),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+/** A core tool another daemon runs (loopd's spawn_agent): declared here so the epoch's array includes it. */
+const extraCoreTool = Type.Object(
+  {
+    name: Type.String({ pattern: "^[a-zA-Z0-9_-]{1,64}$" }),
+    description: Type.String(),
+    parameters: Type.Unsafe<Record<string, unknown>>({ type: "object", required: [] }),
+  },
+  { additionalProperties: false },
+);
+
+// What if/then/else asks of each transport. One object shape with a conditional requirement, not a
+// union: ajv fills no defaults inside anyOf or oneOf. The type is the union the condition makes.
+const stdioTransport = Type.Object({ transport: Type.Optional(Type.Literal("stdio")) });
+const stdioNeeds = Type.Object({ command: Type.String() });
+const httpNeeds = Type.Object({ url: Type.String() });
+
+const mcpServerObject = Type.Object(
+  {
+    transport: StringEnum(["stdio", "http"]),
+    command: Nullable(Type.String({ minLength: 1 })),
+    args: strings({ default: [] }),
+    env: MapOf(Type.String(), { required: [], default: {} }),
+    cwd: Nullable(Type.String()),
+    url: Nullable(Type.String({ pattern: "^https?://" })),
+    headers: MapOf(Type.String(), { required: [], default: {} }),
+    /**
+     * How policy treats a tool of this server whose annotations say nothing
+     * (readOnlyHint → read, destructiveHint → write, openWorldHint → network);
+     * default write (each call asks a person). `tools.<name>.risk` overrides both.
+     */
+    risk: StringEnum(RISKS, { default: "write" }),
+    /** A call's deadline without progress; progress notifications extend it up to max_total_timeout_ms. */
+    timeout_ms: positive(30_000),
+    /** Starting the server and listing its tools. */
+    connect_timeout_ms: positive(10_000),
+    /** The hard ceiling for one call, however much progress it reports. */
+    max_total_timeout_ms: positive(600_000),
+    /** stdio only: run the server in the bwrap sandbox commands use (default true). */
+    sandbox: Type.Boolean({ default: true }),
+    /** stdio only: extra paths the sandboxed server may read, or read and write. */
+    ro_paths: strings({ default: [] }),
+    rw_paths: strings({ default: [] }),
+    /** Hosts the server reaches: granting any gives a sandboxed server the network, and policy sees them on every call. */
+    hosts: strings({ default: [] }),
+    /**
+     * Argument names holding paths, checked by the path policy like built-in
+     * tools' paths (and passed on resolved). Unset: path, paths, source,
+     * destination, file, directory when the tool's schema has them; [] turns it off.
+     */
+    path_args: Nullable(strings()),
+    /** Per-tool overrides. */
+    tools: MapOf(
+      Type.Object(
+        { risk: Nullable(StringEnum(RISKS)), path_args: Nullable(strings()), hidden: Nullable(Type.Boolean()) },
+        { additionalProperties: false },
+      ),
+      { default: {}, required: [] },
+    ),
+  },
+  {
+    additionalProperties: false,
+    if: stdioTransport,
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keyword, not a thenable.
+    then: stdioNeeds,
+    else: httpNeeds,
+  },
+);
+type McpServerFields = Omit<Static<typeof mcpServerObject>, "transport">;
+const mcpServer = Type.Unsafe<
+  | (McpServerFields & { transport: "stdio" } & Static<typeof stdioNeeds>)
+  | (McpServerFields & { transport: "http" } & Static<typeof httpNeeds>)
+>(mcpServerObject);
+
 /**
- * The one source of truth for brokerd's settings and their defaults; their
- * types are in config-types.ts. A plain schema object: ajv's JSONSchemaType
- * cannot express objects defaulted to {} whose keys all have defaults, so the
- * result type is given where it is parsed.
+ * The one source of truth for brokerd's settings, their defaults and their
+ * types (config-types.ts names the parts the code passes around).
  */
-export const brokerConfigSchema: SchemaObject = {
-  type: "object",
-  additionalProperties: false,
-  properties: {
-    socket: { type: "string", minLength: 1, default: DEFAULT_SOCKETS.brokerd },
-    state_dir: { type: "string", minLength: 1, default: DEFAULT_DIRS.brokerdState },
-    workspace_roots: { ...strings, default: [] },
+export const brokerConfigSchema = Type.Object(
+  {
+    socket: Type.String({ minLength: 1, default: DEFAULT_SOCKETS.brokerd }),
+    state_dir: Type.String({ minLength: 1, default: DEFAULT_DIRS.brokerdState }),
+    workspace_roots: strings({ default: [] }),
     // Boxmaker's config, state (session logs, blobs, slot saves) and sockets in the
     // standard layout; brokerd adds its own state_dir, config file and install root.
-    protected_paths: { ...strings, default: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"] },
-    secret_patterns: { ...strings, default: DEFAULT_SECRET_PATTERNS },
+    protected_paths: strings({ default: ["/etc/boxmaker", "/var/lib/boxmaker", "/run/boxmaker"] }),
+    secret_patterns: strings({ default: DEFAULT_SECRET_PATTERNS }),
     // Added to the built-in lists in policy/protected-paths.ts; a default goes only when `unprotect` names it.
-    protected_patterns: { ...strings, default: [] },
-    reviewed_patterns: { ...strings, default: [] },
-    unprotect: { ...strings, default: [] },
-    allow_home_workspace: { type: "boolean", default: false },
-    policy: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: {
-        defaults: {
-          type: "object",
-          additionalProperties: false,
-          default: {},
-          properties: {
-            read: { ...effect, default: "allow" },
-            write: { ...effect, default: "ask" },
-            exec: { ...effect, default: "ask" },
-            network: { ...effect, default: "ask" },
+    /** Workspace globs the model never writes, beyond the defaults (policy/protected-paths.ts). */
+    protected_patterns: strings({ default: [] }),
+    /** Workspace globs the model writes only with a person's approval, beyond the defaults. */
+    reviewed_patterns: strings({ default: [] }),
+    /** Default protected or reviewed globs the operator explicitly removes. */
+    unprotect: strings({ default: [] }),
+    /** A workspace root at (or above) a home directory is refused unless this is true. */
+    allow_home_workspace: Type.Boolean({ default: false }),
+    policy: Type.Object(
+      {
+        defaults: Type.Object(
+          {
+            read: effect({ default: "allow" }),
+            write: effect({ default: "ask" }),
+            exec: effect({ default: "ask" }),
+            network: effect({ default: "ask" }),
           },
-          required: ["read", "write", "exec", "network"],
-        },
-        rules: {
-          type: "array",
-          default: [],
-          items: {
-            type: "object",
-            additionalProperties: false,
-            properties: {
-              name: { type: "string", nullable: true },
-              tool: { type: "string", minLength: 1 },
-              effect,
-              paths: { ...strings, nullable: true },
-              command_prefixes: { ...strings, nullable: true },
-              hosts: { ...strings, nullable: true },
-            },
-            required: ["tool", "effect"],
-          },
-        },
+          { additionalProperties: false, default: {} },
+        ),
+        rules: Type.Array(policyRule, { default: [] }),
       },
-      required: ["defaults", "rules"],
-    },
-    sandbox: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: {
-        mode: { type: "string", enum: ["bwrap", "none"], default: "bwrap" },
-        allow_unsandboxed: { type: "boolean", default: false },
-        bwrap_path: { type: "string", default: "/usr/bin/bwrap" },
+      { additionalProperties: false, default: {} },
+    ),
+    sandbox: Type.Object(
+      {
+        mode: StringEnum(["bwrap", "none"], { default: "bwrap" }),
+        allow_unsandboxed: Type.Boolean({ default: false }),
+        bwrap_path: Type.String({ default: "/usr/bin/bwrap" }),
         timeout_ms: positive(120_000),
         output_cap_bytes: positive(1024 * 1024),
-        network: { type: "boolean", default: false },
-        ro_paths: { ...strings, default: DEFAULT_RO_PATHS },
-        limits: {
-          type: "object",
-          additionalProperties: false,
-          default: {},
-          properties: {
-            max_processes: positive(256),
-            max_memory_bytes: positive(1024 * 1024 * 1024),
-            max_file_bytes: positive(512 * 1024 * 1024),
-            max_open_files: positive(1024),
-          },
-          required: ["max_processes", "max_memory_bytes", "max_file_bytes", "max_open_files"],
-        },
-        net_proxy: {
-          type: "object",
-          additionalProperties: false,
-          default: {},
-          properties: {
-            enabled: { type: "boolean", default: false },
-            socat_path: { type: "string", minLength: 1, default: "/usr/bin/socat" },
-            port: { type: "integer", minimum: 1, maximum: 65535, default: 3128 },
-            allow_private_hosts: { ...strings, default: [] },
-            addresses: {
-              type: "object",
-              default: {},
-              required: [],
-              additionalProperties: { type: "string", pattern: "^[0-9a-fA-F:.]{2,45}$" },
-            },
-            connect_timeout_ms: positive(10_000),
-            handshake_timeout_ms: positive(10_000),
-            max_connections: positive(64),
-          },
-          required: [
-            "enabled",
-            "socat_path",
-            "port",
-            "allow_private_hosts",
-            "addresses",
-            "connect_timeout_ms",
-            "handshake_timeout_ms",
-            "max_connections",
-          ],
-        },
+        network: Type.Boolean({ default: false }),
+        ro_paths: strings({ default: DEFAULT_RO_PATHS }),
+        limits: sandboxLimits,
+        net_proxy: netProxy,
       },
-      required: [
-        "mode",
-        "allow_unsandboxed",
-        "bwrap_path",
-        "timeout_ms",
-        "output_cap_bytes",
-        "network",
-        "ro_paths",
-        "limits",
-        "net_proxy",
-      ],
-    },
+      { additionalProperties: false, default: {} },
+    ),
     result_cap_bytes: positive(16 * 1024),
-    fetch_url: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: {
+    /** fetch_url (extended tool, risk network): limits, and private addresses a person allowed. */
+    fetch_url: Type.Object(
+      {
         max_bytes: positive(2 * 1024 * 1024),
         timeout_ms: positive(20_000),
-        max_redirects: { type: "integer", minimum: 0, default: 5 },
+        max_redirects: Type.Integer({ minimum: 0, default: 5 }),
         // Hosts (as written in the URL, or an IP) that may resolve to a private, loopback or link-local address.
-        allow_private_hosts: { type: "array", items: { type: "string" }, default: [] },
+        allow_private_hosts: Type.Array(Type.String(), { default: [] }),
       },
-      required: ["max_bytes", "timeout_ms", "max_redirects", "allow_private_hosts"],
-    },
-    blob_cap_bytes: { type: "integer", minimum: 0, default: 4 * 1024 * 1024 * 1024 },
+      { additionalProperties: false, default: {} },
+    ),
+    /** The blob store's size cap; the least recently used unpinned blobs go above it. 0 = no cap. */
+    blob_cap_bytes: Type.Integer({ minimum: 0, default: 4 * 1024 * 1024 * 1024 }),
     // state_dir/audit.jsonl is rotated past rotate_bytes (to .1, .2 …); keep_files rotated files are kept,
     // so the trail on disk stays under (keep_files + 1) × rotate_bytes. Every line is in the journal too.
-    audit_log: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: {
-        rotate_bytes: { type: "integer", minimum: 4096, default: 64 * 1024 * 1024 },
-        keep_files: { type: "integer", minimum: 0, maximum: 1000, default: 8 },
+    audit_log: Type.Object(
+      {
+        rotate_bytes: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
+        keep_files: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
       },
-      required: ["rotate_bytes", "keep_files"],
-    },
+      { additionalProperties: false, default: {} },
+    ),
     // state_dir/disclosure.jsonl is compacted at each start to one line per session; a session that was
     // shown no tool for retention_days is dropped (its next call_tool of an old tool asks for find_tool). 0 keeps all.
-    disclosure: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: { retention_days: { type: "integer", minimum: 0, default: 90 } },
-      required: ["retention_days"],
-    },
-    limits: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: {
+    disclosure: Type.Object(
+      { retention_days: Type.Integer({ minimum: 0, default: 90 }) },
+      { additionalProperties: false, default: {} },
+    ),
+    limits: Type.Object(
+      {
         max_argument_bytes: positive(1024 * 1024),
         max_file_bytes: positive(8 * 1024 * 1024),
         list_max_entries: positive(1000),
@@ -289,105 +343,21 @@ export const brokerConfigSchema: SchemaObject = {
         search_max_files: positive(20_000),
         search_timeout_ms: positive(10_000),
       },
-      required: [
-        "max_argument_bytes",
-        "max_file_bytes",
-        "list_max_entries",
-        "search_max_matches",
-        "search_max_files",
-        "search_timeout_ms",
-      ],
-    },
-    find_tool_results: { type: "integer", minimum: 1, maximum: 10, default: 3 },
-    extra_core_tools: {
-      type: "array",
-      default: [],
-      items: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
-          description: { type: "string" },
-          parameters: { type: "object", required: [] },
-        },
-        required: ["name", "description", "parameters"],
-      },
-    },
-    mcp_servers: {
-      type: "object",
-      default: {},
-      propertyNames: { pattern: "^[a-zA-Z0-9_-]{1,32}$" },
-      required: [],
-      additionalProperties: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          transport: { type: "string", enum: ["stdio", "http"] },
-          command: { type: "string", minLength: 1, nullable: true },
-          args: { ...strings, default: [] },
-          env: { type: "object", additionalProperties: { type: "string" }, required: [], default: {} },
-          cwd: { type: "string", nullable: true },
-          url: { type: "string", pattern: "^https?://", nullable: true },
-          headers: { type: "object", additionalProperties: { type: "string" }, required: [], default: {} },
-          risk,
-          timeout_ms: positive(30_000),
-          connect_timeout_ms: positive(10_000),
-          max_total_timeout_ms: positive(600_000),
-          sandbox: { type: "boolean", default: true },
-          ro_paths: { ...strings, default: [] },
-          rw_paths: { ...strings, default: [] },
-          hosts: { ...strings, default: [] },
-          path_args: { ...strings, nullable: true },
-          tools: {
-            type: "object",
-            default: {},
-            required: [],
-            additionalProperties: {
-              type: "object",
-              additionalProperties: false,
-              properties: {
-                risk: { type: "string", enum: ["read", "write", "exec", "network"], nullable: true },
-                path_args: { ...strings, nullable: true },
-                hidden: { type: "boolean", nullable: true },
-              },
-            },
-          },
-        },
-        required: [
-          "transport",
-          "args",
-          "env",
-          "headers",
-          "risk",
-          "timeout_ms",
-          "connect_timeout_ms",
-          "max_total_timeout_ms",
-          "sandbox",
-          "ro_paths",
-          "rw_paths",
-          "hosts",
-          "tools",
-        ],
-        // One object shape with a conditional requirement: ajv ignores defaults inside oneOf.
-        if: { type: "object", properties: { transport: { type: "string", const: "stdio" } } },
-        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keyword, not a thenable.
-        then: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
-        else: { type: "object", properties: { url: { type: "string" } }, required: ["url"] },
-      },
-    },
-    mcp_reconnect: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      properties: { initial_ms: positive(1_000), max_ms: positive(60_000) },
-      required: ["initial_ms", "max_ms"],
-    },
-    hooks: hooksSchema("operator"),
+      { additionalProperties: false, default: {} },
+    ),
+    find_tool_results: Type.Integer({ minimum: 1, maximum: 10, default: 3 }),
+    extra_core_tools: Type.Array(extraCoreTool, { default: [] }),
+    mcp_servers: MapOf(mcpServer, { default: {}, propertyNames: { pattern: "^[a-zA-Z0-9_-]{1,32}$" }, required: [] }),
+    mcp_reconnect: Type.Object(
+      { initial_ms: positive(1_000), max_ms: positive(60_000) },
+      { additionalProperties: false, default: {} },
+    ),
+    /** Commands run at a session's events (hooks/); a workspace's own file adds to them once a person trusts it. */
+    hooks: Type.Unsafe<HooksConfig>(hooksSchema("operator")),
     log_level: logLevelSchema,
   },
-  required: [],
-};
+  { additionalProperties: false },
+);
 
-export const loadBrokerConfig = (path: string | undefined): BrokerConfig =>
-  loadConfig<BrokerConfig>(brokerConfigSchema, path);
-export const parseBrokerConfig = (data: unknown): BrokerConfig => parseConfig<BrokerConfig>(brokerConfigSchema, data);
+export const loadBrokerConfig = (path: string | undefined) => loadConfig(brokerConfigSchema, path);
+export const parseBrokerConfig = (data: unknown) => parseConfig(brokerConfigSchema, data);
