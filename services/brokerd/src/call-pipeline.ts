@@ -24,6 +24,7 @@ import type { Decision } from "./policy/rules.js";
 import { capForSession } from "./result-cap.js";
 import type { ProposalStore } from "./staging.js";
 import type { Plan, ToolDef, ToolTable } from "./tool-table.js";
+import type { CallToolArgs, FindToolArgs } from "./tools/meta.js";
 import { checkArguments } from "./validate.js";
 
 /** Everything one call touches, so the pipeline can run against fakes. */
@@ -112,7 +113,7 @@ export class CallPipeline {
   private findTool(req: CallRequest, tool: ToolDef, args: unknown): StepOutcome {
     const bad = checkArguments(tool, args);
     if (bad) return denied("arguments:schema", bad);
-    const query = (args as { query: string }).query;
+    const { query } = args as FindToolArgs;
     const found = this.d.search.search(query, this.d.config.find_tool_results);
     this.d.disclosure.disclose(
       req.sessionId,
@@ -137,9 +138,7 @@ export class CallPipeline {
     const args = normalizeCallToolArgs(raw);
     const bad = checkArguments(tool, args);
     if (bad) return denied("arguments:schema", bad);
-    const r = resolveCallTool(args as { name: string; arguments: unknown }, this.d.table, (n) =>
-      this.d.disclosure.has(req.sessionId, n),
-    );
+    const r = resolveCallTool(args as CallToolArgs, this.d.table, (n) => this.d.disclosure.has(req.sessionId, n));
     if (!r.ok) return denied(r.rule, r.message);
     trace.resolved = r.tool.name;
     // The target's arguments are already a value: handed on as they are, never re-encoded.
