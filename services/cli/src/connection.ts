@@ -47,6 +47,20 @@ export async function connect({ socket, timeoutMs }: GlobalOptions) {
 }
 
 /**
+ * Runs fn with a client of loopd and closes it however fn ends: the one place
+ * a command opens a connection, so none can leave a channel holding the
+ * process open after an error.
+ */
+export async function withClient<T>(globals: GlobalOptions, fn: (client: LoopClient) => Promise<T>): Promise<T> {
+  const client = await connect(globals);
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}
+
+/**
  * Every call ends even if loopd never answers: 30 s for a unary reply, 30 s
  * for a stream's headers, 10 s for the connection to speak HTTP/2, or
  * --timeout for the first two (and at most it for the third). Two calls do
