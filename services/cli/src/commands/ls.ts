@@ -1,8 +1,9 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut, printErr } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
+import { printErr, printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -25,42 +26,39 @@ Examples:
       // Scripts reading --json get every session unless they asked for fewer.
       const limit = opts.json && cmd.getOptionValueSource("limit") === "default" ? 0 : n;
       const { ListSessionsResponseSchema, SessionRole } = await import("@boxmaker/common/client");
-      const client = await connect(globals());
-      try {
-        const res = await client.listSessions({ includeArchived: !!opts.all, limit });
-        res.sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));
-        if (opts.json) {
-          const { printJson } = await import("../json.js");
-          return printJson(ListSessionsResponseSchema, res);
-        }
-        if (res.sessions.length === 0) {
-          printErr("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { ago, table, visibleLength } = await import("../render/text.js");
-        const s = styleFor(process.stdout);
-        const state = (st: string) =>
-          st === "running" ? s.green(st) : st === "interrupted" ? s.yellow(st) : st === "archived" ? s.dim(st) : st;
-        const rows = [
-          ["ID", "STATE", "ROLE", "MSGS", "CONTEXT", "ACTIVE", "TITLE"].map((h) => s.bold(h)),
-          ...res.sessions.map((x) => [
-            x.id,
-            state(x.state),
-            (SessionRole[x.role] ?? "").toLowerCase(),
-            String(x.messages),
-            String(x.contextTokens),
-            ago(x.updatedUnixMs),
-            x.title || s.dim("(untitled)"),
-          ]),
-        ];
-        printOut(`${table(rows, visibleLength)}\n`);
-        if (res.total > res.sessions.length) {
-          // On stderr: `boxmaker ls | grep …` reads only the table.
-          printErr(s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`));
-        }
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.listSessions({ includeArchived: !!opts.all, limit }));
+      res.sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));
+      await output(opts, {
+        json: () => proto(ListSessionsResponseSchema, res),
+        text: async () => {
+          if (res.sessions.length === 0) {
+            printErr("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
+            return;
+          }
+          const { styleFor } = await import("../render/style.js");
+          const { ago, table, visibleLength } = await import("../render/text.js");
+          const s = styleFor(process.stdout);
+          const state = (st: string) =>
+            st === "running" ? s.green(st) : st === "interrupted" ? s.yellow(st) : st === "archived" ? s.dim(st) : st;
+          const rows = [
+            ["ID", "STATE", "ROLE", "MSGS", "CONTEXT", "ACTIVE", "TITLE"].map((h) => s.bold(h)),
+            ...res.sessions.map((x) => [
+              x.id,
+              state(x.state),
+              (SessionRole[x.role] ?? "").toLowerCase(),
+              String(x.messages),
+              String(x.contextTokens),
+              ago(x.updatedUnixMs),
+              x.title || s.dim("(untitled)"),
+            ]),
+          ];
+          printOut(`${table(rows, visibleLength)}\n`);
+          if (res.total > res.sessions.length) {
+            // On stderr, after the table: `boxmaker ls | grep …` reads only the table.
+            printErr(s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`));
+          }
+          return undefined;
+        },
+      });
     });
 }

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -20,52 +21,46 @@ Examples:
     )
     .action(async (id: string, opts: { reasoning: boolean; resultLines: string; json?: boolean }) => {
       const { SessionInfoSchema } = await import("@boxmaker/common/client");
-      const client = await connect(globals());
-      try {
-        const res = await client.getSession({ id });
-        if (opts.json) {
-          const { jsonOf } = await import("../json.js");
+      const res = await withClient(globals(), (client) => client.getSession({ id }));
+      await output(opts, {
+        json: (jsonOf) => {
           // message_json is itself JSON: embed it parsed so one jq path reaches into it.
           const messages = res.messages.map(
             (m) => `{"epoch":${m.epoch},"at_unix_ms":"${m.atUnixMs}","message":${m.messageJson}}`,
           );
           const session = res.session ? jsonOf(SessionInfoSchema, res.session) : "null";
-          const { writeJson } = await import("../render/terminal-safe.js");
           const plan = JSON.stringify(res.plan.map((i) => ({ content: i.content, status: i.status })));
-          writeJson(process.stdout, `{"session":${session},"plan":${plan},"messages":[${messages.join(",")}]}\n`);
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { renderHistory } = await import("../render/history.js");
-        const { ago } = await import("../render/text.js");
-        const { reuseText } = await import("../render/template-probe.js");
-        const s = styleFor(process.stdout);
-        const info = res.session;
-        if (info) {
-          printOut(
-            s.bold(`${info.title || "(untitled)"}\n`) +
-              s.dim(
-                `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
-              ) +
-              s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
-              s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
-              (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
-              "\n",
-          );
-        }
-        if (res.plan.length) {
-          const { planLines } = await import("../render/plan.js");
-          printOut(`${planLines(res.plan, s).join("\n")}\n\n`);
-        }
-        printOut(
-          renderHistory(res.messages, {
+          return { document: `{"session":${session},"plan":${plan},"messages":[${messages.join(",")}]}` };
+        },
+        text: async () => {
+          const { styleFor } = await import("../render/style.js");
+          const { renderHistory } = await import("../render/history.js");
+          const { ago } = await import("../render/text.js");
+          const { reuseText } = await import("../render/template-probe.js");
+          const s = styleFor(process.stdout);
+          const info = res.session;
+          if (info) {
+            printOut(
+              s.bold(`${info.title || "(untitled)"}\n`) +
+                s.dim(
+                  `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
+                ) +
+                s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
+                s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
+                (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
+                "\n",
+            );
+          }
+          if (res.plan.length) {
+            const { planLines } = await import("../render/plan.js");
+            printOut(`${planLines(res.plan, s).join("\n")}\n\n`);
+          }
+          return renderHistory(res.messages, {
             style: s,
             reasoning: opts.reasoning,
             resultLines: Math.max(0, Number(opts.resultLines) || 0),
-          }),
-        );
-      } finally {
-        client.close();
-      }
+          });
+        },
+      });
     });
 }

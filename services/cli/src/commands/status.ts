@@ -1,8 +1,8 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -20,22 +20,13 @@ Examples:
   boxmaker status --json | jq '.infer.self_test.passed'`,
     )
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const st = await client.status({});
-        const { healthy, renderStatus } = await import("../render/status.js");
-        if (opts.json) {
-          const { LoopStatusResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          printJson(LoopStatusResponseSchema, st);
-        } else {
-          const { styleFor } = await import("../render/style.js");
-          printOut(renderStatus(st, styleFor(process.stdout)));
-        }
-        const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
-        process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;
-      } finally {
-        client.close();
-      }
+      const st = await withClient(globals(), (client) => client.status({}));
+      const { healthy, renderStatus } = await import("../render/status.js");
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).LoopStatusResponseSchema, st),
+        text: async () => renderStatus(st, (await import("../render/style.js")).styleFor(process.stdout)),
+      });
+      const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
+      process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;
     });
 }

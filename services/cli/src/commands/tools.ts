@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
+import { output, proto } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -26,25 +27,19 @@ Examples:
     )
     .action(async (words: string[], opts: { limit: string; schema?: boolean; prompts?: boolean; json?: boolean }) => {
       const query = words.join(" ");
-      const client = await connect(globals());
-      try {
-        const res = await client.searchTools({
-          query,
-          limit: Math.max(1, Number(opts.limit) || 10),
-          includePrompts: !!opts.prompts,
-        });
-        if (opts.json) {
-          const { SearchToolsResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(SearchToolsResponseSchema, res);
-        }
-        const { renderTools, renderPrompts } = await import("../render/tools.js");
-        const { styleFor } = await import("../render/style.js");
-        const style = styleFor(process.stdout);
-        printOut(renderTools(res, query, !!opts.schema, style));
-        if (opts.prompts) printOut(`\n${renderPrompts(res.prompts, style)}`);
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) =>
+        client.searchTools({ query, limit: Math.max(1, Number(opts.limit) || 10), includePrompts: !!opts.prompts }),
+      );
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).SearchToolsResponseSchema, res),
+        text: async () => {
+          const { renderTools, renderPrompts } = await import("../render/tools.js");
+          const { styleFor } = await import("../render/style.js");
+          const style = styleFor(process.stdout);
+          // Two writes, as two texts: a tool list ending in a lone CR must not pair with the next newline.
+          printOut(renderTools(res, query, !!opts.schema, style));
+          return opts.prompts ? `\n${renderPrompts(res.prompts, style)}` : undefined;
+        },
+      });
     });
 }
