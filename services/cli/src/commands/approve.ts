@@ -1,8 +1,9 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut, printErr, writeText } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
+import { printErr, writeText } from "../render/terminal-safe.js";
 
 interface DecideFlags {
   yes?: boolean;
@@ -64,8 +65,7 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
   const { findProposal } = await import("../proposals.js");
   const { renderProposal, stateText } = await import("../render/proposal.js");
   const { styleFor } = await import("../render/style.js");
-  const client = await connect(globals());
-  try {
+  await withClient(globals(), async (client) => {
     const p = await findProposal(client, id);
     // The diff goes to stderr under --json so stdout stays one JSON document.
     const show = opts.json ? process.stderr : process.stdout;
@@ -93,15 +93,10 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
     }
     const res = await client.decideProposal({ id: p.id, approve, reason: opts.reason ?? "" });
     const decided = res.proposal!;
-    if (opts.json) {
-      const { ProposalSchema } = await import("@boxmaker/common/client");
-      const { printJson } = await import("../json.js");
-      printJson(ProposalSchema, decided);
-    } else {
-      printOut(`${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`);
-    }
+    await output(opts, {
+      json: async () => proto((await import("@boxmaker/common/client")).ProposalSchema, decided),
+      text: () => `${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`,
+    });
     process.exitCode = decided.state === (approve ? "applied" : "rejected") ? ExitCode.ok : ExitCode.failed;
-  } finally {
-    client.close();
-  }
+  });
 }

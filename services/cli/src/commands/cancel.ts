@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -18,17 +18,10 @@ Examples:
   boxmaker cancel s-mx4f7p33-e9e25c52`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.cancelTurn({ sessionId: id });
-        if (opts.json) {
-          const { CancelTurnResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(CancelTurnResponseSchema, res);
-        }
-        printOut(res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`);
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.cancelTurn({ sessionId: id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).CancelTurnResponseSchema, res),
+        text: () => (res.cancelled ? `cancelled the running turn of ${id}\n` : `${id} was not running a turn\n`),
+      });
     });
 }

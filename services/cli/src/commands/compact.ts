@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
 
 /** The one line a compaction is shown as (`boxmaker compact`, `/compact` in chat). */
 export function compactedText(
@@ -45,17 +45,10 @@ Examples:
   boxmaker compact s-mx4f7p33-e9e25c52`,
     )
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.compactSession({ sessionId: id });
-        if (opts.json) {
-          const { CompactSessionResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(CompactSessionResponseSchema, res);
-        }
-        printOut(compactedText(id, res.compacted));
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.compactSession({ sessionId: id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).CompactSessionResponseSchema, res),
+        text: () => compactedText(id, res.compacted),
+      });
     });
 }

@@ -1,6 +1,6 @@
 import { PERMISSION_MODES, parseMode, type PermissionMode } from "@boxmaker/common/lite";
 import type { Command } from "commander";
-import { connect, type LoopClient } from "../connection.js";
+import { withClient, type LoopClient } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printOut } from "../render/terminal-safe.js";
@@ -55,17 +55,12 @@ Examples:
     )
     .action(async (id: string, raw: string | undefined) => {
       if (raw !== undefined) modeFlag(raw); // a typo is a usage error before any connection
-      const client = await connect(globals());
-      try {
-        if (raw === undefined) {
-          const { session } = await client.getSession({ id });
-          printOut(`${modeLine(id, session?.mode || "ask")}\n`);
-          return;
-        }
-        printOut(`${await setMode(client, id, raw)}\n`);
-      } finally {
-        client.close();
-      }
+      const said = await withClient(globals(), async (client) =>
+        raw === undefined
+          ? modeLine(id, (await client.getSession({ id })).session?.mode || "ask")
+          : setMode(client, id, raw),
+      );
+      printOut(`${said}\n`);
     });
 }
 

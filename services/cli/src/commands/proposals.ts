@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut, printErr } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
+import { printErr } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -22,38 +23,35 @@ Examples:
   boxmaker proposals --json | jq -r '.proposals[].id'`,
     )
     .action(async (opts: { all?: boolean; session?: string; json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.listProposals({ includeDecided: !!opts.all, sessionId: opts.session ?? "" });
-        res.proposals.sort((a, b) => Number(a.createdUnixMs - b.createdUnixMs));
-        if (opts.json) {
-          const { ListProposalsResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(ListProposalsResponseSchema, res);
-        }
-        if (!res.proposals.length) {
-          printErr(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { stateText } = await import("../render/proposal.js");
-        const { ago, table, visibleLength } = await import("../render/text.js");
-        const s = styleFor(process.stdout);
-        const rows = [
-          ["ID", "SESSION", "TOOL", ...(opts.all ? ["STATE"] : []), "AGE", "PREVIEW"].map((h) => s.bold(h)),
-          ...res.proposals.map((p) => [
-            p.id,
-            p.sessionId,
-            p.tool,
-            ...(opts.all ? [stateText(p.state, s)] : []),
-            ago(p.createdUnixMs),
-            oneLinePreview(p.tool, p.preview, p.argumentsJson),
-          ]),
-        ];
-        printOut(`${table(rows, visibleLength)}\n`);
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) =>
+        client.listProposals({ includeDecided: !!opts.all, sessionId: opts.session ?? "" }),
+      );
+      res.proposals.sort((a, b) => Number(a.createdUnixMs - b.createdUnixMs));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).ListProposalsResponseSchema, res),
+        text: async () => {
+          if (!res.proposals.length) {
+            printErr(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
+            return;
+          }
+          const { styleFor } = await import("../render/style.js");
+          const { stateText } = await import("../render/proposal.js");
+          const { ago, table, visibleLength } = await import("../render/text.js");
+          const s = styleFor(process.stdout);
+          const rows = [
+            ["ID", "SESSION", "TOOL", ...(opts.all ? ["STATE"] : []), "AGE", "PREVIEW"].map((h) => s.bold(h)),
+            ...res.proposals.map((p) => [
+              p.id,
+              p.sessionId,
+              p.tool,
+              ...(opts.all ? [stateText(p.state, s)] : []),
+              ago(p.createdUnixMs),
+              oneLinePreview(p.tool, p.preview, p.argumentsJson),
+            ]),
+          ];
+          return `${table(rows, visibleLength)}\n`;
+        },
+      });
     });
 }
 
