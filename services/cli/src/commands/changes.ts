@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
-import { printOut, printErr } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
+import { printErr } from "../render/terminal-safe.js";
 
 /** `changes` lists a session's applied writes with their diffs; `undo` restores them. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -24,35 +25,30 @@ Examples:
   boxmaker changes --stat s-mx2icmrq-ac4d6343`,
     )
     .action(async (id: string, opts: { stat?: boolean; json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.listChanges({ sessionId: id });
-        if (opts.json) {
-          const { ListChangesResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(ListChangesResponseSchema, res);
-        }
-        if (!res.changes.length) {
-          printErr(`session ${id} has changed no files\n`);
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { renderDiff } = await import("../render/proposal.js");
-        const { ago } = await import("../render/text.js");
-        const s = styleFor(process.stdout);
-        const out: string[] = [];
-        for (const c of res.changes) {
-          const state = c.undoneUnixMs ? s.yellow(`undone ${ago(c.undoneUnixMs)}`) : s.green("applied");
-          const how = c.proposalId ? `approved as ${c.proposalId}` : "allowed by policy";
-          out.push(
-            `${s.bold(c.id)}  ${c.tool} ${c.path}${c.created ? " (new file)" : ""}  ${state}  ${s.dim(`${ago(c.appliedUnixMs)} · ${how}`)}`,
-          );
-          if (!opts.stat) out.push(renderDiff(c.diff, s), "");
-        }
-        printOut(`${out.join("\n").trimEnd()}\n`);
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.listChanges({ sessionId: id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).ListChangesResponseSchema, res),
+        text: async () => {
+          if (!res.changes.length) {
+            printErr(`session ${id} has changed no files\n`);
+            return;
+          }
+          const { styleFor } = await import("../render/style.js");
+          const { renderDiff } = await import("../render/proposal.js");
+          const { ago } = await import("../render/text.js");
+          const s = styleFor(process.stdout);
+          const out: string[] = [];
+          for (const c of res.changes) {
+            const state = c.undoneUnixMs ? s.yellow(`undone ${ago(c.undoneUnixMs)}`) : s.green("applied");
+            const how = c.proposalId ? `approved as ${c.proposalId}` : "allowed by policy";
+            out.push(
+              `${s.bold(c.id)}  ${c.tool} ${c.path}${c.created ? " (new file)" : ""}  ${state}  ${s.dim(`${ago(c.appliedUnixMs)} · ${how}`)}`,
+            );
+            if (!opts.stat) out.push(renderDiff(c.diff, s), "");
+          }
+          return `${out.join("\n").trimEnd()}\n`;
+        },
+      });
     });
 
   program
@@ -81,26 +77,19 @@ Examples:
       const last = opts.all ? 0 : Number(opts.last);
       if (!opts.all && (!Number.isInteger(last) || last < 1))
         throw new UsageError(`--last needs a positive number, not "${opts.last}"`);
-      const client = await connect(globals());
-      try {
-        const res = await client.undoChanges({ sessionId: id, last, force: !!opts.force });
-        if (opts.json) {
-          const { UndoChangesResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          printJson(UndoChangesResponseSchema, res);
-        } else if (!res.results.length) {
-          printErr(`session ${id} has no change left to undo\n`);
-        } else {
+      const res = await withClient(globals(), (client) =>
+        client.undoChanges({ sessionId: id, last, force: !!opts.force }),
+      );
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).UndoChangesResponseSchema, res),
+        text: async () => {
+          if (!res.results.length) return void printErr(`session ${id} has no change left to undo\n`);
           const { styleFor } = await import("../render/style.js");
           const s = styleFor(process.stdout);
-          for (const r of res.results) {
-            const tag = r.result === "refused" ? s.red("refused") : s.green(r.result);
-            printOut(`${tag}  ${r.message}\n`);
-          }
-        }
-        if (res.results.some((r) => r.result === "refused")) process.exitCode = ExitCode.failed;
-      } finally {
-        client.close();
-      }
+          const tag = (r: string) => (r === "refused" ? s.red("refused") : s.green(r));
+          return res.results.map((r) => `${tag(r.result)}  ${r.message}\n`).join("");
+        },
+      });
+      if (res.results.some((r) => r.result === "refused")) process.exitCode = ExitCode.failed;
     });
 }

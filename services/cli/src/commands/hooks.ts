@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
+import { output, proto } from "../output.js";
 import { printErr, printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -26,20 +27,15 @@ Examples:
     .description("list the hooks with their origin, and each project hook file with whether it is trusted")
     .option("--json", "print the ListHooks response as JSON")
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.listHooks({});
-        if (opts.json) {
-          const { ListHooksResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(ListHooksResponseSchema, res);
-        }
-        const { renderHooks } = await import("../render/hooks.js");
-        const { styleFor } = await import("../render/style.js");
-        printOut(renderHooks(res, styleFor(process.stdout)));
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.listHooks({}));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).ListHooksResponseSchema, res),
+        text: async () => {
+          const { renderHooks } = await import("../render/hooks.js");
+          const { styleFor } = await import("../render/style.js");
+          return renderHooks(res, styleFor(process.stdout));
+        },
+      });
     });
 
   hooks
@@ -47,9 +43,8 @@ Examples:
     .description("show a project hook file and trust exactly that content, so its hooks run")
     .argument("[file]", "the project hook file (default: every one not trusted yet)")
     .option("-y, --yes", "trust without asking (the content is still printed)")
-    .action(async (file: string | undefined, opts: { yes?: boolean }) => {
-      const client = await connect(globals());
-      try {
+    .action((file: string | undefined, opts: { yes?: boolean }) =>
+      withClient(globals(), async (client) => {
         const { projectFiles } = await client.listHooks({});
         const wanted = file
           ? projectFiles.filter((f) => f.file === file)
@@ -73,8 +68,6 @@ Examples:
           const res = await client.trustHooks({ file: f.file, sha256: f.sha256 });
           printOut(`trusted ${res.file?.file} (sha256 ${f.sha256.slice(0, 12)}…)\n`);
         }
-      } finally {
-        client.close();
-      }
-    });
+      }),
+    );
 }

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { readPrompt } from "../prompt-input.js";
-import { printOut, printErr } from "../render/terminal-safe.js";
+import { output, proto } from "../output.js";
+import { printErr } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const schedule = program
@@ -26,18 +27,11 @@ Examples:
     .option("--json", "print the new schedule as JSON")
     .action(async (cron: string, words: string[], opts: { json?: boolean }) => {
       const prompt = await readPrompt(words);
-      const client = await connect(globals());
-      try {
-        const sch = await client.addSchedule({ cron, prompt });
-        if (opts.json) {
-          const { ScheduleSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(ScheduleSchema, sch);
-        }
-        printOut(`added schedule ${sch.id}; next run ${when(sch.nextRunUnixMs)}\n`);
-      } finally {
-        client.close();
-      }
+      const sch = await withClient(globals(), (client) => client.addSchedule({ cron, prompt }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).ScheduleSchema, sch),
+        text: () => `added schedule ${sch.id}; next run ${when(sch.nextRunUnixMs)}\n`,
+      });
     });
 
   schedule
@@ -45,36 +39,31 @@ Examples:
     .description("list schedules with their last and next run")
     .option("--json", "print the ListSchedules response as JSON")
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.listSchedules({});
-        if (opts.json) {
-          const { ListSchedulesResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(ListSchedulesResponseSchema, res);
-        }
-        if (!res.schedules.length) {
-          printErr("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { table, truncate, visibleLength } = await import("../render/text.js");
-        const s = styleFor(process.stdout);
-        const rows = [
-          ["ID", "CRON", "LAST RUN", "NEXT RUN", "MISSED", "PROMPT"].map((h) => s.bold(h)),
-          ...res.schedules.map((x) => [
-            x.id,
-            x.cron,
-            x.lastRunUnixMs ? when(x.lastRunUnixMs) : s.dim("never"),
-            when(x.nextRunUnixMs),
-            x.missedRuns ? s.yellow(String(x.missedRuns)) : "0",
-            truncate(x.prompt, 60),
-          ]),
-        ];
-        printOut(`${table(rows, visibleLength)}\n`);
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.listSchedules({}));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).ListSchedulesResponseSchema, res),
+        text: async () => {
+          if (!res.schedules.length) {
+            printErr("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
+            return;
+          }
+          const { styleFor } = await import("../render/style.js");
+          const { table, truncate, visibleLength } = await import("../render/text.js");
+          const s = styleFor(process.stdout);
+          const rows = [
+            ["ID", "CRON", "LAST RUN", "NEXT RUN", "MISSED", "PROMPT"].map((h) => s.bold(h)),
+            ...res.schedules.map((x) => [
+              x.id,
+              x.cron,
+              x.lastRunUnixMs ? when(x.lastRunUnixMs) : s.dim("never"),
+              when(x.nextRunUnixMs),
+              x.missedRuns ? s.yellow(String(x.missedRuns)) : "0",
+              truncate(x.prompt, 60),
+            ]),
+          ];
+          return `${table(rows, visibleLength)}\n`;
+        },
+      });
     });
 
   schedule
@@ -83,18 +72,11 @@ Examples:
     .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
     .option("--json", "print the new session as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const s = await client.runSchedule({ id });
-        if (opts.json) {
-          const { SessionInfoSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(SessionInfoSchema, s);
-        }
-        printOut(`started session ${s.id}; \`boxmaker attach ${s.id}\` to watch it\n`);
-      } finally {
-        client.close();
-      }
+      const s = await withClient(globals(), (client) => client.runSchedule({ id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).SessionInfoSchema, s),
+        text: () => `started session ${s.id}; \`boxmaker attach ${s.id}\` to watch it\n`,
+      });
     });
 
   schedule
@@ -103,23 +85,16 @@ Examples:
     .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
     .option("--json", "print the RemoveSchedule response as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const res = await client.removeSchedule({ id });
-        if (opts.json) {
-          const { RemoveScheduleResponseSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          printJson(RemoveScheduleResponseSchema, res);
-        } else if (res.removed) {
-          printOut(`removed schedule ${id}\n`);
-        }
-        if (!res.removed) {
-          if (!opts.json) printErr(`no schedule ${id}; \`boxmaker schedule ls\` lists them\n`);
-          process.exitCode = 1;
-        }
-      } finally {
-        client.close();
-      }
+      const res = await withClient(globals(), (client) => client.removeSchedule({ id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).RemoveScheduleResponseSchema, res),
+        text: () => {
+          if (res.removed) return `removed schedule ${id}\n`;
+          printErr(`no schedule ${id}; \`boxmaker schedule ls\` lists them\n`);
+          return undefined;
+        },
+      });
+      if (!res.removed) process.exitCode = 1;
     });
 }
 

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { output, proto } from "../output.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 
 /** archive, rm and rename: a session's lifecycle. */
@@ -13,18 +14,11 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "print the archived session as JSON")
     .addHelpText("after", "\nExamples:\n  boxmaker archive s-mx2icmrq-ac4d6343")
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const info = await client.archiveSession({ id });
-        if (opts.json) {
-          const { SessionInfoSchema } = await import("@boxmaker/common/client");
-          const { printJson } = await import("../json.js");
-          return printJson(SessionInfoSchema, info);
-        }
-        printOut(`archived session ${info.id} (${info.title || "untitled"})\n`);
-      } finally {
-        client.close();
-      }
+      const info = await withClient(globals(), (client) => client.archiveSession({ id }));
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).SessionInfoSchema, info),
+        text: () => `archived session ${info.id} (${info.title || "untitled"})\n`,
+      });
     });
 
   program
@@ -47,8 +41,7 @@ Examples:
         const { UsageError } = await import("../errors.js");
         throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
       }
-      const client = await connect(globals());
-      try {
+      await withClient(globals(), async (client) => {
         const { session } = await client.getSession({ id });
         if (!opts.yes) {
           const { confirm } = await import("../confirm.js");
@@ -62,9 +55,7 @@ Examples:
         const res = await client.deleteSession({ id });
         printOut(res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`);
         if (!res.deleted) process.exitCode = ExitCode.failed;
-      } finally {
-        client.close();
-      }
+      });
     });
 
   program
@@ -74,12 +65,7 @@ Examples:
     .argument("<title...>", "the new title")
     .addHelpText("after", '\nExamples:\n  boxmaker rename s-mx2icmrq-ac4d6343 "fix the flaky parser test"')
     .action(async (id: string, words: string[]) => {
-      const client = await connect(globals());
-      try {
-        const info = await client.renameSession({ id, title: words.join(" ") });
-        printOut(`session ${info.id} is now "${info.title}"\n`);
-      } finally {
-        client.close();
-      }
+      const info = await withClient(globals(), (client) => client.renameSession({ id, title: words.join(" ") }));
+      printOut(`session ${info.id} is now "${info.title}"\n`);
     });
 }
