@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printErr } from "../render/terminal-safe.js";
@@ -32,8 +32,7 @@ Examples:
       const { renderEvents, resumingEvents } = await import("../turn-stream.js");
       const { followFrom, fromTurnStart } = await import("../attach-filter.js");
       const { CtrlC } = await import("../ctrl-c.js");
-      const client = await connect(globals());
-      try {
+      await withClient(globals(), async (client) => {
         const r = await client.getSession({ id });
         const running = r.session?.state === "running";
         if (!running && !opts.follow) {
@@ -57,8 +56,6 @@ Examples:
         } finally {
           ctrlC.dispose();
         }
-      } finally {
-        client.close();
-      }
+      });
     });
 }

@@ -1,6 +1,6 @@
 import { messageOf, parseMode } from "@boxmaker/common/lite";
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -52,11 +52,10 @@ Examples:
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const { styleFor } = await import("../render/style.js");
-      const client = await connect(globals());
       const style = styleFor(process.stderr);
       const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;
-      try {
+      await withClient(globals(), async (client) => {
         if (id) {
           const r = await client.getSession({ id });
           note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);
@@ -114,9 +113,7 @@ Examples:
         }
         // A person ending a chat is not a failure; a script wants the last turn's outcome.
         process.exitCode = interactive ? ExitCode.ok : last;
-      } finally {
-        client.close();
-      }
+      });
     });
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
-import { callLimits } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 
@@ -96,9 +96,8 @@ Examples:
         await sup.start();
         say(`workspace ${ws} holds ${DEMO_FILE}:`);
         printErr(indent(DEMO_BEFORE, s));
-        const { createClient, LoopService, SessionRole, ToolDecision } = await import("@boxmaker/common/client");
-        const client = createClient(LoopService, plan.layout.sockets.loopd, callLimits(undefined));
-        try {
+        const { SessionRole, ToolDecision } = await import("@boxmaker/common/client");
+        exit = await withClient({ socket: plan.layout.sockets.loopd }, async (client) => {
           const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
           printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
           const { renderEvents, resumingEvents } = await import("../turn-stream.js");
@@ -126,7 +125,7 @@ Examples:
           const events = resumingEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), (afterSeq) =>
             client.follow({ sessionId: session.id, afterSeq }),
           );
-          exit = await renderEvents(events, {
+          const outcome = await renderEvents(events, {
             json: false,
             reasoning: true,
             onEvent,
@@ -136,9 +135,8 @@ Examples:
           say(
             `that was session ${session.id}. With a real model: \`boxmaker up --llama-server BIN --model GGUF\` in your project, then \`boxmaker chat\`.`,
           );
-        } finally {
-          client.close();
-        }
+          return outcome;
+        });
       } finally {
         await sup.stop(0);
         if (opts.keep) say(`kept ${dir}`);

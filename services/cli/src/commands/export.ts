@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
 
@@ -33,25 +33,20 @@ Examples:
     .action(async (id: string, opts: ExportFlags) => {
       if (opts.format !== "md" && opts.format !== "jsonl")
         throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
-      const client = await connect(globals());
-      try {
-        const res = await client.getSession({ id });
-        const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
-        const { jsonText, printErr, visible, writeJson, writeText } = await import("../render/terminal-safe.js");
-        // A file is read with cat and less as well: it gets the same visible controls as the terminal.
-        const text =
-          opts.format === "md"
-            ? visible(transcriptMarkdown(res, { reasoning: !!opts.reasoning }))
-            : jsonText(transcriptJsonl(res));
-        if (opts.output) {
-          const { writeFileSync } = await import("node:fs");
-          writeFileSync(opts.output, text);
-          printErr(`wrote ${opts.output}\n`);
-        } else {
-          (opts.format === "md" ? writeText : writeJson)(process.stdout, text);
-        }
-      } finally {
-        client.close();
+      const res = await withClient(globals(), (client) => client.getSession({ id }));
+      const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
+      const { jsonText, printErr, visible, writeJson, writeText } = await import("../render/terminal-safe.js");
+      // A file is read with cat and less as well: it gets the same visible controls as the terminal.
+      const text =
+        opts.format === "md"
+          ? visible(transcriptMarkdown(res, { reasoning: !!opts.reasoning }))
+          : jsonText(transcriptJsonl(res));
+      if (opts.output) {
+        const { writeFileSync } = await import("node:fs");
+        writeFileSync(opts.output, text);
+        printErr(`wrote ${opts.output}\n`);
+      } else {
+        (opts.format === "md" ? writeText : writeJson)(process.stdout, text);
       }
     });
 }

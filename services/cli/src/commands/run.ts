@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { readPrompt } from "../prompt-input.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -41,8 +41,7 @@ Examples:
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
-      const client = await connect(globals());
-      try {
+      await withClient(globals(), async (client) => {
         if (opts.command !== undefined) {
           const { commandPrompt } = await import("./commands.js");
           text = await commandPrompt(client, opts.command, words);
@@ -59,8 +58,6 @@ Examples:
           askInPlace: true,
           ...(budgets ? { budgets } : {}),
         });
-      } finally {
-        client.close();
-      }
+      });
     });
 }
