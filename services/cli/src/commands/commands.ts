@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { connect, type LoopClient } from "../connection.js";
+import { withClient, type LoopClient } from "../connection.js";
 import type { CommandSet, CustomCommand } from "../custom-commands.js";
 import type { GlobalOptions } from "../global-options.js";
 import type { Style } from "../render/style.js";
-import { printOut, writeJson } from "../render/terminal-safe.js";
+import { output } from "../output.js";
+import { printOut } from "../render/terminal-safe.js";
 
 /** The custom commands for the stack loopd runs: the operator's, then those of the workspace roots brokerd names. */
 export async function loadCustomCommands(client: LoopClient): Promise<CommandSet> {
@@ -89,36 +90,32 @@ Examples:
   boxmaker run --command review src/app.ts "error handling"`,
     )
     .action(async (opts: { json?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const set = await loadCustomCommands(client);
-        if (opts.json) {
-          writeJson(
-            process.stdout,
-            `${JSON.stringify({
-              commands: set.commands.map((c) => ({
-                name: c.name,
-                description: c.description,
-                arguments: c.argNames,
-                origin: c.origin,
-                file: c.file,
-              })),
-              skipped: set.skipped,
-            })}\n`,
-          );
-          return;
-        }
-        const { styleFor } = await import("../render/style.js");
-        const { operatorCommandsDir } = await import("../custom-commands.js");
-        const s = styleFor(process.stdout);
-        if (!set.commands.length)
-          printOut(
-            `no custom commands (put NAME.md in ${operatorCommandsDir()} or a workspace's .boxmaker/commands/)\n`,
-          );
-        else printOut(`${commandLines(set, s).join("\n")}\n`);
-        for (const k of set.skipped) printOut(s.dim(`skipped ${k.file}: ${k.why}\n`));
-      } finally {
-        client.close();
-      }
+      const set = await withClient(globals(), loadCustomCommands);
+      await output(opts, {
+        json: () => ({
+          value: {
+            commands: set.commands.map((c) => ({
+              name: c.name,
+              description: c.description,
+              arguments: c.argNames,
+              origin: c.origin,
+              file: c.file,
+            })),
+            skipped: set.skipped,
+          },
+        }),
+        text: async () => {
+          const { styleFor } = await import("../render/style.js");
+          const { operatorCommandsDir } = await import("../custom-commands.js");
+          const s = styleFor(process.stdout);
+          if (!set.commands.length)
+            printOut(
+              `no custom commands (put NAME.md in ${operatorCommandsDir()} or a workspace's .boxmaker/commands/)\n`,
+            );
+          else printOut(`${commandLines(set, s).join("\n")}\n`);
+          for (const k of set.skipped) printOut(s.dim(`skipped ${k.file}: ${k.why}\n`));
+          return undefined;
+        },
+      });
     });
 }

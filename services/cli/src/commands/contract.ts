@@ -1,7 +1,7 @@
 import type { InferStatusResponse } from "@boxmaker/common/client";
 import type { Command } from "commander";
 import { DEFAULT_SOCKETS, contractModelKey } from "@boxmaker/common/lite";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import {
   CONTRACT_KEYS,
   INSTALLED_INFERPROXY_CONFIG,
@@ -17,7 +17,8 @@ import {
 import { DaemonUnreachable } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printErr, printOut, writeJson } from "../render/terminal-safe.js";
+import { output } from "../output.js";
+import { printErr } from "../render/terminal-safe.js";
 
 const RESTART = "systemctl restart boxmaker-inferproxy";
 
@@ -92,14 +93,9 @@ async function contractFacts(
 ): Promise<ContractFacts> {
   let why: string;
   try {
-    const client = await connect(globals);
-    try {
-      const f = factsOf((await client.status({})).infer);
-      if (f.serverState) return f;
-      why = f.why;
-    } finally {
-      client.close();
-    }
+    const f = factsOf((await withClient(globals, (client) => client.status({}))).infer);
+    if (f.serverState) return f;
+    why = f.why;
   } catch (err) {
     if (!(err instanceof DaemonUnreachable)) throw err;
     why = err.message;
@@ -223,10 +219,9 @@ Examples:
       const read = tryRead(opts.config);
       const f = await contractFacts(globals(), read);
       const fileContract = read.file?.contract;
-      if (opts.json) {
-        writeJson(
-          process.stdout,
-          `${JSON.stringify({
+      await output(opts, {
+        json: () => ({
+          value: {
             verdict: f.verdict,
             reason: f.why,
             source: f.source,
@@ -240,11 +235,10 @@ Examples:
             config_file: read.file
               ? { path: read.file.path, contract: fileContract }
               : { path: opts.config, error: read.error },
-          })}\n`,
-        );
-      } else {
-        printOut(renderShow(f, opts.config, read));
-      }
+          },
+        }),
+        text: () => renderShow(f, opts.config, read),
+      });
       process.exitCode =
         f.verdict === "matches"
           ? ExitCode.ok
@@ -320,10 +314,10 @@ Examples:
         writeContract(file, f.server, { model: f.modelKey, probe_verdict: verdict });
       // inferproxy reads the file only at start: until then it holds the server to what it started with.
       const restart = contractChanges(f.contract!, f.server).length > 0;
-      if (opts.json) {
-        writeJson(
-          process.stdout,
-          `${JSON.stringify({
+      const { server, modelKey } = f;
+      await output(opts, {
+        json: () => ({
+          value: {
             config: file.path,
             model: f.modelKey,
             added: !had,
@@ -332,11 +326,10 @@ Examples:
             changed: Object.fromEntries(changes.map((c) => [c.key, { from: c.from, to: c.to }])),
             contract: f.server,
             restart: restart ? RESTART : "",
-          })}\n`,
-        );
-      } else {
-        printOut(renderAccept(file.path, f.modelKey, f.server, had ? changes : [], !had, verdict, restart));
-      }
+          },
+        }),
+        text: () => renderAccept(file.path, modelKey, server, had ? changes : [], !had, verdict, restart),
+      });
     });
 }
 

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { connect } from "../connection.js";
+import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
+import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -37,36 +38,33 @@ Examples:
   boxmaker doctor --write-template /etc/boxmaker/chat-template.jinja`,
     )
     .action(async (opts: { json?: boolean; writeTemplate?: string; force?: boolean }) => {
-      const client = await connect(globals());
-      try {
-        const st = await client.status({});
-        const probe = st.infer?.templateProbe;
-        if (opts.writeTemplate !== undefined) {
-          const { writeCorrectedTemplate } = await import("../corrected-template.js");
-          printOut(writeCorrectedTemplate(probe, opts.writeTemplate, opts.force === true));
-          return;
-        }
-        if (opts.json) {
+      const st = await withClient(globals(), (client) => client.status({}));
+      const probe = st.infer?.templateProbe;
+      if (opts.writeTemplate !== undefined) {
+        const { writeCorrectedTemplate } = await import("../corrected-template.js");
+        printOut(writeCorrectedTemplate(probe, opts.writeTemplate, opts.force === true));
+        return;
+      }
+      await output(opts, {
+        json: async (jsonOf) => {
           const { TemplateProbeSchema, CacheHealthSchema } = await import("@boxmaker/common/client");
-          const { jsonOf } = await import("../json.js");
-          const { writeJson } = await import("../render/terminal-safe.js");
           const part = (text: string | undefined) => text ?? "null";
-          writeJson(
-            process.stdout,
-            `{"model":${JSON.stringify(st.infer?.model ?? "")},` +
+          return {
+            document:
+              `{"model":${JSON.stringify(st.infer?.model ?? "")},` +
               `"template_probe":${part(probe && jsonOf(TemplateProbeSchema, probe))},` +
-              `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))}}\n`,
-          );
-        } else {
+              `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))}}`,
+          };
+        },
+        text: async () => {
           const { styleFor } = await import("../render/style.js");
           const { renderProbeTable, reuseText } = await import("../render/template-probe.js");
           const s = styleFor(process.stdout);
+          // Two writes: the probe's table holds the server's words, which must not pair with the next line.
           printOut(renderProbeTable(probe, st.infer?.model ?? "", s));
-          printOut(`\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n`);
-        }
-        process.exitCode = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
-      } finally {
-        client.close();
-      }
+          return `\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n`;
+        },
+      });
+      process.exitCode = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
     });
 }
