@@ -40,7 +40,7 @@ export function parseTimeout(flag: string | undefined): number | undefined {
 }
 
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
-export async function connect({ socket, timeoutMs }: GlobalOptions) {
+async function connect({ socket, timeoutMs }: GlobalOptions) {
   if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
   const [{ createClient, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
   return createClient(LoopService, socket, callLimits(timeoutMs));
@@ -69,7 +69,7 @@ export async function withClient<T>(globals: GlobalOptions, fn: (client: LoopCli
  * summary — and `attach --follow` on an idle session gets no headers until
  * the next turn starts.
  */
-export function callLimits(timeoutMs: number | undefined) {
+function callLimits(timeoutMs: number | undefined) {
   const waitMs = timeoutMs ?? 30_000;
   return {
     unaryTimeoutMs: waitMs,

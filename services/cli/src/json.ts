@@ -1,5 +1,4 @@
 import { toJsonString, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { writeJson } from "./render/terminal-safe.js";
 
 /**
  * The one JSON form of every message the CLI prints: proto field names
@@ -8,8 +7,4 @@ import { writeJson } from "./render/terminal-safe.js";
  */
 export function jsonOf<D extends DescMessage>(schema: D, msg: MessageShape<D>): string {
   return toJsonString(schema, msg, { useProtoFieldName: true, alwaysEmitImplicit: true });
-}
-
-export function printJson<D extends DescMessage>(schema: D, msg: MessageShape<D>): void {
-  writeJson(process.stdout, `${jsonOf(schema, msg)}\n`);
 }
