@@ -11,22 +11,23 @@ import { RE2JS } from "re2js";
  */
 
 /**
- * A unit is about one RE2 step (~3 ns on a laptop core): the budget is ~100 ms
- * of work, far above what checking real arguments costs (a few thousand units).
+ * A unit is about one RE2 step: the budget is about a tenth of a second of work
+ * (docs/benchmarks.md, "Figures behind the code"), far above what checking real
+ * arguments costs (a few thousand units).
  */
 const VALIDATION_BUDGET = 30_000_000;
-/** One evaluation of a subschema, the error objects ajv builds for it included (~1 µs when every branch fails). */
+/** One evaluation of a subschema, the error objects ajv builds for it included (about 300 RE2 steps' time when every branch fails). */
 const SUBSCHEMA_UNITS = 300;
 /** One `enum` entry compared (ajv's deep-equal call). */
 const ENUM_UNITS = 4;
-/** One array item hashed for uniqueItems, besides its length (~2 µs with the Map and the garbage). */
+/** One array item hashed for uniqueItems, besides its length (with the Map and the garbage it makes). */
 const ITEM_UNITS = 600;
 /** RE2 program size; `\p{L}{1000}` is ~1,000. Bigger programs cost more per character than they are worth. */
 const MAX_PROGRAM_SIZE = 2_000;
 /**
  * ajv's code generation grows faster than linearly in the patterns of a
- * schema and in the branches of one anyOf/oneOf/allOf (800 branches: ~1 s of
- * compiling on the event loop; 200: ~80 ms).
+ * schema and in the branches of one anyOf/oneOf/allOf (compile times in
+ * docs/benchmarks.md, "Figures behind the code").
  */
 const MAX_PATTERNS = 100;
 const MAX_BRANCHES = 200;

@@ -46,7 +46,7 @@ export async function* completeChannel(
       for await (const ev of complete(req, { signal: ac.signal, metadata: ctx.metadata })) {
         // At the writer's pace: pushing on would let this completion parse and relay the rest
         // of what llama-server sent before the stream's writer could put its first event on
-        // the socket (~0.9 ms in the skeleton bench), as Complete's pulled generator never did.
+        // the socket (docs/benchmarks.md, "Figures behind the code"), as Complete's pulled generator never did.
         await out.offer({ callId, kind: { case: "event", value: ev } });
       }
       out.push({ callId, kind: { case: "end", value: { code: Status.OK } } });
@@ -85,5 +85,5 @@ export async function* completeChannel(
 
 function endWith(callId: bigint, e: RpcError): ChannelEventInit {
   // What the call's trailers would have carried (details, error code, cause).
-  return { callId, kind: { case: "end", value: { code: e.code, message: e.message, metadata: e.toTrailers() } } };
+  return { callId, kind: { case: "end", value: { code: e.status, message: e.message, details: e.wireDetails() } } };
 }

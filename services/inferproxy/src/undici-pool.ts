@@ -3,7 +3,8 @@ import type { Dispatcher, Pool as UndiciPool, buildConnector as undiciBuildConne
 
 // undici's index loads all of undici (fetch, WebSocket, caches, mocks), and its cookie
 // module reads the global `Headers`, which loads Node's own bundled copy of undici as
-// well: ~5 MB of an idle inferproxy's heap for what it never uses. inferproxy needs a
+// well: megabytes of an idle inferproxy's heap for what it never uses (docs/benchmarks.md,
+// "Figures behind the code"). inferproxy needs a
 // Pool, a connector and `request`, so it loads those three files alone. They are
 // undici's own files (its package has no exports map to close them); the version is
 // pinned in package-lock.json, and undici-pool.test.ts checks they are what the index

@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import { atomicWrite, invalidArgument, messageOf, notFound, type Logger } from "@boxmaker/common";
 import type { ScheduleConfig } from "./config.js";
 
-// cron-parser brings luxon: ~2 MB of an idle loopd's heap for stacks that have no
+// cron-parser brings luxon: megabytes of an idle loopd's heap (docs/benchmarks.md, "Figures behind the code") for stacks that have no
 // schedule at all. It is loaded with the first cron expression read instead.
 const load = createRequire(import.meta.url);
 let parser: typeof import("cron-parser").CronExpressionParser | undefined;

@@ -18,7 +18,7 @@ const NONE: McpServers = {
 };
 
 /**
- * The MCP SDK costs about 28 MB resident once loaded: it is imported only
+ * The MCP SDK is large once loaded (docs/benchmarks.md, "Figures behind the code"): it is imported only
  * when the config names at least one server.
  */
 export async function openMcpServers(
