@@ -1,6 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { builtinSlashNames } from "./slash-commands.js";
 
 /**
  * Custom commands: Markdown prompt files used as `/name args` in chat and
@@ -30,8 +31,12 @@ export interface CommandSet {
   skipped: { file: string; why: string }[];
 }
 
-/** Chat's own slash commands: a file of the same name is not used. */
-const BUILTIN_SLASH = ["help", "status", "tools", "proposals", "compact", "cancel", "mode", "hooks", "exit"];
+/**
+ * Chat's own slash commands: a file of the same name is not used. "hooks"
+ * stays reserved as it was from the start, though chat has no /hooks yet: a
+ * hooks.md must not change meaning the day it gets one.
+ */
+const BUILTIN_SLASH = [...builtinSlashNames(), "hooks"];
 
 /** A prompt is a message, not a document: larger files are skipped rather than sent. */
 const MAX_BYTES = 64 * 1024;

@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Style } from "./render/style.js";
 import { printErr, terminalText } from "./render/terminal-safe.js";
+import { endsChat } from "./slash-commands.js";
 
 /** Lines arriving within this window of each other are one paste, so one message. */
 const PASTE_WINDOW_MS = 25;
@@ -89,7 +90,7 @@ export class PromptReader {
       }
       const text = r.text.replace(/\s+$/, "");
       if (!text.trim()) continue;
-      if (text.trim() === "/exit" || text.trim() === "/quit") return undefined;
+      if (endsChat(text)) return undefined;
       // A recalled multi-line entry is shown with ⏎ marks; sending it sends the original lines.
       const message = text.includes(" ⏎ ") && !text.includes("\n") ? text.replace(/ ⏎ /g, "\n") : text;
       this.history.unshift(message.replace(/\n/g, " ⏎ "));

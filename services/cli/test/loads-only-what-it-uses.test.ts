@@ -67,9 +67,10 @@ const matching = (modules: string[], re: RegExp) => modules.filter((m) => re.tes
 
 // What neither command uses: the chat, turn and approval code, the supervisor of `up`, the
 // renderers of sessions and proposals. (grpc-js's server is loaded with its index; InferService's
-// descriptors are needed: loop.proto imports infer.proto.)
+// descriptors are needed: loop.proto imports infer.proto. Chat's list of slash commands is
+// loaded, since chat's --help is made from it; what each one runs is loaded when it runs.)
 const NOT_FOR_LOOPD_READS =
-  /services\/cli\/dist\/(chat-commands|prompt-reader|in-place-approval|turn-stream|supervisor\/|render\/(turn-renderer|transcript|history|proposal))\.?/;
+  /services\/cli\/dist\/(prompt-reader|in-place-approval|turn-stream|supervisor\/|render\/(turn-renderer|transcript|history|proposal))\.?/;
 
 describe("what a command loads", () => {
   it.each([["status"], ["ls"]])("`boxmaker %s` loads loopd's client and nothing it does not use", async (cmd) => {

@@ -5,6 +5,7 @@ import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-optio
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
+import { builtinSlashList, runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
 
 interface ChatFlags extends BudgetFlags {
@@ -33,7 +34,7 @@ Pasted lines are one message; so is everything between two lines holding
 only """. Up/Down recall earlier messages, across runs
 (~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
 A staged write or command is asked about in place (y/n/d/l). Slash commands:
-/help /status /tools /proposals /compact /cancel /mode /exit; /NAME ARGS
+${builtinSlashList()}; /NAME ARGS
 sends a custom command's prompt (\`boxmaker commands\` lists them).
 The prompt line starts with the session's permission mode; /mode MODE
 switches it mid-session (see \`boxmaker mode --help\`).
@@ -80,20 +81,18 @@ Examples:
           // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's;
           // a custom command's (/name args) becomes the message instead.
           if (/^\/(\?|[a-z0-9][a-z0-9_-]*)(\s|$)/.test(text.trim())) {
-            const { runSlashCommand } = await import("../chat-commands.js");
-            let custom: string | undefined;
+            let outcome: SlashOutcome;
             try {
-              if (!(await runSlashCommand(text, { client, sessionId, style, note, mode }))) {
-                const { customCommandPrompt } = await import("./commands.js");
-                custom = await customCommandPrompt(client, text);
-                if (custom === undefined)
-                  note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
-              }
+              outcome = await runSlashCommand(text, { client, sessionId, style, note, mode });
             } catch (err) {
               note(`${text.trim()}: ${messageOf(err)}`);
+              continue;
             }
-            if (custom === undefined) continue;
-            text = custom;
+            if (outcome.kind === "quit") break;
+            if (outcome.kind === "unknown")
+              note(`unknown command ${text.trim().split(/\s+/)[0]}; /help lists them (nothing was sent)`);
+            if (outcome.kind !== "send") continue;
+            text = outcome.text;
           }
           if (!sessionId) {
             // Created on the first message so the session's title says what it is about.
