@@ -91,7 +91,7 @@ rec {
       then {
         mode = "bwrap"; bwrap_path = bwrapPath; network = cfg.sandbox.network;
         # Network for commands through brokerd's allowlist proxy (docs/operations.md, "Network for commands").
-        net_proxy = { enabled = cfg.sandbox.netProxy.enable; socat_path = socatPath; };
+        net_proxy = { enabled = cfg.sandbox.netProxy.enable or false; socat_path = socatPath; };
       }
       else { mode = "none"; allow_unsandboxed = true; };
     mcp_servers = builtins.mapAttrs (_: s: withoutNulls {

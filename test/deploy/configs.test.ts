@@ -238,7 +238,7 @@ describe("the llama-server flags and the NixOS module's configs", () => {
   it.skipIf(!haveNix)("nix/lib.nix generates configs that validate against the daemons' schemas", () => {
     const all = nixEval(`let l = import ./nix/lib.nix; cfg = ${sampleCfg}; in {
       inferproxy = l.inferproxyConfig cfg;
-      brokerd = l.brokerdConfig { inherit cfg; bwrapPath = "/nix/store/x-bubblewrap/bin/bwrap"; };
+      brokerd = l.brokerdConfig { inherit cfg; bwrapPath = "/nix/store/x-bubblewrap/bin/bwrap"; socatPath = "/nix/store/x-socat/bin/socat"; };
       loopd = l.loopdConfig cfg;
     }`) as Record<string, unknown>;
     const inf = valid("inferproxy", all.inferproxy);
