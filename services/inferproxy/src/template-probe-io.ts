@@ -1,9 +1,15 @@
 import { messageOf } from "@boxmaker/common";
 import type { LlamaClient } from "./llama-client.js";
 import type { Props } from "./self-test.js";
-import { correctTemplate } from "./template-correction.js";
-import { localRender, shadowedIo } from "./template-local-render.js";
-import { ProbeError, probeNotRun, runTemplateProbe, type ProbeIo, type TemplateProbeResult } from "./template-probe.js";
+import {
+  ProbeError,
+  noCorrection,
+  probeNotRun,
+  runTemplateProbe,
+  type ProbeIo,
+  type TemplateCorrection,
+  type TemplateProbeResult,
+} from "./template-probe.js";
 
 function errorText(json: unknown, text: string): string {
   const e = (json as { error?: { message?: unknown } } | undefined)?.error?.message;
@@ -41,8 +47,9 @@ function llamaProbeIo(client: LlamaClient, timeoutMs: number): ProbeIo {
 /**
  * Runs the probe against the server; a probe that cannot run says why instead
  * of throwing. For a template that is not prefix-stable it also looks for a
- * corrected one, trusting its own Jinja only when it agreed with the server on
- * every render the probe made.
+ * corrected one (only then: the Jinja renderer and the correction are loaded
+ * for such a template alone, not by every inferproxy), trusting its own Jinja
+ * only when it agreed with the server on every render of a second probe run.
  */
 export async function probeTemplate(
   client: LlamaClient,
@@ -52,31 +59,10 @@ export async function probeTemplate(
 ): Promise<TemplateProbeResult> {
   try {
     const server = llamaProbeIo(client, timeoutMs);
+    const r = await runTemplateProbe(server, Date.now(), templateSha256);
     const source = props?.chat_template;
-    if (typeof source !== "string") return await runTemplateProbe(server, Date.now(), templateSha256);
-    const ctx = (objectArguments: boolean) => ({
-      bosToken: props?.bos_token ?? "",
-      eosToken: props?.eos_token ?? "",
-      objectArguments,
-    });
-    const variants = [ctx(false), ctx(true)];
-    const shadow = shadowedIo(
-      server,
-      variants.map((v) => localRender(source, v)),
-    );
-    const r = await runTemplateProbe(shadow.io, Date.now(), templateSha256);
-    if (r.ran && r.toolsRendered && r.steps.length > 0 && !r.prefixStable) {
-      const { renders, agreed } = shadow.agreement;
-      const best = agreed.indexOf(renders);
-      if (best < 0) {
-        r.correction.state = "unavailable";
-        r.correction.agreeingRenders = Math.max(...agreed);
-        r.correction.reason =
-          `inferproxy's Jinja renders this template differently from llama-server (${Math.max(...agreed)} of ${renders} probe renders agreed), ` +
-          "so a corrected template could not be judged here";
-      } else {
-        r.correction = await correctTemplate(source, variants[best]!, server.tokenize, r, renders, Date.now());
-      }
+    if (typeof source === "string" && r.ran && r.toolsRendered && r.steps.length > 0 && !r.prefixStable) {
+      r.correction = await findCorrection(server, source, props, r);
       if (r.correction.state === "available") {
         r.summary = r.summary.replace(
           / \(`boxmaker doctor` for the table\)$/,
@@ -90,4 +76,38 @@ export async function probeTemplate(
     r.templateSha256 = templateSha256;
     return r;
   }
+}
+
+/** The probe run again with each render also made here, and a correction judged if this renderer agreed on all. */
+async function findCorrection(
+  server: ProbeIo,
+  source: string,
+  props: Props | undefined,
+  original: TemplateProbeResult,
+): Promise<TemplateCorrection> {
+  const [{ localRender, shadowedIo }, { correctTemplate }] = await Promise.all([
+    import("./template-local-render.js"),
+    import("./template-correction.js"),
+  ]);
+  const ctx = (objectArguments: boolean) => ({
+    bosToken: props?.bos_token ?? "",
+    eosToken: props?.eos_token ?? "",
+    objectArguments,
+  });
+  const variants = [ctx(false), ctx(true)];
+  const shadow = shadowedIo(
+    server,
+    variants.map((v) => localRender(source, v)),
+  );
+  await runTemplateProbe(shadow.io, Date.now());
+  const { renders, agreed } = shadow.agreement;
+  const best = agreed.indexOf(renders);
+  if (best >= 0) return correctTemplate(source, variants[best]!, server.tokenize, original, renders, Date.now());
+  const c = noCorrection();
+  c.state = "unavailable";
+  c.agreeingRenders = Math.max(...agreed);
+  c.reason =
+    `inferproxy's Jinja renders this template differently from llama-server (${c.agreeingRenders} of ${renders} probe renders agreed), ` +
+    "so a corrected template could not be judged here";
+  return c;
 }
