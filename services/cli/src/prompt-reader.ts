@@ -151,9 +151,8 @@ export class PromptReader {
         timer = setTimeout(finishPaste, PASTE_WINDOW_MS);
       });
       const label = this.label?.();
-      rl.setPrompt(
-        terminalText(`${label ? this.style.dim(`${label} `) : ""}${this.style.bold(this.style.green("› "))}`),
-      );
+      const prompt = `${label ? this.style.dim(`${label} `) : ""}${this.style.bold(this.style.green("› "))}`;
+      rl.setPrompt(terminalText(prompt));
       rl.prompt();
     });
   }
