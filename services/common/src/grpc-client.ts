@@ -214,7 +214,12 @@ function connectedWithin(raw: grpc.Client, socketPath: string, connectTimeoutMs:
       if (!changed) break;
       state = channel.getConnectivityState(false);
     }
-    if (state === grpc.connectivityState.CONNECTING && Date.now() >= started + connectTimeoutMs)
+    // Still not spoken when the wait ended: the connection is what failed, whether the connect
+    // window or the call's own (equal or earlier, by the few ms between them) deadline ended it.
+    if (
+      (state === grpc.connectivityState.CONNECTING || state === grpc.connectivityState.IDLE) &&
+      Date.now() >= until - 5
+    )
       throw new RpcError(
         Status.UNAVAILABLE,
         `cannot reach ${socketPath}: it accepted the connection but sent no HTTP/2 settings within ${seconds(connectTimeoutMs)}`,
