@@ -74,8 +74,8 @@ describe("a hostile 200 kB id while another session's tool call runs", () => {
       // Refused for what it is, not a lost connection.
       expect(
         [Status.NOT_FOUND, Status.INVALID_ARGUMENT, Status.FAILED_PRECONDITION],
-        `${what}: ${e.codeName} ${e.message.slice(0, 200)}`,
-      ).toContain(e.code);
+        `${what}: ${e.statusName} ${e.message.slice(0, 200)}`,
+      ).toContain(e.status);
       expect(e.message.length, what).toBeLessThanOrEqual(2_048);
       expect(e.message).toMatch(/…$/);
     }

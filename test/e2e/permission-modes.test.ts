@@ -81,7 +81,7 @@ describe("permission modes through the stack", () => {
       // Words that are not modes are refused before anything is recorded.
       for (const bad of ["yolo", "", "auto; rm", "automatic"]) {
         await expect(after.setSessionMode({ sessionId: id, mode: bad })).rejects.toMatchObject({
-          code: Status.INVALID_ARGUMENT,
+          status: Status.INVALID_ARGUMENT,
         });
       }
       expect((await after.getSession({ id })).session!.mode).toBe("ask");

@@ -1,4 +1,4 @@
-import { RpcError, Status, type SessionEvent } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status, type SessionEvent } from "@boxmaker/common";
 import type { LoopClient } from "./loop-client.js";
 
 /**
@@ -25,10 +25,13 @@ export async function resumingTurn(
       }
       return { events, resumes };
     } catch (err) {
-      const after = err instanceof RpcError && err.code === Status.RESOURCE_EXHAUSTED && err.details.resume_after_seq;
-      if (!after) throw err;
+      const behind =
+        err instanceof RpcError &&
+        err.status === Status.RESOURCE_EXHAUSTED &&
+        err.details.reason === ErrorReason.FELL_BEHIND;
+      if (!behind) throw err;
       resumes++;
-      stream = c.follow({ sessionId, afterSeq: BigInt(after) });
+      stream = c.follow({ sessionId, afterSeq: err.details.resumeAfterSeq });
     }
   }
 }

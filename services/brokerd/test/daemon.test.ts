@@ -196,9 +196,9 @@ describe.skipIf(!haveTools)("BrokerService over a real Unix socket", () => {
     expect((await c.listProposals({ sessionId: "p", includeDecided: true })).proposals[0]!.state).toBe("applied");
     const again = await c.decideProposal({ id: res.proposalId, approve: true }).catch((e: unknown) => e as RpcError);
     expect(again).toBeInstanceOf(RpcError);
-    expect((again as RpcError).code).toBe(Status.FAILED_PRECONDITION);
+    expect((again as RpcError).status).toBe(Status.FAILED_PRECONDITION);
     const missing = await c.decideProposal({ id: "p-nope", approve: false }).catch((e: unknown) => e as RpcError);
-    expect((missing as RpcError).code).toBe(Status.NOT_FOUND);
+    expect((missing as RpcError).status).toBe(Status.NOT_FOUND);
   });
 
   it("SearchTools finds extended tools without disclosing them", async () => {

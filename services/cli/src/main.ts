@@ -108,11 +108,11 @@ async function exitCodeFor(err: unknown): Promise<number> {
   // Loaded here, not at the top: gRPC costs every start ~40 ms, and a failed call has loaded it already.
   const { RpcError, Status } = await import("@boxmaker/common/client");
   if (err instanceof RpcError) {
-    printErr(`boxmaker: ${err.message} (${err.codeName})\n`);
+    printErr(`boxmaker: ${err.message} (${err.statusName})\n`);
     // A daemon that does not answer in time is as unavailable as one that is not there.
-    if (err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED) return ExitCode.unavailable;
+    if (err.status === Status.UNAVAILABLE || err.status === Status.DEADLINE_EXCEEDED) return ExitCode.unavailable;
     // loopd rejecting what was asked (a bad cron, an empty message) is a usage error.
-    if (err.code === Status.INVALID_ARGUMENT) return ExitCode.usage;
+    if (err.status === Status.INVALID_ARGUMENT) return ExitCode.usage;
     return ExitCode.failed;
   }
   printErr(`boxmaker: ${messageOf(err)}\n`);

@@ -1,4 +1,4 @@
-import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
+import { Status, ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import { ExitCode } from "./exit-codes.js";
 
 /**
@@ -34,7 +34,7 @@ export class TurnOutcome {
         break;
       case "turnFailed":
         this.done = true;
-        this.exitCode = e.value.code === "UNAVAILABLE" ? ExitCode.unavailable : ExitCode.failed;
+        this.exitCode = e.value.status === Status.UNAVAILABLE ? ExitCode.unavailable : ExitCode.failed;
         break;
       default:
         break;

@@ -1,4 +1,11 @@
-import { RpcError, SessionEventSchema, Status, type BudgetsSchema, type SessionEvent } from "@boxmaker/common/client";
+import {
+  ErrorReason,
+  RpcError,
+  SessionEventSchema,
+  Status,
+  type BudgetsSchema,
+  type SessionEvent,
+} from "@boxmaker/common/client";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LoopClient } from "./connection.js";
 import { ExitCode } from "./exit-codes.js";
@@ -102,9 +109,8 @@ export async function* resumingEvents(
 
 /** Where loopd said a stream it ended for falling behind may be picked up, if that is how it ended. */
 function resumeSeq(err: unknown): bigint | undefined {
-  if (!(err instanceof RpcError) || err.code !== Status.RESOURCE_EXHAUSTED) return undefined;
-  const raw = err.details.resume_after_seq;
-  return raw !== undefined && /^\d+$/.test(raw) ? BigInt(raw) : undefined;
+  if (!(err instanceof RpcError) || err.status !== Status.RESOURCE_EXHAUSTED) return undefined;
+  return err.details.reason === ErrorReason.FELL_BEHIND ? err.details.resumeAfterSeq : undefined;
 }
 
 /** Resumes in a row that brought nothing: the client cannot keep up at all, and says so. */

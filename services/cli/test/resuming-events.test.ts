@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
 import { create } from "@bufbuild/protobuf";
-import { RpcError, SessionEventSchema, Status, type SessionEvent } from "@boxmaker/common/client";
+import { ErrorReason, RpcError, SessionEventSchema, Status, type SessionEvent } from "@boxmaker/common/client";
 import { resumingEvents } from "../src/turn-stream.js";
 
 /**
@@ -20,7 +20,10 @@ const ev = (seq: number): SessionEvent =>
   });
 
 const behind = (after: number) =>
-  new RpcError(Status.RESOURCE_EXHAUSTED, "fell behind", { resume_after_seq: String(after) });
+  new RpcError(Status.RESOURCE_EXHAUSTED, "fell behind", {
+    reason: ErrorReason.FELL_BEHIND,
+    resumeAfterSeq: BigInt(after),
+  });
 
 /** Events (after, upTo], then the overflow error when `cut` (else the stream just ends at upTo). */
 async function* stream(from: number, upTo: number, cut: boolean): AsyncGenerator<SessionEvent> {
@@ -89,7 +92,7 @@ describe("resumingEvents", () => {
       (async () => {
         for await (const e of barren) seen.push(Number(e.seq));
       })(),
-    ).rejects.toMatchObject({ code: Status.RESOURCE_EXHAUSTED });
+    ).rejects.toMatchObject({ status: Status.RESOURCE_EXHAUSTED });
     expect(seen).toEqual([1, 2, 3]);
     expect(follows).toBe(4);
 
@@ -105,7 +108,7 @@ describe("resumingEvents", () => {
           return stream(0, 0, false);
         }));
       })(),
-    ).rejects.toMatchObject({ code: Status.UNAVAILABLE });
+    ).rejects.toMatchObject({ status: Status.UNAVAILABLE });
     expect(called).toBe(false);
   });
 });

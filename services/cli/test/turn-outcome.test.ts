@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { SessionEventSchema, ToolDecision, type SessionEvent } from "@boxmaker/common";
+import { SessionEventSchema, Status, ToolDecision, type SessionEvent } from "@boxmaker/common";
 import { TurnOutcome } from "../src/turn-outcome.js";
 import { followFrom, fromTurnStart } from "../src/attach-filter.js";
 
@@ -24,10 +24,10 @@ describe("TurnOutcome", () => {
     expect(outcomeOf([turnDone("stop")]).exitCode).toBe(0);
     expect(outcomeOf([turnDone("budget")]).exitCode).toBe(3);
     expect(outcomeOf([turnDone("cancelled")]).exitCode).toBe(5);
-    expect(outcomeOf([{ case: "turnFailed", value: { code: "UNAVAILABLE" } } as SessionEvent["event"]]).exitCode).toBe(
-      6,
-    );
-    expect(outcomeOf([{ case: "turnFailed", value: { code: "INTERNAL" } } as SessionEvent["event"]]).exitCode).toBe(1);
+    const failed = (status: Status) =>
+      ({ case: "turnFailed", value: { code: Status[status], status } }) as SessionEvent["event"];
+    expect(outcomeOf([failed(Status.UNAVAILABLE)]).exitCode).toBe(6);
+    expect(outcomeOf([failed(Status.INTERNAL)]).exitCode).toBe(1);
     expect(outcomeOf([result("x")]).done).toBe(false);
   });
 

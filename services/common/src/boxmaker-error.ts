@@ -7,10 +7,10 @@ import type { status as Status } from "@grpc/grpc-js";
 /**
  * The one base for Boxmaker's own failures. `code` is a stable, documented
  * string (SCREAMING_SNAKE) that callers and tests branch on; messages are for
- * people and may change. `cause` keeps the error underneath, so a log line or
+ * people and may change. `status` is always the numeric gRPC status, never a code. `cause` keeps the error underneath, so a log line or
  * a wire reply can say what actually went wrong.
  */
-export class BoxmakerError<C extends string | Status = string> extends Error {
+export class BoxmakerError<C extends string = string> extends Error {
   /** The gRPC status this failure becomes when it leaves a daemon (INTERNAL when unset). */
   readonly status: Status | undefined;
   constructor(

@@ -1,109 +1,109 @@
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { BoxmakerError, describeCause, isAbortError, messageOf } from "./boxmaker-error.js";
+import { type ErrorDetails, ErrorDetailsSchema } from "./gen/boxmaker/v1/errors_pb.js";
 // grpc-js's own table of gRPC status codes: the one library that speaks gRPC here.
 import { status as Status } from "@grpc/grpc-js";
 
 export { Status };
 export { BoxmakerError, describeCause, isAbortError, messageOf };
 
-const DETAIL_PREFIX = "boxmaker-";
-// Outside the details prefix, so no detail name can collide with them.
-const CODE_KEY = "boxmaker.error-code";
-const CAUSE_KEY = "boxmaker.error-cause";
+/** The facts an error is raised with: any of ErrorDetails' fields (errors.proto). */
+export type ErrorDetailsInit = Omit<MessageInitShape<typeof ErrorDetailsSchema>, "$typeName">;
 
 /**
- * A failure that crosses a process boundary; its `code` is the gRPC status.
- * Servers throw it and clients receive it, so a caller can branch on `code`, on the stable
- * `errorCode` (the BoxmakerError code that produced it) and read `details`
- * (structured facts such as the prompt and context sizes) without parsing
- * messages. The cause's message travels too (as trailing metadata), so the
- * CLI can show what the daemon saw underneath.
+ * The one trailer a failed reply carries besides grpc-status and
+ * grpc-message: ErrorDetails, binary. Our own key rather than the standard
+ * grpc-status-details-bin, which holds a google.rpc.Status wrapping Any:
+ * that would need googleapis' protos and type-URL packing for one message
+ * only Boxmaker's own peers read.
  */
-export class RpcError extends BoxmakerError<Status> {
-  constructor(
-    code: Status,
-    message: string,
-    readonly details: Readonly<Record<string, string>> = {},
-    options?: ErrorOptions & { errorCode?: string },
-  ) {
-    super(code, message, options);
-    this.errorCode = options?.errorCode ?? "";
+export const ERROR_DETAILS_TRAILER = "boxmaker-error-details-bin";
+
+/** The longest cause a reply carries (it is for people; the daemon's log has all of it). */
+const MAX_CAUSE_CHARS = 2_000;
+
+/**
+ * A failure that crosses a process boundary. `status` is its numeric gRPC
+ * status; `details` its typed facts (errors.proto), parsed once where the
+ * reply arrives. Callers branch on `status` and `details.reason` only. `code`
+ * is, as on every BoxmakerError, the domain error's stable code: the one
+ * behind the reply (`details.errorCode`), "" when there was none. The cause's
+ * message travels too, so the CLI can show what the daemon saw underneath.
+ */
+export class RpcError extends BoxmakerError {
+  declare readonly status: Status;
+  readonly details: ErrorDetails;
+
+  constructor(status: Status, message: string, details: ErrorDetailsInit = {}, options?: ErrorOptions) {
+    const d = create(ErrorDetailsSchema, details);
+    super(d.errorCode, message, { ...options, status });
+    this.details = d;
   }
 
-  /** The stable code of the BoxmakerError behind this reply ("" when none). */
-  readonly errorCode: string;
-
-  get codeName(): string {
-    return Status[this.code] ?? `CODE_${this.code}`;
+  get statusName(): string {
+    return Status[this.status] ?? `CODE_${this.status}`;
   }
 
-  /**
-   * What travels beside the status and message, as trailing metadata: the
-   * details, the error code and the cause's message. Plain header pairs, so
-   * any transport can carry them.
-   */
-  toTrailers(): Record<string, string> {
-    const out: Record<string, string> = {};
-    // Lower case, as gRPC metadata keys are on every transport.
-    for (const [k, v] of Object.entries(this.details)) out[`${DETAIL_PREFIX}${k}`.toLowerCase()] = v;
-    if (this.errorCode) out[CODE_KEY] = this.errorCode;
-    // Header values must be printable ASCII; the cause is for people, so a lossy form is fine.
+  /** The details as they leave the process: with the cause chain's messages below this error's own. */
+  wireDetails(): ErrorDetails {
     const chain = describeCause(this);
-    if (chain.length > this.message.length) out[CAUSE_KEY] = printable(chain.slice(this.message.length + 2));
-    return out;
+    if (chain.length <= this.message.length) return this.details;
+    return { ...this.details, cause: chain.slice(this.message.length + 2, this.message.length + 2 + MAX_CAUSE_CHARS) };
   }
 
-  /** The error a reply with this status, message and trailing metadata stands for. */
-  static fromTrailers(
-    code: Status,
-    message: string,
-    trailers: Readonly<Record<string, unknown>> | undefined,
-  ): RpcError {
-    const details: Record<string, string> = {};
-    let errorCode = "";
-    let cause: string | undefined;
-    for (const [k, v] of Object.entries(trailers ?? {})) {
-      if (k === CODE_KEY) errorCode = String(v);
-      else if (k === CAUSE_KEY) cause = String(v);
-      else if (k.startsWith(DETAIL_PREFIX)) details[k.slice(DETAIL_PREFIX.length)] = String(v);
-    }
-    return new RpcError(code, message, details, {
-      errorCode,
-      ...(cause !== undefined ? { cause: new Error(cause) } : {}),
-    });
+  /** The error a reply with this status, message and details stands for; its cause is the one the details name. */
+  static fromWire(status: Status, message: string, details: ErrorDetails | undefined): RpcError {
+    const d = details ?? create(ErrorDetailsSchema);
+    return new RpcError(status, message, d, d.cause ? { cause: new Error(d.cause) } : undefined);
   }
 }
 
-function printable(s: string): string {
-  return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 2000);
+/** ErrorDetails as the trailer carries them. */
+export function encodeErrorDetails(d: ErrorDetails): Uint8Array {
+  return toBinary(ErrorDetailsSchema, d);
+}
+
+/**
+ * The trailer's details, or none when it is missing or does not parse: a
+ * peer's garbled trailer leaves the status and message it came with, rather
+ * than turning the reply into another error.
+ */
+export function decodeErrorDetails(bytes: unknown): ErrorDetails | undefined {
+  if (!(bytes instanceof Uint8Array)) return undefined;
+  try {
+    return fromBinary(ErrorDetailsSchema, bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Anything thrown inside a handler becomes an RpcError. A BoxmakerError keeps
- * its status, its code as the reply's `errorCode` and its cause; unknown errors
+ * its status, its code (as `details.errorCode`) and its cause; unknown errors
  * are INTERNAL with themselves as the cause.
  */
 export function toRpcError(err: unknown): RpcError {
   if (err instanceof RpcError) return err;
   if (isAbortError(err)) return new RpcError(Status.CANCELLED, "cancelled", {}, { cause: err });
-  if (err instanceof BoxmakerError && typeof err.code === "string") {
-    return new RpcError(err.status ?? Status.INTERNAL, err.message, {}, { errorCode: err.code, cause: err.cause });
+  if (err instanceof BoxmakerError) {
+    return new RpcError(err.status ?? Status.INTERNAL, err.message, { errorCode: err.code }, { cause: err.cause });
   }
   return new RpcError(Status.INTERNAL, messageOf(err), {}, { cause: err });
 }
 
-export const unavailable = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+export const unavailable = (msg: string, details?: ErrorDetailsInit, options?: ErrorOptions) =>
   new RpcError(Status.UNAVAILABLE, msg, details, options);
-export const invalidArgument = (msg: string, details?: Record<string, string>) =>
+export const invalidArgument = (msg: string, details?: ErrorDetailsInit) =>
   new RpcError(Status.INVALID_ARGUMENT, msg, details);
-export const failedPrecondition = (msg: string, details?: Record<string, string>) =>
+export const failedPrecondition = (msg: string, details?: ErrorDetailsInit) =>
   new RpcError(Status.FAILED_PRECONDITION, msg, details);
-export const notFound = (msg: string, details?: Record<string, string>) => new RpcError(Status.NOT_FOUND, msg, details);
-export const deadlineExceeded = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+export const notFound = (msg: string, details?: ErrorDetailsInit) => new RpcError(Status.NOT_FOUND, msg, details);
+export const deadlineExceeded = (msg: string, details?: ErrorDetailsInit, options?: ErrorOptions) =>
   new RpcError(Status.DEADLINE_EXCEEDED, msg, details, options);
-export const permissionDenied = (msg: string, details?: Record<string, string>) =>
+export const permissionDenied = (msg: string, details?: ErrorDetailsInit) =>
   new RpcError(Status.PERMISSION_DENIED, msg, details);
-export const resourceExhausted = (msg: string, details?: Record<string, string>) =>
+export const resourceExhausted = (msg: string, details?: ErrorDetailsInit) =>
   new RpcError(Status.RESOURCE_EXHAUSTED, msg, details);
 export const cancelled = (msg = "cancelled") => new RpcError(Status.CANCELLED, msg);
-export const internal = (msg: string, details?: Record<string, string>, options?: ErrorOptions) =>
+export const internal = (msg: string, details?: ErrorDetailsInit, options?: ErrorOptions) =>
   new RpcError(Status.INTERNAL, msg, details, options);

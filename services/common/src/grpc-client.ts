@@ -9,12 +9,12 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { RpcError, Status, toRpcError } from "./errors.js";
+import { ERROR_DETAILS_TRAILER, RpcError, Status, decodeErrorDetails, toRpcError } from "./errors.js";
 import type { BidiCall, CallOptions, ServiceClient } from "./service-client.js";
 
 // The client half of the gRPC adapter, for the daemons and the CLI alike: a
 // typed client for any generated protobuf-es service over a Unix socket, on
-// grpc-js, with RpcError (status, details, code, cause) for every failure.
+// grpc-js, with RpcError (status, typed details, cause) for every failure.
 
 /**
  * How long calls may wait for their daemon; a call's own timeoutMs comes
@@ -67,14 +67,15 @@ function clientError(
   call: { method: string; socketPath: string; deadline?: number; timeoutMs?: number },
 ) {
   if (!isServiceError(err)) return toRpcError(err);
-  const code = err.code as number as Status;
+  const status = err.code as number as Status;
   // grpc-js ends the call at the deadline itself; a DEADLINE_EXCEEDED the server sent earlier keeps its own words.
-  if (code === Status.DEADLINE_EXCEEDED && call.deadline !== undefined && Date.now() >= call.deadline - 20)
+  if (status === Status.DEADLINE_EXCEEDED && call.deadline !== undefined && Date.now() >= call.deadline - 20)
     return new RpcError(
-      code,
+      status,
       `${call.method}: deadline exceeded: ${call.socketPath} did not answer within ${seconds(call.timeoutMs ?? 0)}`,
     );
-  return RpcError.fromTrailers(code, err.details ?? err.message, err.metadata?.getMap());
+  const details = decodeErrorDetails(err.metadata?.get(ERROR_DETAILS_TRAILER)[0]);
+  return RpcError.fromWire(status, err.details ?? err.message, details);
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {

@@ -1,4 +1,3 @@
-import { Metadata } from "@grpc/grpc-js";
 import type * as grpc from "@grpc/grpc-js";
 import { setImmediate } from "node:timers/promises";
 import {
@@ -11,7 +10,8 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { RpcError, Status, toRpcError } from "./errors.js";
+import { errorReply } from "./error-reply.js";
+import { RpcError, Status } from "./errors.js";
 
 /** What a handler learns about its call besides the request. */
 export interface CallContext {
@@ -80,74 +80,6 @@ export function serviceDefinition(svc: GenService<GenServiceMethods>): grpc.Serv
   return def;
 }
 
-function serviceError(err: unknown): Partial<grpc.StatusObject> {
-  const e = toRpcError(err);
-  const { message, trailers } = boundedStatus(e);
-  const metadata = new Metadata();
-  for (const [k, v] of Object.entries(trailers)) metadata.set(k, v);
-  return { code: e.code as number as grpc.status, details: message, metadata };
-}
-
-/**
- * What of an error fits in a reply's trailers. Every error reply carries its
- * message (grpc-message, percent-encoded) and its trailers in one HTTP/2
- * header block, and a peer drops the whole connection, not the one call, when
- * a block passes its limit (grpc-js: 8 KiB): a message echoing a 200 kB id
- * that one client sent would fail every other call on that connection (loopd's
- * one connection to brokerd carries every session's tool calls). So the
- * message is cut to MAX_MESSAGE_BYTES as encoded, each trailer value to
- * MAX_TRAILER_VALUE and all of them to MAX_TRAILERS: the whole block stays
- * under 8 KiB, whatever any handler threw.
- */
-function boundedStatus(e: RpcError): { message: string; trailers: Record<string, string> } {
-  const trailers: Record<string, string> = {};
-  let room = MAX_TRAILERS;
-  // The stable error code first: what a caller branches on must survive the cut.
-  const all = Object.entries(e.toTrailers()).sort(
-    ([a], [b]) => Number(b === ERROR_CODE_KEY) - Number(a === ERROR_CODE_KEY),
-  );
-  for (const [k, v] of all) {
-    // Header values are printable ASCII (grpc-js refuses anything else), so the cut is marked "...".
-    const value = cutToBytes(v.replace(/[^\x20-\x7e]/g, "?"), Math.min(MAX_TRAILER_VALUE, room - k.length), "...");
-    if (k.length > MAX_TRAILER_KEY || value === undefined) continue;
-    trailers[k] = value;
-    room -= k.length + value.length;
-  }
-  return { message: cutToBytes(e.message, MAX_MESSAGE_BYTES, "…") ?? "", trailers };
-}
-
-const MAX_MESSAGE_BYTES = 2_000;
-const MAX_TRAILER_KEY = 100;
-const MAX_TRAILER_VALUE = 1_000;
-const MAX_TRAILERS = 3_000;
-const ERROR_CODE_KEY = "boxmaker.error-code";
-
-/** Bytes of `s` as grpc-message carries it: printable ASCII but "%" as is, the rest as %XX per UTF-8 byte. */
-function encodedBytes(s: string): number {
-  let n = 0;
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    n += c >= 0x20 && c <= 0x7e && c !== 0x25 ? 1 : 3 * Buffer.byteLength(ch);
-  }
-  return n;
-}
-
-/** `s`, or its start and `tail` when it encodes to more than `max` bytes; undefined when not even that fits. */
-function cutToBytes(s: string, max: number, tail: string): string | undefined {
-  if (encodedBytes(s) <= max) return s;
-  const budget = max - encodedBytes(tail);
-  if (budget < 0) return undefined;
-  let n = 0;
-  let end = 0;
-  for (const ch of s) {
-    const w = encodedBytes(ch);
-    if (n + w > budget) break;
-    n += w;
-    end += ch.length;
-  }
-  return `${s.slice(0, end)}${tail}`;
-}
-
 /** Tracks in-flight calls so shutdown can cancel what does not finish in time. */
 export class CallRegistry {
   private readonly live = new Set<AbortController>();
@@ -200,7 +132,7 @@ function unaryHandler(m: DescMethod, fn: UnaryHandler<DescMessage, DescMessage>,
         },
         (err) => {
           cancel.settled();
-          cb(serviceError(err));
+          cb(errorReply(err));
         },
       )
       .finally(() => calls.done(ac));
@@ -266,13 +198,13 @@ async function writeAll(
     }
     cancel.settled();
     if (ac.signal.aborted && !call.cancelled) {
-      call.emit("error", serviceError(ac.signal.reason));
+      call.emit("error", errorReply(ac.signal.reason));
     } else if (!call.cancelled) {
       call.end();
     }
   } catch (err) {
     cancel.settled();
-    if (!call.cancelled) call.emit("error", serviceError(err));
+    if (!call.cancelled) call.emit("error", errorReply(err));
   } finally {
     calls.done(ac);
   }

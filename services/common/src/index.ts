@@ -11,6 +11,7 @@ export * from "./daemon.js";
 export * from "./gen/boxmaker/v1/infer_pb.js";
 export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";
+export * from "./gen/boxmaker/v1/errors_pb.js";
 export * from "./version.js";
 export * from "./durable-file.js";
 export * from "./stack-defaults.js";

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   BoxmakerError,
   describeCause,
+  ErrorReason,
   InferService,
   RpcError,
   Status,
@@ -93,7 +94,11 @@ describe.each(clients)("grpc adapter over a Unix socket, client with %s", (_name
   it("carries typed errors with structured details to the client", async () => {
     await serve({
       status: async () => {
-        throw failedPrecondition("prompt too long", { n_prompt_tokens: "13922", n_ctx: "1024" });
+        throw failedPrecondition("prompt too long", {
+          reason: ErrorReason.CONTEXT_OVERFLOW,
+          nPromptTokens: 13922,
+          nCtx: 1024,
+        });
       },
       slotAction: async () => {
         throw new Error("boom");
@@ -106,17 +111,21 @@ describe.each(clients)("grpc adapter over a Unix socket, client with %s", (_name
     const c = createClient(InferService, sock);
     const err = await c.status({}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RpcError);
-    expect((err as RpcError).code).toBe(Status.FAILED_PRECONDITION);
-    expect((err as RpcError).details).toEqual({ n_prompt_tokens: "13922", n_ctx: "1024" });
+    expect((err as RpcError).status).toBe(Status.FAILED_PRECONDITION);
+    expect((err as RpcError).details).toMatchObject({
+      reason: ErrorReason.CONTEXT_OVERFLOW,
+      nPromptTokens: 13922,
+      nCtx: 1024,
+    });
     const internal = (await c.slotAction({}).catch((e: unknown) => e)) as RpcError;
-    expect(internal.code).toBe(Status.INTERNAL);
+    expect(internal.status).toBe(Status.INTERNAL);
     expect(internal.message).toContain("boom");
     const got: string[] = [];
     const streamErr = await (async () => {
       for await (const ev of c.complete({})) got.push(ev.event.case ?? "");
     })().catch((e: unknown) => e as RpcError);
     expect(got).toEqual(["content"]);
-    expect(streamErr!.code).toBe(Status.DEADLINE_EXCEEDED);
+    expect(streamErr!.status).toBe(Status.DEADLINE_EXCEEDED);
     c.close();
   });
 
@@ -137,15 +146,16 @@ describe.each(clients)("grpc adapter over a Unix socket, client with %s", (_name
     const c = createClient(InferService, sock);
     const err = (await c.status({}).catch((e: unknown) => e)) as RpcError;
     expect(err).toBeInstanceOf(RpcError);
-    expect(err.code).toBe(Status.RESOURCE_EXHAUSTED);
-    expect(err.errorCode).toBe("LOG_WRITE_FAILED");
+    expect(err.status).toBe(Status.RESOURCE_EXHAUSTED);
+    expect(err.code).toBe("LOG_WRITE_FAILED");
+    expect(err.details.errorCode).toBe("LOG_WRITE_FAILED");
     expect(err.message).toBe("cannot write the session log");
     expect(describeCause(err)).toBe("cannot write the session log: ENOSPC: no space left on device, write");
-    expect(err.details).toEqual({});
+    expect(err.details.reason).toBe(ErrorReason.UNSPECIFIED);
     // An unknown error is INTERNAL; its own cause chain still reaches the client.
     const internal = (await c.slotAction({}).catch((e: unknown) => e)) as RpcError;
-    expect(internal.code).toBe(Status.INTERNAL);
-    expect(internal.errorCode).toBe("");
+    expect(internal.status).toBe(Status.INTERNAL);
+    expect(internal.code).toBe("");
     expect(describeCause(internal)).toBe("boom: underneath");
     c.close();
   });

@@ -247,7 +247,7 @@ export class CompletionRun {
     if (this.streaming || f.cutBy === "liveness") {
       yield { event: { case: "partial", value: this.asm.message("aborted") } };
     }
-    this.deps.log.warn({ code: f.error.codeName, err: f.error.message }, "completion failed");
+    this.deps.log.warn({ code: f.error.statusName, err: f.error.message }, "completion failed");
     throw f.error;
   }
 }

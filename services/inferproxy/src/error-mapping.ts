@@ -1,4 +1,4 @@
-import { RpcError, Status, messageOf } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status, messageOf, type ErrorDetailsInit } from "@boxmaker/common";
 
 /** The `error` object llama-server sends, as an HTTP body or inside a 200 stream. */
 export interface ServerErrorBody {
@@ -27,13 +27,19 @@ export function errorBodyOf(body: unknown, fallbackText: string): ServerErrorBod
   return { message: fallbackText.slice(0, 500) || "(empty body)" };
 }
 
-function details(e: ServerErrorBody, status: number | undefined, ctx: ErrorContext): Record<string, string> {
-  const d: Record<string, string> = { upstream: ctx.upstream };
-  if (status !== undefined) d.http_status = String(status);
-  if (e.type) d.upstream_type = e.type;
-  if (e.code !== undefined) d.upstream_code = String(e.code);
-  if (ctx.slot !== undefined) d.slot = String(ctx.slot);
-  return d;
+function details(e: ServerErrorBody, status: number | undefined, ctx: ErrorContext): ErrorDetailsInit {
+  return {
+    upstream: ctx.upstream,
+    ...(status !== undefined ? { httpStatus: status } : {}),
+    ...(e.type ? { upstreamType: e.type } : {}),
+    ...(uint32(e.code) !== undefined ? { upstreamCode: uint32(e.code) } : {}),
+    ...(ctx.slot !== undefined ? { slot: ctx.slot } : {}),
+  };
+}
+
+/** A number llama-server sent, if it fits the details' uint32 (anything else would not encode). */
+function uint32(n: unknown): number | undefined {
+  return typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= 0xffff_ffff ? n : undefined;
 }
 
 /** A non-200 answer from llama-server → the status a caller can act on. */
@@ -44,7 +50,7 @@ export function mapHttpError(status: number, body: ServerErrorBody, ctx: ErrorCo
   if (status === 503 || body.type === "unavailable_error") {
     return new RpcError(Status.UNAVAILABLE, `llama-server is not ready (${msg}); retry in ${ctx.retryAfterMs} ms`, {
       ...d,
-      retry_after_ms: String(ctx.retryAfterMs),
+      retryAfterMs: ctx.retryAfterMs,
     });
   }
   if (status === 501 || body.type === "not_supported_error") {
@@ -72,13 +78,13 @@ export function mapStreamError(body: ServerErrorBody, ctx: ErrorContext): RpcErr
   if (body.type === "unavailable_error" || body.code === 503) {
     return new RpcError(Status.UNAVAILABLE, `llama-server became unavailable mid-stream: ${body.message ?? ""}`, {
       ...d,
-      retry_after_ms: String(ctx.retryAfterMs),
+      retryAfterMs: ctx.retryAfterMs,
     });
   }
   return new RpcError(Status.ABORTED, `llama-server aborted the completion: ${body.message ?? "(no message)"}`, d);
 }
 
-function contextOverflow(body: ServerErrorBody, d: Record<string, string>, ctx: ErrorContext): RpcError {
+function contextOverflow(body: ServerErrorBody, d: ErrorDetailsInit, ctx: ErrorContext): RpcError {
   const nPrompt = body.n_prompt_tokens;
   const nCtx = body.n_ctx;
   const where = ctx.slot !== undefined ? `slot ${ctx.slot}` : "the slot";
@@ -89,9 +95,9 @@ function contextOverflow(body: ServerErrorBody, d: Record<string, string>, ctx: 
       : `the prompt does not fit in ${where}: ${body.message ?? ""}`;
   return new RpcError(Status.FAILED_PRECONDITION, msg, {
     ...d,
-    reason: "context_overflow",
-    ...(nPrompt !== undefined ? { n_prompt_tokens: String(nPrompt) } : {}),
-    ...(nCtx !== undefined ? { n_ctx: String(nCtx) } : {}),
+    reason: ErrorReason.CONTEXT_OVERFLOW,
+    ...(uint32(nPrompt) !== undefined ? { nPromptTokens: uint32(nPrompt) } : {}),
+    ...(uint32(nCtx) !== undefined ? { nCtx: uint32(nCtx) } : {}),
   });
 }
 
@@ -109,7 +115,7 @@ export function mapConnectError(err: unknown, ctx: ErrorContext): RpcError {
   return new RpcError(
     Status.UNAVAILABLE,
     `llama-server is not reachable at ${ctx.upstream}: ${why}`,
-    { upstream: ctx.upstream, errno: code ?? "", retry_after_ms: String(ctx.retryAfterMs) },
+    { upstream: ctx.upstream, errno: code ?? "", retryAfterMs: ctx.retryAfterMs },
     { cause: err },
   );
 }

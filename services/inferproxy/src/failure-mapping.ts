@@ -1,4 +1,4 @@
-import { RpcError, Status, deadlineExceeded, internal, messageOf } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status, deadlineExceeded, internal, messageOf } from "@boxmaker/common";
 import { type ErrorContext, mapConnectError, mapStreamError } from "./error-mapping.js";
 import {
   LivenessTimeout,
@@ -25,7 +25,7 @@ export interface MappedFailure {
 /** A new connection refused by the contract check (connection-check.ts) → the status a caller can act on. */
 function mapServerCheckError(err: ServerCheckError, ctx: ErrorContext, servedModel: string): RpcError {
   if (err.kind === "mismatch") {
-    const details = { upstream: ctx.upstream, reason: "self_test_failed", model: servedModel };
+    const details = { upstream: ctx.upstream, reason: ErrorReason.SELF_TEST_FAILED, model: servedModel };
     return new RpcError(Status.FAILED_PRECONDITION, err.message, details, { cause: err });
   }
   return new RpcError(
@@ -33,8 +33,8 @@ function mapServerCheckError(err: ServerCheckError, ctx: ErrorContext, servedMod
     err.message,
     {
       upstream: ctx.upstream,
-      reason: err.kind === "loading" ? "loading" : "unverified",
-      retry_after_ms: String(ctx.retryAfterMs),
+      reason: err.kind === "loading" ? ErrorReason.SERVER_LOADING : ErrorReason.SERVER_UNVERIFIED,
+      retryAfterMs: ctx.retryAfterMs,
     },
     { cause: err },
   );
@@ -77,11 +77,11 @@ export function mapRunFailure(err: unknown, abortReason: unknown, ctx: RunFailur
         `and ${abortReason.why}; the completion was aborted`,
       {
         upstream: ctx.upstream,
-        slot: String(ctx.slot),
-        liveness_timeout_ms: String(ctx.livenessWindowMs),
-        silent_ms: String(Math.round(abortReason.silentMs)),
-        liveness_reason: abortReason.why,
-        completion_id: ctx.completionId,
+        ...slotOf(ctx),
+        livenessTimeoutMs: ctx.livenessWindowMs,
+        silentMs: Math.round(abortReason.silentMs),
+        livenessReason: abortReason.why,
+        completionId: ctx.completionId,
       },
       { cause: abortReason },
     );
@@ -93,9 +93,9 @@ export function mapRunFailure(err: unknown, abortReason: unknown, ctx: RunFailur
       `thinking cap reached but llama-server refused to end reasoning (${abortReason.message}); the completion was aborted`,
       {
         upstream: ctx.upstream,
-        slot: String(ctx.slot),
-        completion_id: ctx.completionId,
-        reason: "thinking_cap_refused",
+        ...slotOf(ctx),
+        completionId: ctx.completionId,
+        reason: ErrorReason.THINKING_CAP_REFUSED,
       },
       { cause: abortReason },
     );
@@ -109,8 +109,10 @@ export function mapRunFailure(err: unknown, abortReason: unknown, ctx: RunFailur
   const error = new RpcError(
     Status.UNAVAILABLE,
     `llama-server at ${ctx.upstream} dropped the stream mid-completion: ${messageOf(err)}`,
-    { upstream: ctx.upstream, retry_after_ms: String(ctx.retryAfterMs) },
+    { upstream: ctx.upstream, retryAfterMs: ctx.retryAfterMs },
     { cause: err },
   );
   return { error, serverDown: true, cutBy: undefined };
 }
+
+const slotOf = (ctx: ErrorContext) => (ctx.slot !== undefined ? { slot: ctx.slot } : {});

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { failedPrecondition } from "@boxmaker/common";
+import { ErrorReason, failedPrecondition } from "@boxmaker/common";
 import { parseJsonArray } from "./json-array-check.js";
 
 /**
@@ -100,7 +100,7 @@ export class MessagesMemory {
     if (base === undefined) {
       throw failedPrecondition(
         "after_messages_token names no messages array inferproxy remembers (it restarted or forgot it); send the whole array",
-        { reason: "prefix_unknown", field: "after_messages_token" },
+        { reason: ErrorReason.PREFIX_UNKNOWN, field: "after_messages_token" },
       );
     }
     const inner = arrayInner(suffixJson);

@@ -1,4 +1,5 @@
 import {
+  ErrorReason,
   SlotQueue,
   type InferService,
   RpcError,
@@ -162,7 +163,7 @@ export class InferProxy {
       throw new RpcError(
         Status.UNAVAILABLE,
         `llama-server at ${this.client.label} has not passed the start-up self-test yet (state: ${this.monitor.state})`,
-        { upstream: this.client.label, retry_after_ms: String(this.cfg.health_poll_ms) },
+        { upstream: this.client.label, retryAfterMs: this.cfg.health_poll_ms },
       );
     }
     // A failed self-test is not refused here: a refused server keeps no connection, so this
@@ -180,7 +181,7 @@ export class InferProxy {
       throw new RpcError(
         Status.UNAVAILABLE,
         `llama-server at ${this.client.label} did not come back within ${ms} ms (state: ${this.monitor.state})`,
-        { upstream: this.client.label, reason: "server_down", retry_after_ms: String(this.cfg.health_poll_ms) },
+        { upstream: this.client.label, reason: ErrorReason.SERVER_DOWN, retryAfterMs: this.cfg.health_poll_ms },
       );
     }
   }

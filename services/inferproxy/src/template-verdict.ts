@@ -1,4 +1,4 @@
-import { RpcError, Status } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status } from "@boxmaker/common";
 import type { TemplateProbeResult } from "./template-probe.js";
 
 /**
@@ -15,7 +15,7 @@ export function refuseToolsIfUnrendered(probe: TemplateProbeResult, toolsJson: s
     Status.FAILED_PRECONDITION,
     `refused for tool use: the chat template of ${model || "the model llama-server serves"} renders no tools, so the model would never see read_file, find_tool, call_tool or any tool; ` +
       "start llama-server with a template that renders tools (--chat-template-file) or another model; `boxmaker doctor` shows the template probe",
-    { reason: "template_no_tools" },
+    { reason: ErrorReason.TEMPLATE_NO_TOOLS },
   );
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RpcError, Status, createLogger } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status, createLogger } from "@boxmaker/common";
 import { CompletionRun, type RunDeps } from "../src/completion-run.js";
 import type { CompletionEventInit } from "../src/completion-stream.js";
 import { LivenessTimeout, ServerCheckError, ThinkingCapRefused, UpstreamConnectError } from "../src/errors.js";
@@ -93,7 +93,7 @@ describe("CompletionRun: one request from send to final", () => {
     const r = await drain(h.run.events());
     expect(r.cases).toEqual(["content", "partial"]);
     expect(r.partial).toMatchObject({ content: "last words", finishReason: "aborted", completionId: "chatcmpl-t" });
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
     expect(r.error?.message).toMatch(/dropped the stream mid-completion: other side closed/);
     expect(h.seen.markDown).toBe(1);
   });
@@ -103,7 +103,7 @@ describe("CompletionRun: one request from send to final", () => {
     h.body.event(content("cut")).end();
     const r = await drain(h.run.events());
     expect(r.cases).toEqual(["content", "partial"]);
-    expect(r.error?.code).toBe(Status.INTERNAL);
+    expect(r.error?.status).toBe(Status.INTERNAL);
     expect(r.error?.message).toMatch(/without a finish_reason/);
     expect(h.seen.markDown).toBe(0);
   });
@@ -115,7 +115,7 @@ describe("CompletionRun: one request from send to final", () => {
       .event({ error: { code: 500, message: "Failed to parse input", type: "server_error" } });
     const r = await drain(h.run.events());
     expect(r.cases).toEqual(["content", "partial"]);
-    expect(r.error?.code).toBe(Status.ABORTED);
+    expect(r.error?.status).toBe(Status.ABORTED);
     expect(r.error?.message).toMatch(/Failed to parse input/);
   });
 
@@ -125,8 +125,8 @@ describe("CompletionRun: one request from send to final", () => {
     const h = harness({ send: () => Promise.resolve(streamResponse(errBody, 503)) });
     const r = await drain(h.run.events());
     expect(r.cases).toEqual([]);
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
-    expect(r.error?.details.retry_after_ms).toBe("2000");
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
+    expect(r.error?.details.retryAfterMs).toBe(2000);
     expect(h.seen.recheck).toBe(1);
   });
 
@@ -135,7 +135,7 @@ describe("CompletionRun: one request from send to final", () => {
     const h = harness({ send: () => Promise.reject(new UpstreamConnectError("unix:/llama.sock", refused)) });
     const r = await drain(h.run.events());
     expect(r.cases).toEqual([]);
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
     expect(r.error?.details.errno).toBe("ENOENT");
     expect(h.seen.markDown).toBe(1);
   });
@@ -143,8 +143,8 @@ describe("CompletionRun: one request from send to final", () => {
   it("a connection refused by the contract check: FAILED_PRECONDITION naming the model served", async () => {
     const h = harness({ send: () => Promise.reject(new ServerCheckError("mismatch", "not the contract's server")) });
     const r = await drain(h.run.events());
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error?.details).toMatchObject({ reason: "self_test_failed", model: "served.gguf" });
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.details).toMatchObject({ reason: ErrorReason.SELF_TEST_FAILED, model: "served.gguf" });
     expect(h.seen.markDown).toBe(0);
   });
 
@@ -156,7 +156,7 @@ describe("CompletionRun: one request from send to final", () => {
     h.caller.abort();
     const r = await drain(events);
     expect(r.cases).toEqual([]);
-    expect(r.error?.code).toBe(Status.CANCELLED);
+    expect(r.error?.status).toBe(Status.CANCELLED);
     expect(h.seen.upstream?.aborted).toBe(true);
   });
 });
@@ -215,8 +215,8 @@ describe("CompletionRun: the thinking cap", () => {
     const r = await drain(h.run.events());
     expect(r.cases).toEqual(["reasoning", "thinkingCap", "partial"]);
     expect(r.cap).toMatchObject({ accepted: false, message: "no active completion for this id", reasoningTokens: 1 });
-    expect(r.error?.code).toBe(Status.ABORTED);
-    expect(r.error?.details.reason).toBe("thinking_cap_refused");
+    expect(r.error?.status).toBe(Status.ABORTED);
+    expect(r.error?.details.reason).toBe(ErrorReason.THINKING_CAP_REFUSED);
     expect(h.seen.upstream?.reason).toBeInstanceOf(ThinkingCapRefused);
   });
 });
@@ -231,9 +231,9 @@ describe("CompletionRun: liveness", () => {
     });
     const r = await drain(h.run.events());
     expect(r.cases).toEqual(["partial"]);
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(r.error?.details).toMatchObject({ liveness_timeout_ms: "40", slot: "1" });
-    expect(r.error?.details.liveness_reason).toMatch(/not processing/);
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error?.details).toMatchObject({ livenessTimeoutMs: 40, slot: 1 });
+    expect(r.error?.details.livenessReason).toMatch(/not processing/);
     expect(h.seen.upstream?.reason).toBeInstanceOf(LivenessTimeout);
   });
 });

@@ -185,7 +185,7 @@ describe("Complete against the simulator", () => {
           if (ev.event.case === "content" && ++n === 3) ac.abort();
         }
       })(),
-    ).rejects.toMatchObject({ code: Status.CANCELLED });
+    ).rejects.toMatchObject({ status: Status.CANCELLED });
     await s.sim.waitIdle(2);
     expect(s.sim.isProcessing(2)).toBe(false);
     expect(s.sim.completions.at(-1)!.outcome).toBe("aborted");
@@ -220,8 +220,8 @@ describe("liveness", () => {
   it("a 1,000 ms silent stall ends the call with DEADLINE_EXCEEDED after a partial with what arrived", async () => {
     s.sim.enqueue({ content: ["one", " two", " three"], silenceMs: 1000, silenceAfterTokens: 2 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(r.error!.details).toMatchObject({ liveness_timeout_ms: "500" });
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error!.details).toMatchObject({ livenessTimeoutMs: 500 });
     expect(r.cases.at(-1)).toBe("partial");
     expect(r.partial!.content).toBe("one two");
     expect(r.partial!.finishReason).toBe("aborted");
@@ -243,8 +243,8 @@ describe("liveness", () => {
   it("a hung slot (processing, n_decoded standing still) is still killed, naming why", async () => {
     s.sim.enqueue({ content: ["one", " two"], silenceMs: 3000, silenceAfterTokens: 1 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(r.error!.details.liveness_reason).toMatch(/decoded nothing/);
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error!.details.livenessReason).toMatch(/decoded nothing/);
     expect(r.partial!.content).toBe("one");
   });
 
@@ -267,7 +267,7 @@ describe("liveness", () => {
   it("a silent prefill (no progress events) trips the window too", async () => {
     s.sim.enqueue({ content: "late", silenceMs: 1000, silenceAfterTokens: 0 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
     expect(r.partial!.content).toBe("");
   });
 });

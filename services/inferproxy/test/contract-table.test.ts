@@ -109,7 +109,7 @@ describe("inferproxy with a contract table", () => {
     extra.push(g);
     g.enqueue({ content: "never sent" });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
     st = await until(
       () => s!.client.status({}),
       (x) => x.selfTest?.modelKey === "gamma.gguf",

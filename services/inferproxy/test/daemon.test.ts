@@ -118,7 +118,7 @@ describe("inferproxy as a child process", () => {
         refused = err;
       }
       expect(refused).toBeInstanceOf(RpcError);
-      expect((refused as RpcError).code).toBe(Status.FAILED_PRECONDITION);
+      expect((refused as RpcError).status).toBe(Status.FAILED_PRECONDITION);
       expect((refused as RpcError).message).toContain(
         "does not match the contract (n_ctx_per_slot: expected 131072, server has 32768). To use it as it is: ",
       );

@@ -26,12 +26,12 @@ describe("errors a caller can act on", () => {
     s = await startStack();
     for (const messagesJson of ['{"role":"user"}', "not json", "[]"]) {
       const r = await collect(s.client, { slot: 0, messagesJson });
-      expect(r.error?.code).toBe(Status.INVALID_ARGUMENT);
+      expect(r.error?.status).toBe(Status.INVALID_ARGUMENT);
       expect(r.error!.message).toMatch(/messages_json/);
       expect(r.events).toHaveLength(0);
     }
     const r = await collect(s.client, { slot: 7, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.INVALID_ARGUMENT);
+    expect(r.error?.status).toBe(Status.INVALID_ARGUMENT);
     expect(s.sim.completions).toHaveLength(0);
   });
 
@@ -39,7 +39,7 @@ describe("errors a caller can act on", () => {
     s = await startStack();
     await s.sim.close();
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
     expect(r.error!.message).toContain(s.llamaSocket);
     expect(r.error!.details.errno).toMatch(/ENOENT|ECONNREFUSED/);
     expect(r.events).toHaveLength(0);
@@ -51,17 +51,17 @@ describe("errors a caller can act on", () => {
     s = await startStack();
     s.sim.setLoading(true);
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
-    expect(r.error!.details.retry_after_ms).toBe("100");
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
+    expect(r.error!.details.retryAfterMs).toBe(100);
     expect(r.error!.message).toMatch(/retry/);
   });
 
   it("context overflow → FAILED_PRECONDITION with n_prompt_tokens and n_ctx", async () => {
     s = await startStack({ sim: { nCtx: 1024 } });
     const r = await collect(s.client, { slot: 1, messagesJson: userMessages("word ".repeat(3000)) });
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error!.details.n_ctx).toBe("1024");
-    expect(Number(r.error!.details.n_prompt_tokens)).toBeGreaterThan(1024);
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error!.details.nCtx).toBe(1024);
+    expect(r.error!.details.nPromptTokens).toBeGreaterThan(1024);
     expect(r.error!.message).toMatch(/prompt is \d+ tokens but slot 1 holds 1024/);
     expect(r.events).toHaveLength(0);
   });
@@ -70,7 +70,7 @@ describe("errors a caller can act on", () => {
     s = await startStack();
     s.sim.enqueue({ content: ["a", "b", "c", "d"], errorInStream: { afterTokens: 2, message: "bad peg output" } });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.ABORTED);
+    expect(r.error?.status).toBe(Status.ABORTED);
     expect(r.error!.message).toContain("bad peg output");
     expect(r.cases.at(-1)).toBe("partial");
     expect(r.partial!.content).toBe("ab");
@@ -81,7 +81,7 @@ describe("errors a caller can act on", () => {
     s = await startStack();
     s.sim.enqueue({ content: ["a", "b", "c"], dropAfterTokens: 2, tokenDelayMs: 5 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.UNAVAILABLE);
+    expect(r.error?.status).toBe(Status.UNAVAILABLE);
     expect(r.error!.message).toMatch(/dropped the stream mid-completion/);
     expect(r.cases.at(-1)).toBe("partial");
     // "b" is written in the same tick as the drop and never leaves the simulator (Node corks it).
@@ -108,7 +108,7 @@ describe("what arrived before a crash is kept", () => {
         res.socket!.destroy();
       });
       const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });
-      expect(r.error?.code).toBe(Status.UNAVAILABLE);
+      expect(r.error?.status).toBe(Status.UNAVAILABLE);
       expect(r.partial!.content).toBe("last words");
       expect(r.partial!.completionId).toBe("chatcmpl-x");
     } finally {
@@ -129,7 +129,7 @@ describe("self-test", () => {
     expect(st.selfTest!.mismatches).toHaveLength(1);
     expect(st.selfTest!.mismatches[0]).toMatch(/template_sha256: expected 0{64}, server has [0-9a-f]{64}/);
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
     expect(r.error!.message).toMatch(/does not match the contract/);
     expect(s.sim.completions).toHaveLength(0);
   });
@@ -158,7 +158,7 @@ describe("self-test", () => {
       expect(st.selfTest!.passed).toBe(false);
       expect(st.selfTest!.mismatches[0]).toMatch(/^template_sha256: /);
       const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-      expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
+      expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
     } finally {
       await other.close();
     }

@@ -40,10 +40,10 @@ describe("liveness during a prefill follows the server's pace", () => {
     // Then a server that stops inside a batch (a hung GPU): /slots answers, the slot processes, nothing moves.
     s.sim.enqueue({ content: "never", prefillMsPerBatch: 60_000 });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages("other ".repeat(6_000)) });
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(r.error!.details.liveness_reason).toMatch(/decoded nothing/);
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error!.details.livenessReason).toMatch(/decoded nothing/);
     // The window in effect was the prefill's, above the configured 200 ms, far below the 60 s batch and the ceiling.
-    const w = Number(r.error!.details.liveness_timeout_ms);
+    const w = r.error!.details.livenessTimeoutMs;
     expect(w).toBeGreaterThan(200);
     expect(w).toBeLessThan(8_000);
     expect(r.error!.message).toMatch(/liveness window \d+ ms/);
@@ -53,8 +53,8 @@ describe("liveness during a prefill follows the server's pace", () => {
     s = await startStack({ sim: { batchSize: 1024 }, config: { liveness_timeout_ms: 200 } });
     s.sim.enqueue({ content: ["a", "b"], silenceMs: 5_000, silenceAfterTokens: 1, ...deepBatches });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages("word ".repeat(6_000)) });
-    expect(r.error?.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(r.error!.details.liveness_timeout_ms).toBe("200");
+    expect(r.error?.status).toBe(Status.DEADLINE_EXCEEDED);
+    expect(r.error!.details.livenessTimeoutMs).toBe(200);
     expect(r.partial!.content).toBe("a");
     expect(r.events.filter((e) => e.event.case === "progress").length).toBeGreaterThan(4);
   });

@@ -3,7 +3,7 @@
 // the server's prompt cache depends on every earlier byte.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { RpcError, Status } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status } from "@boxmaker/common";
 import { type CompletionBody, MessagesMemory, completionBody, openOf } from "../src/messages-memory.js";
 import { collect, startStack, userMessages, type Stack } from "./support/stack.js";
 
@@ -90,7 +90,7 @@ describe("MessagesMemory", () => {
           return e as RpcError;
         }
       })();
-      expect(err?.code).toBe(Status.INVALID_ARGUMENT);
+      expect(err?.status).toBe(Status.INVALID_ARGUMENT);
     }
   });
 });
@@ -129,7 +129,7 @@ describe("prefix reuse through inferproxy", () => {
       messagesJson: "[]",
       afterMessagesToken: first.final!.messagesToken,
     });
-    expect(stale.error?.code).toBe(Status.FAILED_PRECONDITION);
+    expect(stale.error?.status).toBe(Status.FAILED_PRECONDITION);
   });
 
   it("refuses an unknown token before anything reaches the server", async () => {
@@ -139,8 +139,8 @@ describe("prefix reuse through inferproxy", () => {
       messagesJson: '[{"role":"user","content":"more"}]',
       afterMessagesToken: "no-such-token",
     });
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error?.details.reason).toBe("prefix_unknown");
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.details.reason).toBe(ErrorReason.PREFIX_UNKNOWN);
     expect(r.error?.message).toContain("send the whole array");
     expect(s.sim.completions.length).toBe(before);
   });

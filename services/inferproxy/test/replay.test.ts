@@ -76,7 +76,7 @@ describe("recorded streams replayed through inferproxy", () => {
     fake.once("POST /v1/chat/completions", (_q, res) => send(res, recording("error-parse-in-stream")));
     const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });
     expect(r.cases).toEqual(["progress", "progress", "partial"]);
-    expect(r.error?.code).toBe(Status.ABORTED);
+    expect(r.error?.status).toBe(Status.ABORTED);
     expect(r.error!.message).toContain("does not match the expected peg-native format");
   });
 
@@ -84,8 +84,8 @@ describe("recorded streams replayed through inferproxy", () => {
     fake.once("POST /v1/chat/completions", (_q, res) => send(res, recording("error-context-overflow-stream")));
     const r = await collect(p.client, { slot: 0, messagesJson: userMessages() });
     expect(r.events).toHaveLength(0);
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error!.details).toMatchObject({ n_prompt_tokens: "13922", n_ctx: "1024" });
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error!.details).toMatchObject({ nPromptTokens: 13922, nCtx: 1024 });
   });
 
   it("reasoning-stream-with-control: the cap fires a control call with the recorded completion id", async () => {
@@ -100,7 +100,7 @@ describe("recorded streams replayed through inferproxy", () => {
     };
     expect(cap).toMatchObject({ accepted: true, reasoningTokens: 20 });
     // The recording ends with the server's parser error: surfaced as such, with everything kept.
-    expect(r.error?.code).toBe(Status.ABORTED);
+    expect(r.error?.status).toBe(Status.ABORTED);
     expect(r.partial!.reasoningContent).toBe(recorded("reasoning-stream-with-control").reasoning);
     expect(
       fake.requests.find((q) => q.path === "/v1/chat/completions" && q.body.includes('"reasoning_control":true')),
@@ -122,7 +122,7 @@ describe("recorded streams replayed through inferproxy", () => {
       message: "no active completion for this id",
       completionId: "chatcmpl-IBRUdwzkkZzJpXVeeCTIu9W6CPULEX1n",
     });
-    expect(r.error?.code).toBe(Status.ABORTED);
+    expect(r.error?.status).toBe(Status.ABORTED);
     expect(r.error!.message).toMatch(/refused to end reasoning/);
     expect(r.cases).not.toContain("final");
     // The aborted completion's connection is closed, not left streaming (the test times out otherwise).

@@ -70,7 +70,7 @@ describe("buildCompletionBody", () => {
   ])("rejects %s with INVALID_ARGUMENT", (_n, o, msg) => {
     const e = errOf(() => buildCompletionBody(input(o as Partial<CompletionInput>), defaults));
     expect(e).toBeInstanceOf(RpcError);
-    expect(e.code).toBe(Status.INVALID_ARGUMENT);
+    expect(e.status).toBe(Status.INVALID_ARGUMENT);
     expect(e.message).toMatch(msg);
   });
 });

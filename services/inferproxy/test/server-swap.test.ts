@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { Status } from "@boxmaker/common";
+import { ErrorReason, Status } from "@boxmaker/common";
 import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
 import { collect, startStack, userMessages, type Stack } from "./support/stack.js";
 
@@ -34,11 +34,11 @@ describe("the self-test follows the server, not the poll", () => {
     extra.push(other);
     other.enqueue({ content: "from the wrong model" });
     const r = await collect(s.client, { slot: 0, messagesJson: userMessages() });
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
     expect(r.error!.message).toMatch(
       /does not match the contract \(template_sha256: expected [0-9a-f]{12}…, server has [0-9a-f]{12}…\)\. To use it as it is: .*boxmaker contract accept.*\. It serves other\.gguf$/,
     );
-    expect(r.error!.details).toMatchObject({ reason: "self_test_failed", model: "other.gguf" });
+    expect(r.error!.details).toMatchObject({ reason: ErrorReason.SELF_TEST_FAILED, model: "other.gguf" });
     expect(other.completions).toHaveLength(0);
     const st = await s.client.status({});
     expect(st.model).toBe("other.gguf");

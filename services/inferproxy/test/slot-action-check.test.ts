@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SlotActionKind, Status, type SlotActionRequest } from "@boxmaker/common";
+import { type RpcError, SlotActionKind, Status, type SlotActionRequest } from "@boxmaker/common";
 import { checkSlotAction, slotActionResult } from "../src/slot-action.js";
 import { recording } from "./support/recordings.js";
 
@@ -21,8 +21,8 @@ describe("checkSlotAction and slotActionResult", () => {
       try {
         checkSlotAction(req(r), 2);
       } catch (e) {
-        const err = e as { code: Status; details: Record<string, string> };
-        expect(err.code).toBe(Status.INVALID_ARGUMENT);
+        const err = e as RpcError;
+        expect(err.status).toBe(Status.INVALID_ARGUMENT);
         return err.details.field;
       }
       return "accepted";

@@ -40,7 +40,7 @@ describe("SlotAction against the simulator", () => {
       .slotAction({ slot: 0, action: SlotActionKind.RESTORE, filename: "missing.bin" })
       .catch((e: RpcError) => e);
     expect(err).toBeInstanceOf(RpcError);
-    expect((err as RpcError).code).toBe(Status.FAILED_PRECONDITION);
+    expect((err as RpcError).status).toBe(Status.FAILED_PRECONDITION);
     expect((err as RpcError).message).toMatch(/Unable to restore slot/);
   });
 
@@ -53,7 +53,7 @@ describe("SlotAction against the simulator", () => {
       { slot: 5, action: SlotActionKind.ERASE },
     ]) {
       const err = (await s.client.slotAction(req).catch((e: RpcError) => e)) as RpcError;
-      expect(err.code).toBe(Status.INVALID_ARGUMENT);
+      expect(err.status).toBe(Status.INVALID_ARGUMENT);
     }
     expect(s.sim.requests.filter((r) => r.path.startsWith("/slots/"))).toHaveLength(0);
   });

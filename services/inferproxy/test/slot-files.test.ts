@@ -144,7 +144,7 @@ describe("erasing parked files", () => {
         if (/^boxmaker-[A-Za-z0-9._-]+\.bin$/.test(name)) return;
         const err = await files.erase([name]).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(RpcError);
-        expect((err as RpcError).code).toBe(Status.INVALID_ARGUMENT);
+        expect((err as RpcError).status).toBe(Status.INVALID_ARGUMENT);
         refused++;
       }),
       { numRuns: 400 },
@@ -158,7 +158,7 @@ describe("erasing parked files", () => {
     const files = new SlotFiles("", 1e9, log);
     expect(await files.list()).toMatchObject({ managed: false, unmanagedReason: "slot_files.dir is not set" });
     const err = (await files.erase(["boxmaker-a.bin"]).catch((e: unknown) => e)) as RpcError;
-    expect(err.code).toBe(Status.FAILED_PRECONDITION);
+    expect(err.status).toBe(Status.FAILED_PRECONDITION);
     const missing = await new SlotFiles(join(dir(), "nope"), 1e9, log).list();
     expect(missing.managed).toBe(false);
     expect(missing.unmanagedReason).toMatch(/cannot read .*nope/);

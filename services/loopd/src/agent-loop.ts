@@ -83,8 +83,8 @@ export async function runTurn(
     } else if (!signal.aborted) {
       const full = turnError(err);
       // The whole text goes to the log; a person (and a parent session) sees a readable start of it.
-      deps.log.warn({ session: s.id, err: full.message, code: full.codeName }, "turn failed");
-      error = new RpcError(full.code, cutForPerson(full.message), full.details);
+      deps.log.warn({ session: s.id, err: full.message, code: full.statusName }, "turn failed");
+      error = new RpcError(full.status, cutForPerson(full.message), full.details);
     }
   } finally {
     wall.dispose();
@@ -163,7 +163,7 @@ async function loop(
     } catch (err) {
       // The server says the prompt does not fit (and counted it). Spill, compact once and retry.
       if (!isContextOverflow(err)) throw err;
-      recordPromptCount(s.state, sentBytes, Number(err.details.n_prompt_tokens) || 0);
+      recordPromptCount(s.state, sentBytes, err.details.nPromptTokens);
       if (!(await deps.recoverOverflow?.(s, signal))) throw err;
       sentBytes = promptBytes(s.state);
       maxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));

@@ -109,7 +109,7 @@ export class CompletionChannel {
       failure = toRpcError(err);
     }
     if (this.stream === stream) this.stream = undefined;
-    if (failure.code === Status.UNIMPLEMENTED) {
+    if (failure.status === Status.UNIMPLEMENTED) {
       failure = new RpcError(
         Status.UNIMPLEMENTED,
         "inferproxy has no CompleteChannel: it is from another build than loopd; install and restart the stack together",
@@ -125,8 +125,9 @@ export class CompletionChannel {
     if (!push) return; // a completion its caller already left
     if (ev.kind.case === "event") push({ event: ev.kind.value });
     else if (ev.kind.case === "end") {
-      const e = ev.kind.value;
-      const end = e.code === Status.OK ? undefined : RpcError.fromTrailers(e.code, e.message, e.metadata);
+      // ChannelEnd.code is the completion's numeric gRPC status, as a call would end with.
+      const { code: status, message, details } = ev.kind.value;
+      const end = status === Status.OK ? undefined : RpcError.fromWire(status, message, details);
       push({ end, fromServer: true });
     }
   }

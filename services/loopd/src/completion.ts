@@ -1,5 +1,6 @@
 import { setImmediate } from "node:timers/promises";
 import {
+  ErrorReason,
   RpcError,
   Status,
   type ClientOf,
@@ -214,10 +215,18 @@ async function streamCompletion(
 
 /** inferproxy no longer holds the prefix a request named (it restarted, or forgot it). */
 function isPrefixUnknown(err: unknown): boolean {
-  return err instanceof RpcError && err.code === Status.FAILED_PRECONDITION && err.details.reason === "prefix_unknown";
+  return (
+    err instanceof RpcError &&
+    err.status === Status.FAILED_PRECONDITION &&
+    err.details.reason === ErrorReason.PREFIX_UNKNOWN
+  );
 }
 
 /** The server refused the prompt as longer than the slot's context (and said how long it was). */
 export function isContextOverflow(err: unknown): err is RpcError {
-  return err instanceof RpcError && err.code === Status.FAILED_PRECONDITION && "n_ctx" in err.details;
+  return (
+    err instanceof RpcError &&
+    err.status === Status.FAILED_PRECONDITION &&
+    err.details.reason === ErrorReason.CONTEXT_OVERFLOW
+  );
 }

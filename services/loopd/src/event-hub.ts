@@ -1,4 +1,4 @@
-import { AsyncQueue, resourceExhausted } from "@boxmaker/common";
+import { AsyncQueue, ErrorReason, resourceExhausted } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionEventSchema } from "@boxmaker/common";
 
@@ -117,7 +117,7 @@ export class EventHub {
         throw resourceExhausted(
           `this subscriber fell behind session ${this.sessionId} by more than ${this.maxBehind.events} events ` +
             `or ${mib(this.maxBehind.bytes)} and was ended; follow again with after_seq ${lastSent} to resume`,
-          { resume_after_seq: String(lastSent) },
+          { reason: ErrorReason.FELL_BEHIND, resumeAfterSeq: BigInt(lastSent) },
         );
       }
     } finally {

@@ -168,7 +168,7 @@ export class Parking {
       this.dropEvicted(r.evicted);
     } catch (err) {
       this.saved.delete(sessionId);
-      if (err instanceof RpcError && err.code === Status.UNIMPLEMENTED) {
+      if (err instanceof RpcError && err.status === Status.UNIMPLEMENTED) {
         // The server was started without --slot-save-path: every later try would fail the same way.
         this.enabled = false;
         this.log.warn(
@@ -202,7 +202,7 @@ export class Parking {
     } catch (err) {
       this.log.warn({ slot, session: sessionId, err: messageOf(err) }, "could not restore session cache");
       // The server refused the file (missing, or not a save it can load): it is no use to anyone.
-      if (err instanceof RpcError && err.code === Status.FAILED_PRECONDITION) {
+      if (err instanceof RpcError && err.status === Status.FAILED_PRECONDITION) {
         this.saved.delete(sessionId);
         await this.erase([filename]);
       }
@@ -218,8 +218,8 @@ export class Parking {
       this.stats.erased += r.erased;
       return r.erased;
     } catch (err) {
-      const code = err instanceof RpcError ? err.code : undefined;
-      if (code === Status.FAILED_PRECONDITION || code === Status.INVALID_ARGUMENT) {
+      const status = err instanceof RpcError ? err.status : undefined;
+      if (status === Status.FAILED_PRECONDITION || status === Status.INVALID_ARGUMENT) {
         // Not managed by inferproxy (llama-server elsewhere): retrying cannot help, and saying so each time neither.
         this.log.debug({ files: filenames.length, err: messageOf(err) }, "parked slot files not erased");
         return 0;

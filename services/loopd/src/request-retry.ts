@@ -69,7 +69,7 @@ export class TurnRetries {
     if (this.used === 0 || !isServerGone(err)) return err;
     const e = toRpcError(err);
     return new RpcError(
-      e.code,
+      e.status,
       `${e.message} (the request was sent again ${this.used} time${this.used === 1 ? "" : "s"}; giving up)`,
       e.details,
       { cause: err },
@@ -84,7 +84,7 @@ export class TurnRetries {
  * coming back by itself, and another model (FAILED_PRECONDITION) is refused.
  */
 function isServerGone(err: unknown): boolean {
-  return err instanceof RpcError && err.code === Status.UNAVAILABLE;
+  return err instanceof RpcError && err.status === Status.UNAVAILABLE;
 }
 
 /** How long the re-sent request may wait for the server: what the wall budget leaves, within a cap. */
@@ -100,5 +100,5 @@ export async function pauseBeforeRetry(attempt: number, signal: AbortSignal): Pr
 /** The person-facing reason of a cut attempt, short. */
 export function retryReason(err: unknown): { code: string; reason: string } {
   const e = toRpcError(err);
-  return { code: e.codeName, reason: cutForPerson(e.message) };
+  return { code: e.statusName, reason: cutForPerson(e.message) };
 }

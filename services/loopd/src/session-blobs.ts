@@ -72,7 +72,7 @@ export class SessionBlobs {
     this.broker.pinBlobs({ owner: s.id, sha256: refs }, { timeoutMs: 5_000 }).catch((err: unknown) => {
       this.pinned.delete(s.id); // sent again after the next turn
       // A pin refused for the store's cap is the operator's to see: those blobs may be evicted.
-      const refused = toRpcError(err).code === Status.RESOURCE_EXHAUSTED;
+      const refused = toRpcError(err).status === Status.RESOURCE_EXHAUSTED;
       this.log[refused ? "warn" : "debug"]({ session: s.id, err: messageOf(err) }, "could not pin blobs");
     });
   }

@@ -25,7 +25,12 @@ export interface TurnResult {
 
 /** The event that ends a turn that ran: turn_done, or turn_failed with the (cut) error. */
 export function turnEndEvent(r: TurnResult): EventBody {
-  if (r.error) return { case: "turnFailed", value: { code: r.error.codeName, message: r.error.message } };
+  if (r.error) {
+    return {
+      case: "turnFailed",
+      value: { code: r.error.statusName, status: r.error.status, message: r.error.message },
+    };
+  }
   const seen = r.cacheN + r.promptN;
   return {
     case: "turnDone",
@@ -61,7 +66,7 @@ export function abandonedTurnEvent(err: unknown, cancelled: boolean): EventBody 
     };
   }
   const e = turnError(err);
-  return { case: "turnFailed", value: { code: e.codeName, message: cutForPerson(e.message) } };
+  return { case: "turnFailed", value: { code: e.statusName, status: e.status, message: cutForPerson(e.message) } };
 }
 
 /** What a failed turn tells the client; a log that cannot be written is named as such. */

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
+  ErrorReason,
   InferService,
   RpcError,
   Status,
@@ -60,8 +61,8 @@ describe("model requests over one stream to a real inferproxy", () => {
     const { channel, client } = viaChannel(s.client);
     const r = await collect(client, { slot: 0, messagesJson: "[]", afterMessagesToken: "forgotten" });
     expect(r.error).toBeInstanceOf(RpcError);
-    expect(r.error?.code).toBe(Status.FAILED_PRECONDITION);
-    expect(r.error?.details.reason).toBe("prefix_unknown");
+    expect(r.error?.status).toBe(Status.FAILED_PRECONDITION);
+    expect(r.error?.details.reason).toBe(ErrorReason.PREFIX_UNKNOWN);
     s.sim.enqueue({ content: "still here" });
     expect((await collect(client, { slot: 0, messagesJson: userMessages() })).final?.content).toBe("still here");
     channel.close();
@@ -78,7 +79,7 @@ describe("model requests over one stream to a real inferproxy", () => {
         if (ev.event.case === "content" && ++n === 3) ac.abort();
       }
     })();
-    await expect(cut).rejects.toMatchObject({ code: Status.CANCELLED });
+    await expect(cut).rejects.toMatchObject({ status: Status.CANCELLED });
     await s.sim.waitIdle(2);
     expect(s.sim.completions.at(-1)!.outcome).toBe("aborted");
     s.sim.enqueue({ content: "next" });
@@ -118,7 +119,7 @@ describe("model requests over one stream, when the stream cannot serve them", ()
     });
     const { channel, client } = viaChannel(p.client);
     const first = await collect(client, { slot: 0, messagesJson: userMessages() });
-    expect(first.error?.code).toBe(Status.UNIMPLEMENTED);
+    expect(first.error?.status).toBe(Status.UNIMPLEMENTED);
     expect(first.error?.message).toContain("inferproxy has no CompleteChannel: it is from another build than loopd");
     expect(p.completes()).toBe(0);
     channel.close();
@@ -152,7 +153,7 @@ describe("model requests over one stream, when the stream cannot serve them", ()
     });
     const { channel, client } = viaChannel(p.client);
     const broken = await collect(client, { slot: 0, messagesJson: userMessages() });
-    expect(broken.error?.code).toBe(Status.UNAVAILABLE);
+    expect(broken.error?.status).toBe(Status.UNAVAILABLE);
     const next = await collect(client, { slot: 0, messagesJson: userMessages() });
     expect(next.error).toBeUndefined();
     expect(text(next.events, "content")).toBe("ok");

@@ -88,8 +88,8 @@ describe("a subscriber that stops reading", () => {
     expect(seqs.length).toBeLessThanOrEqual(100);
     expect(error).toBeInstanceOf(RpcError);
     const e = error as RpcError;
-    expect(e.code).toBe(Status.RESOURCE_EXHAUSTED);
-    const resume = Number(e.details.resume_after_seq);
+    expect(e.status).toBe(Status.RESOURCE_EXHAUSTED);
+    const resume = Number(e.details.resumeAfterSeq);
     expect(resume).toBe(seqs.at(-1));
     expect(e.message).toMatch(new RegExp(`fell behind .* follow again with after_seq ${resume} to resume`));
   });
@@ -114,8 +114,8 @@ describe("a subscriber that stops reading", () => {
             got.push(...seqs);
             if (error) {
               ends++;
-              expect((error as RpcError).code).toBe(Status.RESOURCE_EXHAUSTED);
-              expect(Number((error as RpcError).details.resume_after_seq)).toBe(got.at(-1));
+              expect((error as RpcError).status).toBe(Status.RESOURCE_EXHAUSTED);
+              expect(Number((error as RpcError).details.resumeAfterSeq)).toBe(got.at(-1));
             }
             // Something new for the next subscription's first read.
             hub.publish({ case: "content", value: { text: "next" } });

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   CallToolResponseSchema,
   CompletionEventSchema,
+  ErrorReason,
   RpcError,
   Status,
   ToolDecision,
@@ -58,7 +59,7 @@ export function fakeInfer(replies: ScriptedReply[], opts: { rememberMessages?: b
             [Symbol.asyncIterator]: () => ({
               next: () =>
                 Promise.reject(
-                  new RpcError(Status.FAILED_PRECONDITION, "prefix unknown", { reason: "prefix_unknown" }),
+                  new RpcError(Status.FAILED_PRECONDITION, "prefix unknown", { reason: ErrorReason.PREFIX_UNKNOWN }),
                 ),
             }),
           };

@@ -90,7 +90,7 @@ describe("the end of a turn is announced once, by the runner", () => {
     const r = runner([{ error: new RpcError(Status.UNAVAILABLE, "inferproxy is down") }]);
     const s = await r.create("main", "t");
     const out = await r.start(s.id, "hello");
-    expect(out.error?.codeName).toBe("UNAVAILABLE");
+    expect(out.error?.statusName).toBe("UNAVAILABLE");
     expect(await turnEnds(s.events)).toEqual(["failed:UNAVAILABLE"]);
   });
 
