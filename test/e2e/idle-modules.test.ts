@@ -12,7 +12,7 @@ import { doneOf, newSession, turn } from "../support/loop-client.js";
  * `footprint`): Node's bundled undici (its fetch, pulled in by an ES import of node:http
  * or by npm undici's index touching the global `Headers`), npm undici's index, cron-parser
  * with luxon for a stack without schedules, the diff library before any change is shown,
- * the MCP SDK with no MCP server configured, a Jinja renderer for a template that needs
+ * the MCP SDK with no MCP server configured, an HTML parser before any page is fetched, a Jinja renderer for a template that needs
  * no correction. The daemons run for real, take a turn with a
  * tool call, and report on exit what they loaded.
  */
@@ -57,6 +57,6 @@ describe("modules a daemon loads for work it has not been given", () => {
     expect(of("inferproxy").files).toContain("/services/inferproxy/dist/template-probe.js");
     expect(of("inferproxy").files).not.toMatch(/\/node_modules\/@huggingface\/jinja\//);
     expect(of("loopd").files).not.toMatch(/\/node_modules\/(cron-parser|luxon)\//);
-    expect(of("brokerd").files).not.toMatch(/\/node_modules\/(diff|@modelcontextprotocol)\//);
+    expect(of("brokerd").files).not.toMatch(/\/node_modules\/(diff|@modelcontextprotocol|htmlparser2|entities)\//);
   });
 });

@@ -8,7 +8,6 @@ import { ToolError } from "../errors.js";
 import type { PlannedTool, ToolContext } from "../tool-table.js";
 import { messageOf, Type } from "@boxmaker/common";
 import { defineTool } from "./define-tool.js";
-import { htmlToText } from "./html-text.js";
 
 type Resolver = (host: string, signal: AbortSignal) => Promise<{ address: string; family: number }[]>;
 
@@ -66,8 +65,6 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
 export interface FetchOptions {
   resolve?: Resolver;
 }
-
-export { htmlToText };
 
 function parseUrl(raw: string): URL {
   let u: URL;
@@ -240,7 +237,8 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
       ) {
         throw new ToolError(`${u.href} is ${type} (binary), not text; nothing to show`);
       }
-      const text = looksHtml ? htmlToText(raw) : raw;
+      // htmlparser2 is loaded with the first HTML page, not by every brokerd.
+      const text = looksHtml ? (await import("./html-text.js")).htmlToText(raw) : raw;
       const head = [
         `${u.href} — HTTP ${status}${type ? `, ${type.split(";")[0]}` : ""}, ${body.length} bytes${truncated ? ` (cut at the ${cfg.max_bytes}-byte limit)` : ""}` +
           (hops.length ? `; redirected from ${hops[0]}` : ""),
