@@ -10,8 +10,7 @@ import {
   StringEnum,
   Type,
 } from "@boxmaker/common";
-import { hooksSchema } from "./hooks/schema.js";
-import type { HooksConfig } from "./hooks/types.js";
+import { operatorHooksSchema } from "./hooks/schema.js";
 
 const EFFECTS = ["allow", "ask", "deny"] as const;
 const RISKS = ["read", "write", "exec", "network"] as const;
@@ -353,7 +352,7 @@ export const brokerConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     /** Commands run at a session's events (hooks/); a workspace's own file adds to them once a person trusts it. */
-    hooks: Type.Unsafe<HooksConfig>(hooksSchema("operator")),
+    hooks: operatorHooksSchema,
     log_level: logLevelSchema,
   },
   { additionalProperties: false },

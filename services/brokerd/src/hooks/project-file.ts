@@ -1,22 +1,25 @@
 import { createHash } from "node:crypto";
 import { closeSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite, messageOf, parseConfig } from "@boxmaker/common";
-import type { SchemaObject } from "ajv";
+import { atomicWrite, messageOf, parseConfig, Type } from "@boxmaker/common";
 import { openFileAt } from "../tools/fs-walk.js";
-import { hooksSchema } from "./schema.js";
+import { projectHooksSchema, type ProjectHooksConfig } from "./schema.js";
 import type { HooksConfig } from "./types.js";
 
 /** Where a workspace keeps its own hooks (a protected path: the model never writes it). */
 export const PROJECT_HOOKS_FILE = ".boxmaker/hooks.json";
 const MAX_BYTES = 256 * 1024;
 
-const projectSchema: SchemaObject = {
-  type: "object",
-  additionalProperties: false,
-  properties: { hooks: hooksSchema("project") },
-  required: [],
-};
+const projectSchema = Type.Object({ hooks: Type.Optional(projectHooksSchema) }, { additionalProperties: false });
+
+/** A project's hooks as the operator's shape: never unsandboxed. */
+function asOperatorHooks(p: ProjectHooksConfig): HooksConfig {
+  const out: HooksConfig = {};
+  for (const [event, list] of Object.entries(p) as [keyof ProjectHooksConfig, ProjectHooksConfig["pre_tool"]][]) {
+    if (list) out[event] = list.map((h) => ({ ...h, unsandboxed: false }));
+  }
+  return out;
+}
 
 type ProjectHooksState = "absent" | "untrusted" | "trusted" | "invalid";
 
@@ -94,7 +97,7 @@ export function readProjectHooks(root: string, trust: HookTrust): ProjectHooks {
   const seen = { ...base, sha256, text };
   let hooks: HooksConfig;
   try {
-    hooks = parseConfig<{ hooks?: HooksConfig }>(projectSchema, JSON.parse(text), PROJECT_HOOKS_FILE).hooks ?? {};
+    hooks = asOperatorHooks(parseConfig(projectSchema, JSON.parse(text), PROJECT_HOOKS_FILE).hooks ?? {});
   } catch (err) {
     return { ...seen, state: "invalid", error: messageOf(err) };
   }

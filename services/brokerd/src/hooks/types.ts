@@ -1,29 +1,15 @@
 /** Hooks: the operator's commands run at points of a session (see docs/operations.md, "Hooks"). */
 
-export const HOOK_EVENTS = ["session_start", "pre_tool", "post_tool", "turn_end", "notification"] as const;
-export type HookEvent = (typeof HOOK_EVENTS)[number];
+import { operatorHooksSchema, type HooksConfig } from "./schema.js";
+
+export type HookEvent = keyof HooksConfig;
+/** The events, in the schema's order (schema.ts declares them). */
+export const HOOK_EVENTS = Object.keys(operatorHooksSchema.properties) as HookEvent[];
 
 /** What a notification is about: the `match` subject of a notification hook. */
 type NotificationKind = "approval_waiting" | "budget_ended" | "schedule_failed";
 
-export interface HookSpec {
-  /** Shown in the audit line and in the note the model reads; defaults to `<event>[i]`. */
-  name?: string;
-  /** `/bin/sh -c` line; the event's JSON is on its stdin. */
-  command: string;
-  /**
-   * Tool-name globs (pre_tool, post_tool) or notification kinds (notification)
-   * the hook fires for; unset: every one.
-   */
-  match?: string[];
-  timeout_ms: number;
-  /** Output beyond this is dropped (and counted in the audit line). */
-  output_cap_bytes: number;
-  /** Operator hooks only: run as brokerd's user outside bwrap (a push to a phone needs the network). */
-  unsandboxed: boolean;
-}
-
-export type HooksConfig = Partial<Record<HookEvent, HookSpec[]>>;
+export type { HookSpec, HooksConfig } from "./schema.js";
 
 /** Where a hook came from: brokerd's own config, or a workspace's `.boxmaker/hooks.json` (after `boxmaker hooks trust`). */
 export type HookOrigin = { kind: "operator" } | { kind: "project"; file: string; root: string };
