@@ -57,8 +57,13 @@ describe.skipIf(!haveRealLlama("contract adoption against a real llama-server"))
 
       const accept = await stack.cli(["contract", "accept", "--config", config], { timeoutMs: 60_000 });
       expect(accept.code, accept.stderr).toBe(0);
-      expect(accept.stdout).toContain(`contract.template_sha256: ${"0".repeat(64)} → ${real.template_sha256}`);
-      expect(JSON.parse(readFileSync(config, "utf8")).contract).toEqual(real);
+      // The served model's entry in the contract table, with the template probe's verdict; `contract` left as it was.
+      const model = "tiny-answer.gguf";
+      expect(accept.stdout).toContain(`a contracts entry for ${model}:`);
+      expect(accept.stdout).toContain(`contracts["${model}"].template_sha256: ${real.template_sha256}`);
+      const written = JSON.parse(readFileSync(config, "utf8"));
+      expect(written.contracts).toEqual([{ model, ...real, probe_verdict: "ok" }]);
+      expect(written.contract.template_sha256).toBe("0".repeat(64));
 
       await stack.kill("inferproxy", "SIGTERM");
       stack.configs.inferproxy = JSON.parse(readFileSync(config, "utf8"));
