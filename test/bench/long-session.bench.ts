@@ -16,7 +16,7 @@ import { Agent, request } from "undici";
 import { SessionLog } from "../../services/loopd/dist/session-log.js";
 import { foldRecords } from "../../services/loopd/dist/session-state.js";
 import { buildMessagesJson } from "../../services/loopd/dist/epoch-view.js";
-import { buildCompletionBody } from "../../services/inferproxy/dist/request-shaping.js";
+import { buildCompletionBody, completionInput } from "../../services/inferproxy/dist/request-shaping.js";
 import { Stack, repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { directFirstContent, monotonicMs } from "./direct-request.js";
@@ -146,13 +146,12 @@ function directBody(logPath: string): string {
   const st = foldRecords(records);
   st.history.pop(); // the assistant answer that request produced
   return buildCompletionBody(
-    {
+    completionInput({
       slot: 0,
       messagesJson: buildMessagesJson(st),
       toolsJson: st.epoch.toolsJson,
       maxTokens: 64,
-      thinkingCapTokens: 0,
-    },
+    }),
     { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 64, totalSlots: 3 },
   );
 }

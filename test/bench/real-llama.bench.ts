@@ -12,7 +12,7 @@ import { tempDir } from "../support/tmp.js";
 import { directFirstContent } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { RealLlama, contractOf, findRealLlama } from "../real/support/real-llama.js";
-import { buildCompletionBody } from "../../services/inferproxy/src/request-shaping.js";
+import { buildCompletionBody, completionInput } from "../../services/inferproxy/src/request-shaping.js";
 import { p50, p99, nowMs } from "./stats.mjs";
 import type { BenchContext, Emit } from "./bench-context.js";
 
@@ -81,13 +81,12 @@ function directBody(sessionsDir: string): string {
   const epoch = recs.find((r) => r.t === "epoch")!;
   const user = recs.find((r) => r.t === "message" && r.json!.includes('"role":"user"'))!;
   return buildCompletionBody(
-    {
+    completionInput({
       slot: 0,
       messagesJson: `[${epoch.system_json},${user.json}]`,
       toolsJson: epoch.tools_json!,
       maxTokens: 64,
-      thinkingCapTokens: 0,
-    },
+    }),
     { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 64, totalSlots: 3 },
   );
 }

@@ -1,4 +1,5 @@
-import { invalidArgument, type CompleteRequest } from "@boxmaker/common";
+import { CompleteRequestSchema, invalidArgument, type CompleteRequest } from "@boxmaker/common";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { SamplingConfig } from "./config.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 
@@ -13,6 +14,18 @@ export interface CompletionInput
   messagesChecked?: boolean;
   /** Overrides of the configured sampling (the proto's Sampling, read as plain numbers). */
   sampling?: Partial<Record<keyof SamplingConfig, number | undefined>>;
+}
+
+/**
+ * A CompletionInput from only the request fields a caller sets, every other
+ * one at the proto's default: what a test or bench builds, so a new request
+ * field needs no edit there.
+ */
+export function completionInput(
+  init: MessageInitShape<typeof CompleteRequestSchema>,
+  extra: Pick<CompletionInput, "messagesChecked" | "sampling"> = {},
+): CompletionInput {
+  return { ...create(CompleteRequestSchema, init), ...extra };
 }
 
 export interface ShapingDefaults {

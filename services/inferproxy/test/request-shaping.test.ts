@@ -1,20 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { RpcError, Status } from "@boxmaker/common";
-import { buildCompletionBody, type CompletionInput } from "../src/request-shaping.js";
+import { buildCompletionBody, completionInput, type CompletionInput } from "../src/request-shaping.js";
 
 const defaults = { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 4096, totalSlots: 3 };
 // Odd but valid bytes a re-serialisation would change: spacing, escapes, number forms, key order.
 const messages = '[ {"role":"system","content":"caf\\u00e9 1.0e0"},\n  {"content":"hi","role":"user"} ]';
 const tools =
   '[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"number","default":1.50}}}}}]';
-const input = (o: Partial<CompletionInput> = {}): CompletionInput => ({
-  slot: 1,
-  messagesJson: messages,
-  toolsJson: tools,
-  maxTokens: 0,
-  thinkingCapTokens: 0,
-  ...o,
-});
+const input = (o: Partial<CompletionInput> = {}): CompletionInput => {
+  const { messagesChecked, sampling, ...fields } = o;
+  return completionInput(
+    { slot: 1, messagesJson: messages, toolsJson: tools, ...fields },
+    { ...(messagesChecked !== undefined ? { messagesChecked } : {}), ...(sampling ? { sampling } : {}) },
+  );
+};
 
 function errOf(f: () => unknown): RpcError {
   try {
