@@ -5,8 +5,12 @@ import { waitFor } from "../support/stack.js";
 import { useStack } from "../support/use-stack.js";
 import { doneOf, newSession, turn } from "../support/loop-client.js";
 
-/** Each hook appends the JSON it read on stdin to one file beside the workspace (hooks run in the workspace root). */
-const record = (tag: string) => `{ printf '%s ' ${tag}; cat; echo; } >> ../hook-events.log`;
+/**
+ * Each hook appends the JSON it read on stdin to one file beside the workspace (hooks run in the workspace root),
+ * as one line in one write: hooks run concurrently, and a line written in pieces could be read half-done or
+ * interleaved with another hook's.
+ */
+const record = (tag: string) => `l="$(cat)"; printf '%s %s\\n' ${tag} "$l" >> ../hook-events.log`;
 
 /**
  * The events loopd reports (session_start, turn_end, notifications) reach
@@ -48,15 +52,17 @@ describe("hooks at a session's events", () => {
     });
     t.stack.sim.enqueue({ content: "It waits for approval." });
     expect(doneOf(await turn(t.client, id, "write a.txt")).finalText).toBe("It waits for approval.");
+    // Hooks are never awaited by a turn, so they may finish in any order: each event once, by its tag.
     const got = await seen(3, "three hook events");
-    expect(got.map((e) => e.tag)).toEqual(["start", "notify", "end"]);
-    expect(got[0]!.input).toMatchObject({ event: "session_start", session_id: id, cwd: t.stack.workspace });
-    expect(got[1]!.input).toMatchObject({
+    expect(got.map((e) => e.tag).sort()).toEqual(["end", "notify", "start"]);
+    const of = (tag: string) => got.find((e) => e.tag === tag)!;
+    expect(of("start").input).toMatchObject({ event: "session_start", session_id: id, cwd: t.stack.workspace });
+    expect(of("notify").input).toMatchObject({
       event: "notification",
       session_id: id,
       notification: { kind: "approval_waiting", message: expect.stringMatching(/proposal p-\S+ waits for approval/) },
     });
-    expect(got[2]!.input).toMatchObject({ event: "turn_end", session_id: id, stop_reason: "stop" });
+    expect(of("end").input).toMatchObject({ event: "turn_end", session_id: id, stop_reason: "stop" });
   });
 
   it("a budget that ends a turn is a notification", async () => {
