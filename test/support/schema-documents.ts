@@ -1,5 +1,6 @@
 import fc from "fast-check";
-import { expect } from "vitest";
+import { readFileSync } from "node:fs";
+import { expect, it } from "vitest";
 import { parseConfig } from "@boxmaker/common";
 
 type Schema = Record<string, unknown>;
@@ -131,4 +132,24 @@ export function canonicalSchema(v: unknown): unknown {
     } else out[k] = canonicalSchema(o[k]);
   }
   return out;
+}
+
+/**
+ * The two checks every daemon's TypeBox schema gets against the hand-written
+ * one it replaced (recorded in the test's fixtures): the same schema up to key
+ * order and defaulted keys in `required`, and the same verdict on 600
+ * generated files. Called inside the daemon's describe block.
+ */
+export function itMatchesTheRecordedSchema(current: object, fixture: URL): void {
+  const before = JSON.parse(readFileSync(fixture, "utf8")) as Schema;
+  it("is the hand-written schema it replaced, up to key order and defaulted keys listed as required", () => {
+    expect(canonicalSchema(JSON.parse(JSON.stringify(current)))).toEqual(canonicalSchema(before));
+  });
+
+  it("accepts, fills and refuses 600 generated files exactly as the hand-written schema did", () => {
+    const { accepted, refused } = expectSameVerdicts(before, current, 600);
+    // Both verdicts occur, so the comparison is not between two schemas that refuse everything.
+    expect(accepted).toBeGreaterThan(30);
+    expect(refused).toBeGreaterThan(30);
+  });
 }

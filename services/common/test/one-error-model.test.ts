@@ -8,8 +8,9 @@
 // over the file's text:
 // Generated code (src/gen), build output and dependencies are not looked at.
 import { describe, expect, it } from "vitest";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { patternFindings, sourceFiles } from "../../../test/support/source-scan.js";
 import { repoRoot } from "../../../test/support/stack.js";
 
 const BRANCHES: Record<string, RegExp> = {
@@ -22,21 +23,7 @@ const BRANCHES: Record<string, RegExp> = {
   "a status read from a domain code": /\.code\s*[!=]==?\s*Status\./,
 };
 
-const SKIP_DIRS = new Set(["node_modules", "dist", "gen", ".git"]);
-const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
-
-function* sources(dir: string): Generator<string> {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) {
-      if (!SKIP_DIRS.has(e.name)) yield* sources(join(dir, e.name));
-    } else if (SOURCE.test(e.name)) yield join(dir, e.name);
-  }
-}
-
-const findings = (text: string) =>
-  Object.entries(BRANCHES)
-    .filter(([, re]) => re.test(text))
-    .map(([what]) => what);
+const findings = patternFindings(BRANCHES);
 
 describe("one error model", () => {
   it("the check sees each way callers branched on errors before errors.proto", () => {
@@ -62,7 +49,7 @@ describe("one error model", () => {
   });
 
   it("no source file under services/ branches on an error any other way than status and reason", () => {
-    const files = [...sources(join(repoRoot, "services"))]
+    const files = [...sourceFiles(join(repoRoot, "services"))]
       .map((f) => relative(repoRoot, f))
       .filter((f) => f.split("/")[2] === "src");
     // The walk reached the callers that used to branch on strings, so an empty result means something.

@@ -12,8 +12,9 @@
 // Peers that break the protocol on purpose, to test the client against them,
 // live outside services/ (test/support/hostile-h2.ts).
 import { describe, expect, it } from "vitest";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { patternFindings, sourceFiles } from "../../../test/support/source-scan.js";
 import { repoRoot } from "../../../test/support/stack.js";
 
 const FRAMING: Record<string, RegExp> = {
@@ -23,22 +24,9 @@ const FRAMING: Record<string, RegExp> = {
     /\[\s*["'`]grpc-(status|message)["'`]\s*\]|\.get\(\s*["'`]grpc-(status|message)["'`]\s*\)/,
 };
 
-const SKIP_DIRS = new Set(["node_modules", "dist", "gen", ".git"]);
-const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 const self = relative(repoRoot, import.meta.filename);
 
-function* sources(dir: string): Generator<string> {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) {
-      if (!SKIP_DIRS.has(e.name)) yield* sources(join(dir, e.name));
-    } else if (SOURCE.test(e.name)) yield join(dir, e.name);
-  }
-}
-
-const findings = (text: string) =>
-  Object.entries(FRAMING)
-    .filter(([, re]) => re.test(text))
-    .map(([what]) => what);
+const findings = patternFindings(FRAMING);
 
 describe("one gRPC implementation", () => {
   it("the check sees each way of speaking the wire by hand (what the deleted client did)", () => {
@@ -56,7 +44,9 @@ describe("one gRPC implementation", () => {
   });
 
   it("no source file under services/ other than generated code speaks gRPC's wire itself", () => {
-    const files = [...sources(join(repoRoot, "services"))].map((f) => relative(repoRoot, f)).filter((f) => f !== self);
+    const files = [...sourceFiles(join(repoRoot, "services"))]
+      .map((f) => relative(repoRoot, f))
+      .filter((f) => f !== self);
     // The walk reached the adapter, so an empty result means something.
     expect(files).toContain("services/common/src/grpc-client.ts");
     const offenders = files
