@@ -18,6 +18,14 @@ import {
   shapeConversations,
   type ProbeMessage,
 } from "./template-probe-conversations.js";
+import { judge, probeNotRun, type ProbeStep, type TemplateProbeResult } from "./template-probe-result.js";
+
+export {
+  noCorrection,
+  probeNotRun,
+  type TemplateCorrection,
+  type TemplateProbeResult,
+} from "./template-probe-result.js";
 
 /** What the probe needs of the server. */
 export interface ProbeIo {
@@ -27,99 +35,6 @@ export interface ProbeIo {
 }
 
 type RenderResult = { ok: true; prompt: string } | { ok: false; error: string };
-
-interface ProbeStep {
-  after: string;
-  promptTokens: number;
-  reused: number;
-  reread: number;
-  fresh: number;
-}
-
-interface ShapeCheck {
-  shape: string;
-  accepted: boolean;
-  error: string;
-}
-
-type ReasoningFinding = "kept" | "dropped" | "not_rendered" | "";
-type Verdict = "ok" | "warn" | "no_tools";
-
-export interface TemplateProbeResult {
-  ran: boolean;
-  error: string;
-  verdict: Verdict | "";
-  summary: string;
-  toolsRendered: boolean;
-  toolsPosition: string;
-  toolsMove: boolean;
-  toolsTokens: number;
-  prefixStable: boolean;
-  divergence: string;
-  rereadTokensPerTurn: number;
-  predictedReuseRatio: number;
-  steps: ProbeStep[];
-  reasoning: ReasoningFinding;
-  reasoningRereadTokens: number;
-  shapes: ShapeCheck[];
-  warnings: string[];
-  probedAtUnixMs: number;
-  templateSha256: string;
-  correction: TemplateCorrection;
-}
-
-/** A corrected template for one that is not prefix-stable (template-correction.ts). */
-export interface TemplateCorrection {
-  /** available | unavailable; "" when the template needs none. */
-  state: "available" | "unavailable" | "";
-  /** Why none is offered, when unavailable. */
-  reason: string;
-  /** What the corrected template does differently, one line per rewrite. */
-  rules: string[];
-  template: string;
-  templateSha256: string;
-  /** Σprompt_n over Σ new tokens the probe measures on the corrected template. */
-  predictedReuseRatio: number;
-  /** Probe renders on which this process's Jinja agreed with llama-server's, on the template it has loaded. */
-  agreeingRenders: number;
-}
-
-export function noCorrection(): TemplateCorrection {
-  return {
-    state: "",
-    reason: "",
-    rules: [],
-    template: "",
-    templateSha256: "",
-    predictedReuseRatio: 0,
-    agreeingRenders: 0,
-  };
-}
-
-export function probeNotRun(error = ""): TemplateProbeResult {
-  return {
-    ran: false,
-    error,
-    verdict: "",
-    summary: error ? `template probe could not run: ${error}` : "",
-    toolsRendered: false,
-    toolsPosition: "",
-    toolsMove: false,
-    toolsTokens: 0,
-    prefixStable: false,
-    divergence: "",
-    rereadTokensPerTurn: 0,
-    predictedReuseRatio: 0,
-    steps: [],
-    reasoning: "",
-    reasoningRereadTokens: 0,
-    shapes: [],
-    warnings: [],
-    probedAtUnixMs: 0,
-    templateSha256: "",
-    correction: noCorrection(),
-  };
-}
 
 /** Length of the common prefix of two sequences (strings or token arrays). */
 function commonPrefix(a: ArrayLike<unknown>, b: ArrayLike<unknown>): number {
@@ -350,42 +265,4 @@ function describeDivergence(
 function templateError(message: string): string {
   const m = /(?:Jinja Exception|Error): ([^\n]+)\s*$/.exec(message);
   return cut((m?.[1] ?? message).trim());
-}
-
-/** The verdict, warnings and the one sentence, from the findings. */
-function judge(r: TemplateProbeResult): void {
-  const warnings: string[] = [];
-  const rejected = r.shapes.filter((s) => !s.accepted);
-  if (!r.toolsRendered) {
-    warnings.push(
-      "the chat template renders no tools: the model would never see read_file, find_tool, call_tool or any tool, so completions with tools are refused",
-    );
-  }
-  if (r.steps.length > 0 && !r.prefixStable) {
-    warnings.push(
-      `not prefix-stable: ${r.divergence}; each such turn re-reads up to ${r.rereadTokensPerTurn} tokens of the probe conversation ` +
-        `(Σprompt_n over new tokens ${r.predictedReuseRatio.toFixed(2)}×)${r.toolsMove ? ` plus the whole tools array each time (${r.toolsTokens} tokens for the probe's 4 tools)` : ""}`,
-    );
-  }
-  for (const s of rejected) warnings.push(`the template rejects ${s.shape}: ${s.error}`);
-  r.warnings = warnings;
-  r.verdict = !r.toolsRendered ? "no_tools" : warnings.length ? "warn" : "ok";
-  const reasoning =
-    r.reasoning === "kept"
-      ? "earlier reasoning is kept"
-      : r.reasoning === "dropped"
-        ? `earlier reasoning is dropped at the next user message (a thinking model re-reads up to ${r.reasoningRereadTokens} tokens there)`
-        : r.reasoning === "not_rendered"
-          ? "reasoning is never rendered"
-          : "";
-  const head =
-    r.verdict === "no_tools"
-      ? "template renders no tools: tool use is refused"
-      : r.verdict === "warn" && !r.prefixStable && r.steps.length > 0
-        ? `template is not prefix-stable: a turn re-reads up to ${r.rereadTokensPerTurn} tokens (probe), ${r.toolsMove ? "the tools block moves before the last user message" : "earlier turns render differently"}`
-        : r.steps.length === 0
-          ? `template renders tools ${r.toolsPosition}; the probe conversation was rejected`
-          : `template renders tools ${r.toolsPosition}, prefix-stable`;
-  const tail = [rejected.length ? `${rejected.length} message shape(s) rejected` : "", reasoning].filter(Boolean);
-  r.summary = `${head}${tail.length ? `; ${tail.join("; ")}` : ""} (\`boxmaker doctor\` for the table)`;
 }
