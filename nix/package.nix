@@ -19,6 +19,7 @@
 let
   packageJSON = lib.importJSON ../package.json;
   daemonNodeFlags = lib.concatStringsSep " " (lib.importJSON ./stack-defaults.json).daemonNodeFlags;
+  cliNodeFlags = lib.concatStringsSep " " (lib.importJSON ./stack-defaults.json).cliNodeFlags;
   packageLock = lib.importJSON ../package-lock.json;
 
   # Build outputs and installed modules of a checkout never enter the source
@@ -116,13 +117,13 @@ buildNpmPackage {
     find $out/lib/boxmaker/services $out/lib/boxmaker/test -name src -type d -prune -exec rm -rf {} +
 
     # systemd-notify (READY=1) and bwrap (the tool sandbox) on PATH; the
-    # daemons get the stack's node flags (stack-defaults.json).
+    # daemons and the CLI get the stack's node flags for each (stack-defaults.json).
     wrap() {
       makeWrapper ${lib.getExe nodejs_24} $out/bin/$1 \
         --add-flags "$3 $out/lib/boxmaker/$2" \
         --suffix PATH : ${lib.makeBinPath [ systemd bubblewrap ]}
     }
-    wrap boxmaker services/cli/dist/bundle/boxmaker.js ""
+    wrap boxmaker services/cli/dist/bundle/boxmaker.js "${cliNodeFlags}"
     wrap boxmaker-inferproxy services/inferproxy/dist/main.js "${daemonNodeFlags}"
     wrap boxmaker-brokerd services/brokerd/dist/main.js "${daemonNodeFlags}"
     wrap boxmaker-loopd services/loopd/dist/main.js "${daemonNodeFlags}"

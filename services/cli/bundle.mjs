@@ -4,11 +4,17 @@
 // person feels. Lazy imports stay lazy (code splitting), so `--help` still
 // loads no gRPC.
 import { build } from "esbuild";
-import { rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CLI_NODE_FLAGS } from "../common/dist/stack-defaults.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+const root = join(here, "..", "..");
+const out = join(here, "dist", "bundle");
+// Chunk names carry content hashes: without a clean directory every build leaves the last one's behind.
+rmSync(out, { recursive: true, force: true });
 
 // grpc-js requires @grpc/proto-loader (with protobufjs, ~290 kB) only inside
 // its channelz and ORCA services, which nothing here serves or turns on
@@ -24,29 +30,122 @@ const unusedByTheCli = {
     }));
   },
 };
-// Chunk names carry content hashes: without a clean directory every build leaves the last one's behind.
-rmSync(join(here, "dist", "bundle"), { recursive: true, force: true });
+
+// A stand-in for a module that requires the real one on first use: what a
+// library requires at load and uses only on paths the CLI never takes.
+const standIn = (request) => `let real;
+const load = () => (real ??= require(${JSON.stringify(request)}));
+module.exports = new Proxy({}, {
+  get: (_, key) => Reflect.get(load(), key),
+  has: (_, key) => Reflect.has(load(), key),
+  ownKeys: () => Reflect.ownKeys(load()),
+  getOwnPropertyDescriptor: (_, key) => {
+    const d = Reflect.getOwnPropertyDescriptor(load(), key);
+    return d && { ...d, configurable: true };
+  },
+});`;
+
+// Loaded only when used, each by whom and why:
+// - grpc-js's zlib (message compression, which no channel turns on) and dns
+//   (its DNS resolver; every target here is unix:), Node built-ins;
+// - grpc-js's server half (server, its credentials, interceptors, the admin
+//   and ORCA services), which index.js requires and re-exports through
+//   getters, so only `grpc.Server` and its kin would load it;
+// - commander's child_process (executable subcommands, which Boxmaker has none of).
+const LOAD_WHEN_USED = [
+  { importer: /node_modules\/@grpc\/grpc-js\//, request: /^(node:)?(zlib|dns)$/ },
+  {
+    importer: /node_modules\/@grpc\/grpc-js\/build\/src\/index\.js$/,
+    request: /^\.\/(server|server-credentials|server-interceptors|admin|orca)$/,
+  },
+  { importer: /node_modules\/commander\//, request: /^(node:)?child_process$/ },
+];
+const loadWhenUsed = {
+  name: "load-when-used",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?[a-z_]+$|^\.\/[a-z-]+$/ }, (args) => {
+      if (args.namespace !== "file") return undefined;
+      if (!LOAD_WHEN_USED.some((l) => l.importer.test(args.importer) && l.request.test(args.path))) return undefined;
+      const request = args.path.startsWith(".") ? args.path : `node:${args.path.replace(/^node:/, "")}`;
+      return { path: request, namespace: "stand-in", pluginData: args.resolveDir };
+    });
+    b.onLoad({ filter: /.*/, namespace: "stand-in" }, (args) => ({
+      contents: standIn(args.path),
+      resolveDir: args.pluginData,
+      loader: "js",
+    }));
+  },
+};
+
+// CommonJS libraries on every command's path (commander) or every command
+// that talks to loopd (grpc-js, 580 kB) each become a CommonJS bundle that
+// code-cache.cjs runs with a code cache made after a run (why: there). The
+// CLI's chunks require them through it. Each name carries a content hash, the
+// cache's key: a rebuilt library never meets an old cache.
+const CODE_CACHED = [
+  { name: "grpc-js", request: "@grpc/grpc-js", plugins: [unusedByTheCli, loadWhenUsed] },
+  { name: "commander", request: "commander", plugins: [loadWhenUsed] },
+];
+const codeCached = [];
+for (const lib of CODE_CACHED) {
+  const r = await build({
+    entryPoints: { [lib.name]: lib.request },
+    entryNames: "[name]-[hash]",
+    absWorkingDir: root,
+    // Each library from where the workspace that depends on it finds it.
+    nodePaths: [join(here, "node_modules"), join(here, "..", "common", "node_modules"), join(root, "node_modules")],
+    metafile: true,
+    outdir: out,
+    outExtension: { ".js": ".cjs" },
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node22",
+    plugins: lib.plugins,
+    logLevel: "warning",
+  });
+  const file = Object.keys(r.metafile.outputs).find((o) => o.endsWith(".cjs"));
+  codeCached.push({ ...lib, file: file.split("/").pop(), outputs: r.metafile.outputs });
+}
+copyFileSync(join(here, "code-cache.cjs"), join(out, "code-cache.cjs"));
+const requireCodeCached = {
+  name: "require-code-cached",
+  setup(b) {
+    for (const lib of codeCached) {
+      const filter = new RegExp(`^${lib.request.replace(/[/.]/g, "\\$&")}$`);
+      b.onResolve({ filter }, () => ({ path: lib.file, namespace: "code-cached" }));
+    }
+    b.onResolve({ filter: /^\.\/code-cache\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+    b.onLoad({ filter: /.*/, namespace: "code-cached" }, (args) => ({
+      contents: `module.exports = require("./code-cache.cjs")(${JSON.stringify(args.path)});`,
+      loader: "js",
+    }));
+  },
+};
+
 const result = await build({
   entryPoints: { cli: join(here, "dist", "main.js") },
   // Inputs named from the repository's root in the metafile below.
-  absWorkingDir: join(here, "..", ".."),
-  // Which chunk holds which module: test/e2e/cli-modules.test.ts reads it to
-  // tell what a command loaded from the chunks it read.
+  absWorkingDir: root,
+  // Which output holds which module: test/loads-only-what-it-uses.test.ts
+  // reads it to tell what a command loaded from the files it ran.
   metafile: true,
-  outdir: join(here, "dist", "bundle"),
+  outdir: out,
   bundle: true,
   splitting: true,
   format: "esm",
   platform: "node",
   target: "node22",
-  // CommonJS dependencies (grpc-js) call require(); ESM output has none of its own.
+  // The CommonJS stand-ins call require(); ESM output has none of its own.
   banner: {
     js: "import { createRequire as __bxRequire } from 'node:module'; const require = __bxRequire(import.meta.url);",
   },
-  plugins: [unusedByTheCli],
+  plugins: [requireCodeCached],
   logLevel: "warning",
 });
-writeFileSync(join(here, "dist", "bundle-meta.json"), JSON.stringify(result.metafile));
+const outputs = { ...result.metafile.outputs };
+for (const lib of codeCached) Object.assign(outputs, lib.outputs);
+writeFileSync(join(here, "dist", "bundle-meta.json"), JSON.stringify({ outputs }));
 
 // The entry checks Node's version before anything else loads: the CLI needs
 // Node 22.12 (package.json "engines"), and on an older one its modules die
@@ -56,10 +155,11 @@ writeFileSync(join(here, "dist", "bundle-meta.json"), JSON.stringify(result.meta
 // only once the version passes does it turn on Node's compile cache (V8's
 // compiled code kept on disk under the temp dir, so later starts skip
 // compiling; getBuiltinModule is Node 22.3's, so synchronous, before the CLI
-// starts loading) and import() the CLI.
+// starts loading) and import() the CLI. Its #! line gives Node the CLI's
+// flags (stack-defaults.ts), which must be there before the heap is made.
 writeFileSync(
   join(here, "dist", "bundle", "boxmaker.js"),
-  `#!/usr/bin/env node
+  `#!/usr/bin/env -S node ${CLI_NODE_FLAGS.join(" ")}
 var v = process.versions.node.split(".");
 var major = Number(v[0]);
 var minor = Number(v[1]);

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CLI_NODE_FLAGS } from "@boxmaker/common/lite";
 import { nowMs, p50, p99 } from "./stats.mjs";
 
 export const timeLimitS = 90;
@@ -78,7 +79,8 @@ async function startStack(dir) {
  */
 async function time(args, env) {
   const t0 = nowMs();
-  const p = spawn(process.execPath, [cli, ...args], {
+  // As the launcher's #! line runs it: with the CLI's Node flags.
+  const p = spawn(process.execPath, [...CLI_NODE_FLAGS, cli, ...args], {
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

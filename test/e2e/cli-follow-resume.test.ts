@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cliMain, waitFor } from "../support/stack.js";
+import { cliArgv, waitFor } from "../support/stack.js";
 import { useStack } from "../support/use-stack.js";
 
 /**
@@ -38,7 +38,7 @@ describe("the CLI resumes a stream loopd ended for falling behind", () => {
   /** A CLI whose stdout nobody reads until readAll. */
   function slowCli(args: string[], input = ""): Cli {
     const pathsFile = join(t.dir, `paths-${++n}.txt`);
-    const proc = spawn(process.execPath, [cliMain, ...args], {
+    const proc = spawn(process.execPath, cliArgv(args), {
       env: {
         ...process.env,
         NO_COLOR: "1",

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RealLlama, haveRealLlama } from "./support/real-llama.js";
-import { cliMain, waitFor } from "../support/stack.js";
+import { cliArgv, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";
 
@@ -44,7 +44,7 @@ describe.skipIf(!haveRealLlama("session parking against the real llama-server"))
     const ws = join(dir, "ws");
     mkdirSync(ws);
     args.push("--runtime-dir", run, "--state-dir", join(dir, "state"), "--workspace", ws);
-    const proc = spawn(process.execPath, [cliMain, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1" } });
+    const proc = spawn(process.execPath, cliArgv(args), { cwd: dir, env: { ...process.env, NO_COLOR: "1" } });
     up = proc;
     let stdout = "";
     let stderr = "";

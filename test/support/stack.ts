@@ -4,13 +4,15 @@ import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startLlamaSim, type LlamaSim, type LlamaSimOptions } from "@boxmaker/llama-sim";
-import { DAEMON_NODE_FLAGS } from "@boxmaker/common";
+import { CLI_NODE_FLAGS, DAEMON_NODE_FLAGS } from "@boxmaker/common";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 export const daemonMain = (name: "inferproxy" | "brokerd" | "loopd") =>
   join(repoRoot, "services", name, "dist", "main.js");
 /** The CLI as users run it: the bundle `npm run build` makes. */
 export const cliMain = join(repoRoot, "services", "cli", "dist", "bundle", "boxmaker.js");
+/** Node's arguments for running the CLI as its launcher's #! line does: the CLI's Node flags, then the launcher. */
+export const cliArgv = (args: string[]) => [...CLI_NODE_FLAGS, cliMain, ...args];
 
 export interface DaemonProc {
   name: string;
@@ -152,7 +154,7 @@ export async function runCli(
   args: string[],
   opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [cliMain, ...args], {
+  const proc = spawn(process.execPath, cliArgv(args), {
     env: { ...process.env, NO_COLOR: "1", ...opts.env },
     stdio: ["pipe", "pipe", "pipe"],
   });

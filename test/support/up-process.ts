@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { cliMain, waitFor } from "./stack.js";
+import { cliArgv, waitFor } from "./stack.js";
 
 /** `boxmaker up` as a user runs it: the built CLI, its own process, read through its output. */
 export class Up {
@@ -8,7 +8,7 @@ export class Up {
   stderr = "";
   readonly proc: ChildProcess;
   constructor(args: string[], cwd: string) {
-    this.proc = spawn(process.execPath, [cliMain, "up", ...args], { cwd, env: { ...process.env, NO_COLOR: "1" } });
+    this.proc = spawn(process.execPath, cliArgv(["up", ...args]), { cwd, env: { ...process.env, NO_COLOR: "1" } });
     this.proc.stdout!.on("data", (b: Buffer) => (this.stdout += b.toString()));
     this.proc.stderr!.on("data", (b: Buffer) => (this.stderr += b.toString()));
   }

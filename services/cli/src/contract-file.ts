@@ -1,5 +1,4 @@
 import { BoxmakerError, LLAMA_CONTRACT } from "@boxmaker/common/lite";
-import { randomBytes } from "node:crypto";
 import {
   closeSync,
   fchmodSync,
@@ -193,7 +192,7 @@ export function writeContract(
   const text = `${JSON.stringify(json, null, 2)}\n`;
   const st = statSync(file.path);
   const dir = dirname(file.path);
-  const tmp = join(dir, `.${basename(file.path)}.bx-${process.pid}-${randomBytes(4).toString("hex")}`);
+  const tmp = join(dir, `.${basename(file.path)}.bx-${process.pid}-${randomSuffix()}`);
   let fd: number;
   try {
     fd = openSync(tmp, "wx", 0o600);
@@ -234,4 +233,13 @@ export function writeContract(
   } finally {
     closeSync(d);
   }
+}
+
+/**
+ * Eight hex digits for a temporary file's name. node:crypto is fetched only
+ * here: imported at the top it loads (some twenty internal modules) on every
+ * command, since this module is on the start-up path.
+ */
+function randomSuffix(): string {
+  return process.getBuiltinModule("node:crypto").randomBytes(4).toString("hex");
 }

@@ -81,12 +81,18 @@ describe("what a command loads", () => {
     expect(matching(modules, NOT_FOR_LOOPD_READS)).toEqual([]);
     // Each command's own renderer only.
     expect(matching(modules, /services\/cli\/dist\/render\/status\.js$/)).toHaveLength(cmd === "status" ? 1 : 0);
-    expect(builtins.filter((b) => /^NativeModule (readline|repl)$/.test(b))).toEqual([]);
+    // Node's own modules the libraries require at load but only paths the CLI never takes use
+    // (compression, DNS, subprocesses: bundle.mjs), and none of the terminal's.
+    expect(builtins.filter((b) => /^NativeModule (readline|repl|zlib|dns|child_process)$/.test(b))).toEqual([]);
   });
 
-  it("`boxmaker --help` loads no gRPC and no protobuf", async () => {
-    const { modules } = await loaded(["--help"]);
+  it("`boxmaker --help` loads no gRPC, no protobuf, no crypto and no subprocess code", async () => {
+    const { modules, builtins } = await loaded(["--help"]);
     expect(matching(modules, /services\/cli\/dist\/main\.js$/)).toHaveLength(1);
+    expect(matching(modules, /node_modules\/commander\/lib\/command\.js$/)).toHaveLength(1);
     expect(matching(modules, /@grpc\/|@bufbuild\/protobuf\/|_pb\.js$/)).toEqual([]);
+    expect(
+      builtins.filter((b) => /^NativeModule (crypto|child_process|http2|stream\/consumers|readline)$/.test(b)),
+    ).toEqual([]);
   });
 });

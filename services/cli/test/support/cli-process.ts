@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { cliMain } from "../../../../test/support/stack.js";
+import { cliArgv } from "../../../../test/support/stack.js";
 import type { Stack } from "../../../../test/support/stack.js";
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: an escape sequence is what these tests look for.
@@ -14,7 +14,7 @@ export const events = (stdout: string): JsonEvent[] =>
 
 /** A CLI process against `stack`, whose output can be watched while it runs. */
 export function spawnCli(stack: Stack, args: string[]) {
-  const proc = spawn(process.execPath, [cliMain, ...args], {
+  const proc = spawn(process.execPath, cliArgv(args), {
     env: { ...process.env, NO_COLOR: "1", BOXMAKER_SOCKET: stack.sockets.loopd },
     stdio: ["ignore", "pipe", "pipe"],
   });
