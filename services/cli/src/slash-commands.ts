@@ -2,6 +2,10 @@ import type { LoopClient } from "./connection.js";
 import { modeSlash, type ChatMode } from "./commands/mode.js";
 import type { Style } from "./render/style.js";
 import { printErr } from "./render/terminal-safe.js";
+import { commandLines, loadCustomCommands, customCommandPrompt } from "./commands/commands.js";
+import { oneLinePreview } from "./commands/proposals.js";
+import { ago } from "./render/text.js";
+import { compactedText } from "./commands/compact.js";
 
 /** What a slash command in chat has to work with. */
 export interface SlashContext {
@@ -43,7 +47,6 @@ const BUILTINS: readonly SlashCommand[] = [
     summary: "this list",
     run: async ({ client, style }) => {
       out(builtinHelp());
-      const { commandLines, loadCustomCommands } = await import("./commands/commands.js");
       const custom = await loadCustomCommands(client);
       // commandLines is also what `boxmaker commands` prints: both say the same of each command.
       if (custom.commands.length)
@@ -78,8 +81,6 @@ const BUILTINS: readonly SlashCommand[] = [
       if (!sessionId) return said(note, "no session yet");
       const { proposals } = await client.listProposals({ sessionId, includeDecided: false });
       if (!proposals.length) return said(note, "nothing waits for a decision in this session");
-      const { oneLinePreview } = await import("./commands/proposals.js");
-      const { ago } = await import("./render/text.js");
       for (const p of proposals) {
         out(
           `${s.bold(p.id)}  ${p.tool}  ${oneLinePreview(p.tool, p.preview, p.argumentsJson)}  ${s.dim(ago(p.createdUnixMs))}`,
@@ -93,7 +94,6 @@ const BUILTINS: readonly SlashCommand[] = [
     summary: "fold older turns into a summary now (a new epoch)",
     run: async ({ client, sessionId, note }) => {
       if (!sessionId) return said(note, "nothing to compact yet");
-      const { compactedText } = await import("./commands/compact.js");
       return said(note, compactedText(sessionId, (await client.compactSession({ sessionId })).compacted).trimEnd());
     },
   },
@@ -159,7 +159,6 @@ export async function runSlashCommand(line: string, ctx: SlashContext): Promise<
   const word = (line.trim().split(/\s+/)[0] ?? "").slice(1);
   const builtin = find(word);
   if (builtin) return builtin.run(ctx, line);
-  const { customCommandPrompt } = await import("./commands/commands.js");
   const text = await customCommandPrompt(ctx.client, line);
   return text === undefined ? { kind: "unknown" } : { kind: "send", text };
 }

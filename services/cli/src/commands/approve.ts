@@ -4,6 +4,8 @@ import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr, writeText } from "../render/terminal-safe.js";
+import { UsageError } from "../errors.js";
+import { styleFor } from "../render/style.js";
 
 interface DecideFlags {
   yes?: boolean;
@@ -59,12 +61,10 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
   const verb = approve ? "approve" : "reject";
   // Without a terminal nobody can be asked: a script must say so explicitly.
   if (!opts.yes && !process.stdin.isTTY) {
-    const { UsageError } = await import("../errors.js");
     throw new UsageError(`${verb} without a terminal needs --yes (-y): there is nobody to ask for confirmation`);
   }
   const { findProposal } = await import("../proposals.js");
   const { renderProposal, stateText } = await import("../render/proposal.js");
-  const { styleFor } = await import("../render/style.js");
   await withClient(globals(), async (client) => {
     const p = await findProposal(client, id);
     // The diff goes to stderr under --json so stdout stays one JSON document.

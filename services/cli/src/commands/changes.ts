@@ -5,6 +5,8 @@ import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
 import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
+import { ago } from "../render/text.js";
 
 /** `changes` lists a session's applied writes with their diffs; `undo` restores them. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -33,9 +35,7 @@ Examples:
             printErr(`session ${id} has changed no files\n`);
             return;
           }
-          const { styleFor } = await import("../render/style.js");
           const { renderDiff } = await import("../render/proposal.js");
-          const { ago } = await import("../render/text.js");
           const s = styleFor(process.stdout);
           const out: string[] = [];
           for (const c of res.changes) {
@@ -84,7 +84,6 @@ Examples:
         json: async () => proto((await import("@boxmaker/common/client")).UndoChangesResponseSchema, res),
         text: async () => {
           if (!res.results.length) return void printErr(`session ${id} has no change left to undo\n`);
-          const { styleFor } = await import("../render/style.js");
           const s = styleFor(process.stdout);
           const tag = (r: string) => (r === "refused" ? s.red("refused") : s.green(r));
           return res.results.map((r) => `${tag(r.result)}  ${r.message}\n`).join("");

@@ -7,6 +7,7 @@ import type { GlobalOptions } from "../global-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList, runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
+import { styleFor } from "../render/style.js";
 
 interface ChatFlags extends BudgetFlags {
   json?: boolean;
@@ -52,7 +53,6 @@ Examples:
       const mode: ChatMode = { current: opts.mode === undefined ? undefined : modeFlag(opts.mode) };
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
-      const { styleFor } = await import("../render/style.js");
       const style = styleFor(process.stderr);
       const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;

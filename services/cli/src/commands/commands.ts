@@ -4,7 +4,9 @@ import type { CommandSet, CustomCommand } from "../custom-commands.js";
 import type { GlobalOptions } from "../global-options.js";
 import type { Style } from "../render/style.js";
 import { output } from "../output.js";
-import { printOut } from "../render/terminal-safe.js";
+import { printOut, printErr } from "../render/terminal-safe.js";
+import { UsageError } from "../errors.js";
+import { styleFor } from "../render/style.js";
 
 /** The custom commands for the stack loopd runs: the operator's, then those of the workspace roots brokerd names. */
 export async function loadCustomCommands(client: LoopClient): Promise<CommandSet> {
@@ -34,8 +36,6 @@ export async function commandPrompt(
   found?: CommandSet,
 ): Promise<string> {
   const { expandCommand, originText } = await import("../custom-commands.js");
-  const { UsageError } = await import("../errors.js");
-  const { printErr } = await import("../render/terminal-safe.js");
   const set = found ?? (await loadCustomCommands(client));
   const c = set.commands.find((x) => x.name === name.replace(/^\//, ""));
   if (!c) {
@@ -105,7 +105,6 @@ Examples:
           },
         }),
         text: async () => {
-          const { styleFor } = await import("../render/style.js");
           const { operatorCommandsDir } = await import("../custom-commands.js");
           const s = styleFor(process.stdout);
           if (!set.commands.length)

@@ -3,6 +3,7 @@ import type { GlobalOptions } from "../global-options.js";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
 
 /** The file the demo's "model" fixes. */
 const DEMO_FILE = "greeting.py";
@@ -59,7 +60,6 @@ Examples:
       const { join } = await import("node:path");
       const { planUp, findOnPath } = await import("../supervisor/up-options.js");
       const { Supervisor } = await import("../supervisor/supervisor.js");
-      const { styleFor } = await import("../render/style.js");
       const s = styleFor(process.stderr);
       const say = (t: string) => void printErr(`${s.cyan("demo")} ${t}\n`);
 

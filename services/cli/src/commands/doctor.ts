@@ -4,6 +4,7 @@ import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -57,7 +58,6 @@ Examples:
           };
         },
         text: async () => {
-          const { styleFor } = await import("../render/style.js");
           const { renderProbeTable, reuseText } = await import("../render/template-probe.js");
           const s = styleFor(process.stdout);
           // Two writes: the probe's table holds the server's words, which must not pair with the next line.

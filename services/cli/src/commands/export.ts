@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
+import { jsonText, printErr, visible, writeJson, writeText } from "../render/terminal-safe.js";
 
 interface ExportFlags {
   format: string;
@@ -35,7 +36,6 @@ Examples:
         throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
       const res = await withClient(globals(), (client) => client.getSession({ id }));
       const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
-      const { jsonText, printErr, visible, writeJson, writeText } = await import("../render/terminal-safe.js");
       // A file is read with cat and less as well: it gets the same visible controls as the terminal.
       const text =
         opts.format === "md"

@@ -4,6 +4,7 @@ import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr, printOut } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const hooks = program
@@ -32,7 +33,6 @@ Examples:
         json: async () => proto((await import("@boxmaker/common/client")).ListHooksResponseSchema, res),
         text: async () => {
           const { renderHooks } = await import("../render/hooks.js");
-          const { styleFor } = await import("../render/style.js");
           return renderHooks(res, styleFor(process.stdout));
         },
       });
@@ -52,7 +52,6 @@ Examples:
         if (file && !wanted.length) throw new UsageError(`${file} is not a project hook file of brokerd's workspaces`);
         if (!wanted.length) return printErr("no project hook file waits to be trusted\n");
         const { renderTrustQuestion } = await import("../render/hooks.js");
-        const { styleFor } = await import("../render/style.js");
         const style = styleFor(process.stdout);
         for (const f of wanted) {
           if (f.state === "invalid") throw new UsageError(`${f.file} is not a valid hook file: ${f.error}`);

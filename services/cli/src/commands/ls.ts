@@ -4,6 +4,8 @@ import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr, printOut } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
+import { ago, table, visibleLength } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -35,8 +37,6 @@ Examples:
             printErr("no sessions yet; start one with `boxmaker chat` or `boxmaker run`\n");
             return;
           }
-          const { styleFor } = await import("../render/style.js");
-          const { ago, table, visibleLength } = await import("../render/text.js");
           const s = styleFor(process.stdout);
           const state = (st: string) =>
             st === "running" ? s.green(st) : st === "interrupted" ? s.yellow(st) : st === "archived" ? s.dim(st) : st;

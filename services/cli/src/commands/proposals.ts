@@ -3,6 +3,8 @@ import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
+import { ago, table, visibleLength } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -34,9 +36,7 @@ Examples:
             printErr(opts.all ? "no proposals\n" : "nothing waits for a decision\n");
             return;
           }
-          const { styleFor } = await import("../render/style.js");
           const { stateText } = await import("../render/proposal.js");
-          const { ago, table, visibleLength } = await import("../render/text.js");
           const s = styleFor(process.stdout);
           const rows = [
             ["ID", "SESSION", "TOOL", ...(opts.all ? ["STATE"] : []), "AGE", "PREVIEW"].map((h) => s.bold(h)),

@@ -5,6 +5,7 @@ import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-optio
 import type { GlobalOptions } from "../global-options.js";
 import { printErr } from "../render/terminal-safe.js";
 import { MODE_CHOICES, modeFlag } from "./mode.js";
+import { commandPrompt } from "./commands.js";
 
 interface RunFlags extends BudgetFlags {
   json?: boolean;
@@ -43,7 +44,6 @@ Examples:
       const { sendAndRender } = await import("../turn-stream.js");
       await withClient(globals(), async (client) => {
         if (opts.command !== undefined) {
-          const { commandPrompt } = await import("./commands.js");
           text = await commandPrompt(client, opts.command, words);
         }
         const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });

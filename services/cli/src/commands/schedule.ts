@@ -4,6 +4,8 @@ import type { GlobalOptions } from "../global-options.js";
 import { readPrompt } from "../prompt-input.js";
 import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
+import { table, truncate, visibleLength } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const schedule = program
@@ -47,8 +49,6 @@ Examples:
             printErr("no schedules; add one with `boxmaker schedule add CRON PROMPT`\n");
             return;
           }
-          const { styleFor } = await import("../render/style.js");
-          const { table, truncate, visibleLength } = await import("../render/text.js");
           const s = styleFor(process.stdout);
           const rows = [
             ["ID", "CRON", "LAST RUN", "NEXT RUN", "MISSED", "PROMPT"].map((h) => s.bold(h)),

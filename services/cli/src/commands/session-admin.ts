@@ -4,6 +4,7 @@ import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
+import { UsageError } from "../errors.js";
 
 /** archive, rm and rename: a session's lifecycle. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -38,7 +39,6 @@ Examples:
     )
     .action(async (id: string, opts: { yes?: boolean }) => {
       if (!opts.yes && !process.stdin.isTTY) {
-        const { UsageError } = await import("../errors.js");
         throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
       }
       await withClient(globals(), async (client) => {

@@ -3,6 +3,8 @@ import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
+import { ago } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -33,9 +35,7 @@ Examples:
           return { document: `{"session":${session},"plan":${plan},"messages":[${messages.join(",")}]}` };
         },
         text: async () => {
-          const { styleFor } = await import("../render/style.js");
           const { renderHistory } = await import("../render/history.js");
-          const { ago } = await import("../render/text.js");
           const { reuseText } = await import("../render/template-probe.js");
           const s = styleFor(process.stdout);
           const info = res.session;

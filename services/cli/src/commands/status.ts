@@ -3,6 +3,7 @@ import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
+import { styleFor } from "../render/style.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -24,7 +25,7 @@ Examples:
       const { healthy, renderStatus } = await import("../render/status.js");
       await output(opts, {
         json: async () => proto((await import("@boxmaker/common/client")).LoopStatusResponseSchema, st),
-        text: async () => renderStatus(st, (await import("../render/style.js")).styleFor(process.stdout)),
+        text: () => renderStatus(st, styleFor(process.stdout)),
       });
       const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
       process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;

@@ -3,6 +3,7 @@ import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
+import { styleFor } from "../render/style.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -34,7 +35,6 @@ Examples:
         json: async () => proto((await import("@boxmaker/common/client")).SearchToolsResponseSchema, res),
         text: async () => {
           const { renderTools, renderPrompts } = await import("../render/tools.js");
-          const { styleFor } = await import("../render/style.js");
           const style = styleFor(process.stdout);
           // Two writes, as two texts: a tool list ending in a lone CR must not pair with the next newline.
           printOut(renderTools(res, query, !!opts.schema, style));

@@ -19,6 +19,7 @@ import { describeEvent, ManagedProcess, type ProcessEvent, type ProcessSpec } fr
 import { getJson, inferproxySelfTestPassed, llamaHealthy, socketAccepts, type Probe } from "./readiness.js";
 import { probeSlotSave } from "./parking-probe.js";
 import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
+import { styleFor } from "../render/style.js";
 
 export interface SupervisorOptions {
   layout: Layout;
@@ -239,7 +240,6 @@ export class Supervisor {
 async function templateSentence(socketPath: string): Promise<string> {
   const { createClient, InferService } = await import("@boxmaker/common/client");
   const { probeSentence } = await import("../render/template-probe.js");
-  const { styleFor } = await import("../render/style.js");
   const client = createClient(InferService, socketPath);
   try {
     return probeSentence((await client.status({}, { timeoutMs: 15_000 })).templateProbe, styleFor(process.stdout));
