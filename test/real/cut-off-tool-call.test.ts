@@ -28,7 +28,14 @@ describe.skipIf(!haveRealLlama("a cut-off tool call against the real llama-serve
 
     beforeAll(async () => {
       tmp = tempDir("bxr-cut-");
-      llama = await new RealLlama({ model: "tool", socketPath: join(tmp.dir, "llama.sock"), ctxSize: 24576 }).start();
+      // A fixed sampling seed: the model then writes the same reply to the same prompt. Without one, one CI
+      // run of many got a first turn with no tool call in it, so nothing to refuse (2026-12-01).
+      llama = await new RealLlama({
+        model: "tool",
+        socketPath: join(tmp.dir, "llama.sock"),
+        ctxSize: 24576,
+        extraArgs: ["--seed", "7"],
+      }).start();
       // A session written before the repair: its stored cut-off call broke every later request.
       const store = new SessionStore(join(tmp.dir, "state", "loopd"), createLogger("test", "silent"));
       const old = store.create({
