@@ -21,8 +21,10 @@ Examples:
   boxmaker status --json | jq '.infer.self_test.passed'`,
     )
     .action(async (opts: { json?: boolean }) => {
+      // Loaded while loopd asks the other daemons, which the CLI would otherwise wait through idle.
+      const renderer = import("../render/status.js");
       const st = await withClient(globals(), (client) => client.status({}));
-      const { healthy, renderStatus } = await import("../render/status.js");
+      const { healthy, renderStatus } = await renderer;
       await output(opts, {
         json: async () => proto((await import("@boxmaker/common/client")).LoopStatusResponseSchema, st),
         text: () => renderStatus(st, styleFor(process.stdout)),
