@@ -101,7 +101,11 @@ module.exports = function requireWithCodeCache(file) {
   script.runInThisContext()(mod.exports, Module.createRequire(filename), mod, filename, __dirname);
   mod.loaded = true;
   if (loads.hasSubscribers) loads.publish({ filename, cache });
+  // Only a run that succeeded writes the cache: one that failed early (loopd down, a usage error) compiled
+  // its error path, and a cache made of that would serve every later run that does the real work.
   if (cache === "miss" || cache === "rejected")
-    process.once("exit", () => writeCache(dir, cacheFile, script.createCachedData(), prefix));
+    process.once("exit", (code) => {
+      if (code === 0) writeCache(dir, cacheFile, script.createCachedData(), prefix);
+    });
   return mod.exports;
 };

@@ -57,6 +57,7 @@ require("node:diagnostics_channel").subscribe("boxmaker:code-cache:load", (m) =>
 const lib = require("./code-cache.cjs")(${JSON.stringify(LIB)});
 const again = require("./code-cache.cjs")(${JSON.stringify(LIB)});
 process.stdout.write(JSON.stringify({ cache: seen, table: lib.table(4), same: lib === again }));
+if (process.env.FAIL) process.exitCode = 6;
 `,
   );
 });
@@ -95,6 +96,17 @@ describe("the CLI's code cache", () => {
     expect(statSync(join(cacheDir(), file!)).mode & 0o777).toBe(0o600);
     expect(statSync(cacheDir()).mode & 0o777).toBe(0o700);
     expect(start()).toEqual({ cache: ["hit"], table: ANSWER, same: true });
+  });
+
+  it("is written only by a run that succeeded: a failed one's cache would hold its error path", () => {
+    const r = spawnSync(process.execPath, [join(bundleDir, "run.cjs")], {
+      env: { ...childEnv(), FAIL: "1" },
+      encoding: "utf8",
+    });
+    expect(r.status).toBe(6);
+    expect(JSON.parse(r.stdout).cache).toEqual(["miss"]);
+    expect(start().cache).toEqual(["miss"]);
+    expect(start().cache).toEqual(["hit"]);
   });
 
   it("a corrupt or truncated cache is refused by V8 and made again; the library works every time", () => {
