@@ -10,7 +10,6 @@ import {
   type Logger,
 } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "./agent-loop.js";
-import type { ToolOutcome } from "./tool-dispatch.js";
 import { abandonedTurnEvent, turnEndEvent, type TurnResult } from "./turn-end.js";
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
@@ -29,6 +28,7 @@ import { TurnCancelled } from "./errors.js";
 import { SPAWN_AGENT_TOOL, UPDATE_PLAN_TOOL } from "./loopd-tools.js";
 import { runUpdatePlan } from "./plan-tool.js";
 import { CacheHealth } from "./cache-health.js";
+import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -74,13 +74,19 @@ export class SessionRunner {
       d.config.max_tokens,
       spill,
     );
+    const subagents: SubagentHost = {
+      create: (role, title, parentId) => this.create(role, title, parentId),
+      runOnSlot: (s, text, limits, signal, lender) => this.runOnSlot(s, text, limits, signal, lender),
+      parking: this.parking,
+      budgets: () => d.config.budgets,
+    };
     this.loopDeps = {
       infer: d.infer,
       broker: d.broker,
       log: d.log,
       maxTokens: d.config.max_tokens,
       localTools: {
-        [SPAWN_AGENT_TOOL]: (args, parent, signal) => this.spawnAgent(args, parent, signal),
+        [SPAWN_AGENT_TOOL]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
         [UPDATE_PLAN_TOOL]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
       },
       awaitDecision: (id, signal, sessionId) => {
@@ -283,41 +289,5 @@ export class SessionRunner {
     if (failure) throw failure.err;
     this.blobs.pin(s);
     return result!;
-  }
-
-  private async spawnAgent(args: Record<string, unknown>, parent: Session, signal: AbortSignal): Promise<ToolOutcome> {
-    const task = typeof args.task === "string" ? args.task.trim() : "";
-    if (!task) return { isError: true, content: "error: spawn_agent needs a non-empty `task` string" };
-    if (parent.state.role === "subagent") {
-      // Subagents do not nest: one level keeps a turn's cost and its approvals in sight.
-      return { isError: true, content: "error: a subagent cannot spawn another subagent; do the task yourself" };
-    }
-    const child = await this.create("subagent", task.slice(0, 80), parent.id);
-    // A subagent works under its parent's mode: read-only's plan must not be done by a helper that writes.
-    child.recordMode(parent.state.mode);
-    const ac = new AbortController();
-    const onAbort = () => ac.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    child.running = ac;
-    // With fewer slots than roles (two slots: scheduled and subagent share one; one slot: all share it) the
-    // child's slot may be the very slot its parent holds for this turn. The parent is waiting on the child,
-    // so the slot is idle: the child runs on the parent's hold instead of queueing behind it forever.
-    const lender = child.state.slot === parent.state.slot ? parent : undefined;
-    try {
-      const out = await this.runOnSlot(child, task, this.d.config.budgets, ac.signal, lender);
-      // The child's prompt replaced the parent's in the slot: bring the parent's back (parked) before it goes on.
-      if (lender) await this.parking.arrive(lender.state.slot, lender.id, signal);
-      if (out.error) return { isError: true, content: `error: subagent ${child.id} failed: ${out.error.message}` };
-      if (out.finishReason === "budget" && out.breach) {
-        return {
-          isError: true,
-          content: `subagent ${child.id} stopped at its ${out.breach.budget} budget (${out.breach.used}/${out.breach.limit}). Partial answer: ${out.finalText}`,
-        };
-      }
-      return { isError: false, content: out.finalText || `(subagent ${child.id} gave no answer)` };
-    } finally {
-      child.running = undefined;
-      signal.removeEventListener("abort", onAbort);
-    }
   }
 }
