@@ -8,8 +8,7 @@ import { Refused } from "../errors.js";
 import type { ProposalStore } from "../staging.js";
 import { canonicalDestination, checkedAddress, checkPublic, knownAddresses, type Resolver } from "./destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
-import { CONNECT_OK, httpRefusal, MAX_HEAD_BYTES, parseHttpProxyHead } from "./http-request.js";
-import { parseSocksGreeting, parseSocksRequest, SOCKS, SOCKS_NO_AUTH, SOCKS_NO_METHOD, socksReply } from "./socks5.js";
+import { handshake, type Target } from "./handshake.js";
 
 /** One connection a command opened through the proxy, as the audit trail and the command's result tell it. */
 export interface ConnectionRecord {
@@ -45,8 +44,6 @@ export interface NetProxyDeps {
 /** A network proposal keeps this much of the command that asked: enough for a person to know it. */
 const MAX_ASK_COMMAND = 2000;
 
-const SOCKS_FOR = { 403: SOCKS.NOT_ALLOWED, 502: SOCKS.HOST_UNREACHABLE, 504: SOCKS.TTL_EXPIRED } as const;
-
 /** Longest `sun_path` Linux takes (108 bytes with the NUL). */
 const MAX_SOCKET_PATH = 107;
 
@@ -80,17 +77,6 @@ export class NetProxy {
     await r.listen();
     return r;
   }
-}
-
-interface Target {
-  raw: string;
-  port: number;
-  /** A forwarded request's head, rewritten for the origin: sent first. */
-  head?: Buffer;
-  /** What the client sent past the handshake, already meant for the server. */
-  rest: Buffer;
-  /** Tells the client the outcome in its own protocol. */
-  reply(ok: boolean, why: string, status: 403 | 502 | 504): void;
 }
 
 export class ProxyRun {
@@ -162,7 +148,7 @@ export class ProxyRun {
         client.destroy();
         return;
       }
-      const target = await this.handshake(client, rec);
+      const target = await handshake(client, rec, this.d.config.handshake_timeout_ms);
       if (!target) return;
       await this.tunnel(client, target, rec);
     } finally {
@@ -172,81 +158,6 @@ export class ProxyRun {
       this.connections.push(rec);
       this.d.record(this.run, this.command, rec, this.scope);
     }
-  }
-
-  /** Reads until the client has named a target, or fails it: bounded in bytes and in time. */
-  private handshake(client: Socket, rec: ConnectionRecord): Promise<Target | undefined> {
-    return new Promise((resolve) => {
-      let buf = Buffer.alloc(0);
-      let socks: "greeting" | "request" | undefined;
-      let over = false;
-      const finish = (t: Target | undefined, why?: string, answer?: Buffer) => {
-        if (over) return;
-        over = true;
-        clearTimeout(timer);
-        client.off("data", onData);
-        client.off("end", onEnd);
-        client.pause();
-        if (why) rec.error = why;
-        if (answer) client.end(answer);
-        else if (!t) client.destroy();
-        resolve(t);
-      };
-      const timer = setTimeout(() => {
-        rec.rule = "net:handshake-timeout";
-        finish(undefined, `no complete request within ${this.d.config.handshake_timeout_ms} ms`);
-      }, this.d.config.handshake_timeout_ms);
-      const onEnd = () => finish(undefined, "the client closed before naming a host");
-      const onData = (chunk: Buffer) => {
-        buf = Buffer.concat([buf, chunk]);
-        if (socks === undefined && buf[0] === 5) socks = "greeting";
-        if (socks === undefined) return http();
-        if (socks === "greeting") {
-          const g = parseSocksGreeting(buf);
-          if (g.kind === "incomplete") return;
-          if (g.kind === "bad") return finish(undefined, g.why, socksReply(g.reply));
-          if (!g.noAuth)
-            return finish(undefined, "SOCKS client offers no method without authentication", SOCKS_NO_METHOD);
-          client.write(SOCKS_NO_AUTH);
-          buf = buf.subarray(g.consumed);
-          socks = "request";
-        }
-        const q = parseSocksRequest(buf);
-        if (q.kind === "incomplete") return tooLong();
-        if (q.kind === "bad") return finish(undefined, q.why, socksReply(q.reply));
-        finish({
-          raw: q.host,
-          port: q.port,
-          rest: Buffer.from(buf.subarray(q.consumed)),
-          reply: (ok, _why, status) => client.write(socksReply(ok ? SOCKS.SUCCEEDED : SOCKS_FOR[status])),
-        });
-      };
-      const tooLong = () => {
-        if (buf.length > MAX_HEAD_BYTES)
-          finish(
-            undefined,
-            "request over 16 KiB",
-            socks ? socksReply(SOCKS.GENERAL_FAILURE) : httpRefusal(400, "request head over 16 KiB"),
-          );
-      };
-      const http = () => {
-        const h = parseHttpProxyHead(buf);
-        if (h.kind === "incomplete") return;
-        if (h.kind === "bad") return finish(undefined, h.why, httpRefusal(400, h.why));
-        finish({
-          raw: h.host,
-          port: h.port,
-          ...(h.kind === "forward" ? { head: h.head } : {}),
-          rest: h.rest,
-          reply: (ok, why, status) => {
-            if (!ok) client.write(httpRefusal(status, why));
-            else if (h.kind === "connect") client.write(CONNECT_OK);
-          },
-        });
-      };
-      client.on("data", onData);
-      client.on("end", onEnd);
-    });
   }
 
   private async tunnel(client: Socket, t: Target, rec: ConnectionRecord): Promise<void> {
