@@ -3,60 +3,42 @@
  * Status carries, and the verdict, warnings and sentence judged from it.
  */
 
-export interface ProbeStep {
-  after: string;
-  promptTokens: number;
-  reused: number;
-  reread: number;
-  fresh: number;
-}
+import type { MessageShape } from "@bufbuild/protobuf";
+import type {
+  TemplateCorrectionSchema,
+  TemplateProbeSchema,
+  TemplateProbeStepSchema,
+  TemplateShapeCheckSchema,
+} from "@boxmaker/common";
 
-interface ShapeCheck {
-  shape: string;
-  accepted: boolean;
-  error: string;
-}
+// The shapes are the proto's (infer.proto's TemplateProbe), so a field added
+// there is one the probe must fill; only the words a field may hold are
+// narrowed here, and the time is a number until Status carries it.
+type Fields<T> = Omit<T, "$typeName">;
+
+export type ProbeStep = Fields<MessageShape<typeof TemplateProbeStepSchema>>;
+type ShapeCheck = Fields<MessageShape<typeof TemplateShapeCheckSchema>>;
 
 type ReasoningFinding = "kept" | "dropped" | "not_rendered" | "";
 type Verdict = "ok" | "warn" | "no_tools";
 
-export interface TemplateProbeResult {
-  ran: boolean;
-  error: string;
+export interface TemplateProbeResult
+  extends Omit<
+    Fields<MessageShape<typeof TemplateProbeSchema>>,
+    "verdict" | "reasoning" | "steps" | "shapes" | "correction" | "probedAtUnixMs"
+  > {
   verdict: Verdict | "";
-  summary: string;
-  toolsRendered: boolean;
-  toolsPosition: string;
-  toolsMove: boolean;
-  toolsTokens: number;
-  prefixStable: boolean;
-  divergence: string;
-  rereadTokensPerTurn: number;
-  predictedReuseRatio: number;
-  steps: ProbeStep[];
   reasoning: ReasoningFinding;
-  reasoningRereadTokens: number;
+  steps: ProbeStep[];
   shapes: ShapeCheck[];
-  warnings: string[];
   probedAtUnixMs: number;
-  templateSha256: string;
   correction: TemplateCorrection;
 }
 
 /** A corrected template for one that is not prefix-stable (template-correction.ts). */
-export interface TemplateCorrection {
+export interface TemplateCorrection extends Omit<Fields<MessageShape<typeof TemplateCorrectionSchema>>, "state"> {
   /** available | unavailable; "" when the template needs none. */
   state: "available" | "unavailable" | "";
-  /** Why none is offered, when unavailable. */
-  reason: string;
-  /** What the corrected template does differently, one line per rewrite. */
-  rules: string[];
-  template: string;
-  templateSha256: string;
-  /** Σprompt_n over Σ new tokens the probe measures on the corrected template. */
-  predictedReuseRatio: number;
-  /** Probe renders on which this process's Jinja agreed with llama-server's, on the template it has loaded. */
-  agreeingRenders: number;
 }
 
 export function noCorrection(): TemplateCorrection {
