@@ -70,7 +70,7 @@ const matching = (modules: string[], re: RegExp) => modules.filter((m) => re.tes
 // descriptors are needed: loop.proto imports infer.proto. Chat's list of slash commands is
 // loaded, since chat's --help is made from it; what each one runs is loaded when it runs.)
 const NOT_FOR_LOOPD_READS =
-  /services\/cli\/dist\/(prompt-reader|in-place-approval|turn-stream|supervisor\/|render\/(turn-renderer|transcript|history|proposal))\.?/;
+  /services\/cli\/dist\/(prompt-reader|in-place-approval|turn-stream|supervisor\/|render\/(turn-renderer|turn-event-text|transcript|history|proposal))\.?/;
 
 describe("what a command loads", () => {
   it.each([["status"], ["ls"]])("`boxmaker %s` loads loopd's client and nothing it does not use", async (cmd) => {

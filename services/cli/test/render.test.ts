@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { ProposalSchema } from "@boxmaker/common/client";
-import { thinkingCapText } from "../src/render/turn-renderer.js";
+import { thinkingCapText } from "../src/render/turn-event-text.js";
 import { oneLinePreview } from "../src/commands/proposals.js";
 import { preview } from "../src/in-place-approval.js";
 import { styleFor } from "../src/render/style.js";

@@ -3,6 +3,7 @@ import type { Style } from "./style.js";
 import { planLines } from "./plan.js";
 import { ProgressLine } from "./progress.js";
 import { truncate } from "./text.js";
+import { decisionText, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
 import { eraseLine, writeText } from "./terminal-safe.js";
 
 export interface RenderOptions {
@@ -238,77 +239,5 @@ export class TurnRenderer {
     this.progress.clear();
     if (this.growing) this.endGrowing(false);
     if (!this.atLineStart) this.emit("\n");
-  }
-}
-
-/**
- * What the thinking cap did, in words. The event's count is where the cap
- * fired (the --max-thinking budget left), not the reasoning the reply ended
- * up with: the server keeps streaming while the stop request travels, and a
- * reply that finished first ("no active completion for this id") kept all of
- * its reasoning.
- */
-export function thinkingCapText(capTokens: number, accepted: boolean, message: string): string {
-  if (accepted)
-    return `thinking cap: reasoning stopped after ${capTokens} tokens (the thinking budget); the model answers now`;
-  if (/no active completion/i.test(message)) {
-    return `thinking cap of ${capTokens} tokens reached, but the reply had already finished when llama-server was asked to stop reasoning; nothing was cut`;
-  }
-  return `thinking cap of ${capTokens} tokens reached; llama-server refused to stop reasoning (${message})`;
-}
-
-function sizeText(bytes: number): string {
-  if (bytes < 1024) return `${bytes} bytes`;
-  return `${(bytes / 1024).toFixed(1)} KB`;
-}
-
-const count = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
-
-/**
- * The start of the retry line: why the request was cut, what of it the
- * person already saw and is now discarded, and that it is sent again.
- */
-function retryWaitingText(
-  code: string,
-  reason: string,
-  attempt: number,
-  maxAttempts: number,
-  discardedChars: number,
-  discardedThinking: number,
-): string {
-  const shown = [
-    ...(discardedChars ? [`${count(discardedChars, "character")} of reply`] : []),
-    ...(discardedThinking ? [`${count(discardedThinking, "token")} of thinking`] : []),
-  ];
-  const why = reason.length > 160 ? `${reason.slice(0, 160)}…` : reason;
-  return (
-    `↻ the model request was cut off (${code}: ${why})` +
-    (shown.length ? `; the ${shown.join(" and ")} shown above are discarded` : "") +
-    `; sending it again once the server is back (retry ${attempt} of ${maxAttempts})`
-  );
-}
-
-/** The end of the retry line: how long the server was gone and what the request cost it to read again. */
-function retryResentText(waitedMs: number, cached: number, reread: number): string {
-  const lost = cached === 0 ? "its prompt cache was lost, " : "";
-  return (
-    ` — back after ${(waitedMs / 1000).toFixed(1)} s: ${lost}${count(reread, "prompt token")} read again` +
-    (cached ? ` (${count(cached, "token")} still cached)` : "")
-  );
-}
-
-function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {
-  const why = rule ? ` (${rule})` : "";
-  switch (d) {
-    case ToolDecision.ALLOWED:
-      return s.green(`allowed${why}`);
-    case ToolDecision.DENIED:
-      return s.red(`denied${why}`);
-    case ToolDecision.STAGED:
-      return s.yellow(
-        `staged for approval${why}${proposalId ? ` — proposal ${proposalId}: run \`boxmaker approve ${proposalId}\`` : ""}`,
-      );
-    default:
-      return s.dim("no decision");
   }
 }
