@@ -1,39 +1,5 @@
 import { DYNAMIC } from "./dynamic.js";
-
-/**
- * How programs read the options before their subcommand (or, for wrappers, before the command they
- * run): the one table both the rule matcher (`git -C . push` is `git push`) and the shell analysis
- * (`sudo -Eu root rm` runs `rm`) read. Written from each program's manual and, where installed,
- * checked against the program itself (git 2.39, GNU coreutils/findutils 9.x/4.9, sudo 1.9).
- */
-interface OptionSyntax {
-  /** Options whose value is the next word, or joined: `--git-dir=x`, and for one letter `-Cx`. */
-  value: readonly string[];
-  /** Options that take no value. */
-  flags: readonly string[];
-  /** Options whose value can only be joined (`--exec-path=dir`, xargs `-i{}`); bare, they are flags. */
-  joined?: readonly string[];
-  /** getopt-style: one-letter flags bundle (`-Eu root` is `-E -u root`). */
-  bundles?: boolean;
-  /** `-5` is an option (nice's old adjustment form). */
-  numeric?: boolean;
-  /** nopt (npm): a boolean option may swallow a following `true`/`false`. */
-  boolWords?: boolean;
-  /** A first word that is not the subcommand (cargo's `+nightly`). */
-  leading?: RegExp;
-  /** Global options that run a program or load a config that can name one. */
-  runs?: readonly string[];
-  /** Global options whose value can define a subcommand alias (`git -c alias.p=push p`). */
-  definesAlias?: Readonly<Record<string, RegExp>>;
-  /** Words that are another subcommand (npm `i` is `install`, cargo `b` is `build`). */
-  aliases?: Readonly<Record<string, string>>;
-  /** The program runs any unambiguous prefix of a subcommand (npm `publ` is `publish`). */
-  abbreviates?: boolean;
-  /** Subcommands whose real subcommand comes after N more words (`docker image push`, `yarn workspace w publish`). */
-  nested?: Readonly<Record<string, number>>;
-  /** A wrapper: words before the command it runs (timeout's DURATION, flock's FILE). */
-  operands?: number;
-}
+import type { OptionSyntax } from "./program-options-syntax.js";
 
 const DOCKER_GROUPS = Object.fromEntries(
   ["builder", "buildx", "checkpoint", "config", "container", "context", "image", "manifest", "network", "node"]
@@ -233,104 +199,6 @@ export const PROGRAMS: Readonly<Record<string, OptionSyntax>> = {
   go: { value: ["-C", "--C"], flags: [] },
 };
 
-/** Wrappers: programs that run the command after their options (and operands). */
-export const WRAPPERS: Readonly<Record<string, OptionSyntax>> = {
-  command: { value: [], flags: ["-p"], bundles: true },
-  builtin: { value: [], flags: [] },
-  exec: { value: ["-a"], flags: ["-c", "-l"], bundles: true },
-  nohup: { value: [], flags: [] },
-  time: {
-    value: ["-o", "--output", "-f", "--format"],
-    flags: ["-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability"],
-    bundles: true,
-  },
-  setsid: { value: [], flags: ["-c", "--ctty", "-f", "--fork", "-w", "--wait"], bundles: true },
-  stdbuf: { value: ["-i", "-o", "-e", "--input", "--output", "--error"], flags: [], bundles: true },
-  ionice: {
-    value: ["-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"],
-    flags: ["-t", "--ignore"],
-    bundles: true,
-  },
-  chrt: {
-    value: ["-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"],
-    flags: [
-      "-a",
-      "--all-tasks",
-      "-b",
-      "--batch",
-      "-d",
-      "--deadline",
-      "-e",
-      "--ext",
-      "-f",
-      "--fifo",
-      "-i",
-      "--idle",
-    ].concat(["-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose"]),
-    bundles: true,
-    operands: 1,
-  },
-  taskset: { value: [], flags: ["-a", "--all-tasks", "-c", "--cpu-list"], bundles: true, operands: 1 },
-  unbuffer: { value: [], flags: ["-p"] },
-  doas: { value: ["-u", "-C"], flags: ["-n", "-s", "-L"], bundles: true },
-  fakeroot: {
-    value: ["-l", "--lib", "--faked", "-s", "-i", "-b"],
-    flags: ["-u", "--unknown-is-real"],
-    bundles: true,
-  },
-  flock: {
-    value: ["-w", "--timeout", "--wait", "-E", "--conflict-exit-code"],
-    flags: ["-s", "--shared", "-x", "-e", "--exclusive", "-n", "--nb", "--nonblock", "-u", "--unlock"].concat([
-      "-o",
-      "--close",
-      "-F",
-      "--no-fork",
-      "--verbose",
-    ]),
-    bundles: true,
-    operands: 1,
-  },
-  sudo: {
-    value: ["-a", "-C", "--close-from", "-c", "--login-class", "-D", "--chdir", "-g", "--group", "-p", "--prompt"]
-      .concat(["-R", "--chroot", "-r", "--role", "-T", "--command-timeout", "-t", "--type", "-U", "--other-user"])
-      .concat(["-u", "--user"]),
-    flags: ["-A", "--askpass", "-b", "--background", "-B", "--bell", "-E", "-e", "--edit", "-H", "--set-home"]
-      .concat(["-i", "--login", "-K", "--remove-timestamp", "-k", "--reset-timestamp", "-N", "--no-update"])
-      .concat(["-n", "--non-interactive", "-P", "--preserve-groups", "-S", "--stdin", "-s", "--shell"]),
-    joined: ["-h", "--host", "--preserve-env"],
-    bundles: true,
-  },
-  nice: { value: ["-n", "--adjustment"], flags: [], bundles: true, numeric: true },
-  timeout: {
-    value: ["-s", "--signal", "-k", "--kill-after"],
-    flags: ["--foreground", "--preserve-status", "-v", "--verbose"],
-    bundles: true,
-    operands: 1,
-  },
-  env: {
-    value: ["-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-a", "--argv0"],
-    flags: ["-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "--list-signal-handling"],
-    joined: ["--block-signal", "--default-signal", "--ignore-signal"],
-    bundles: true,
-  },
-  xargs: {
-    value: ["-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P", "--max-procs"].concat([
-      "-s",
-      "--max-chars",
-      "--process-slot-var",
-    ]),
-    flags: ["-0", "--null", "-o", "--open-tty", "-p", "--interactive", "-r", "--no-run-if-empty", "-t"].concat([
-      "--verbose",
-      "-x",
-      "--exit",
-      "--show-limits",
-    ]),
-    // `-i` and `-l` take an optional value, joined only: `xargs -i rm {}` runs rm.
-    joined: ["-i", "--replace", "-l", "--max-lines", "-e", "--eof"],
-    bundles: true,
-  },
-};
-
 interface ParsedOptions {
   /** Index of the first word after the options: the subcommand, or the wrapped command. */
   next: number;
@@ -411,18 +279,4 @@ function readBundle(
     options.push({ name });
   }
   return { options, usesNext: false };
-}
-
-/**
- * Whether the subcommand word `have` is the subcommand `want`, for a program that has
- * aliases or runs abbreviations. An abbreviation is matched by prefix, which also matches
- * the ambiguous ones the program itself refuses: harmless for deny and ask.
- */
-export function sameSubcommand(syntax: OptionSyntax, have: string, want: string): boolean {
-  if (have === want) return true;
-  const canon = (w: string) => syntax.aliases?.[w] ?? w;
-  if (canon(have) === canon(want)) return true;
-  if (!syntax.abbreviates || have.length === 0 || syntax.aliases?.[have] !== undefined) return false;
-  const names = [want, ...Object.entries(syntax.aliases ?? {}).flatMap(([k, v]) => (v === canon(want) ? [k] : []))];
-  return names.some((n) => n.startsWith(have));
 }

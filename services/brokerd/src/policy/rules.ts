@@ -2,7 +2,8 @@ import type { Effect, PolicyRule, Risk } from "../config-types.js";
 import { DYNAMIC } from "./dynamic.js";
 import { matchesRuleGlob, toolGlobMatches } from "./glob.js";
 import { hostMatches } from "./hosts.js";
-import { PROGRAMS, parseOptions, sameSubcommand } from "./program-options.js";
+import { PROGRAMS, parseOptions } from "./program-options.js";
+import { sameSubcommand } from "./program-options-syntax.js";
 import { analyzeCommand, type CommandAnalysis } from "./shell.js";
 
 /** What a call would touch, after path resolution: the facts rules match on. */

@@ -1,7 +1,8 @@
 import { createRequire } from "node:module";
 import { DYNAMIC } from "./dynamic.js";
 import { effectsOf, type ProgramEffect } from "./program-effects.js";
-import { parseOptions, WRAPPERS } from "./program-options.js";
+import { parseOptions } from "./program-options.js";
+import { WRAPPERS } from "./program-options-wrappers.js";
 
 /**
  * What a shell command line will run, as far as a real parser can see
@@ -9,7 +10,7 @@ import { parseOptions, WRAPPERS } from "./program-options.js";
  * simple command anywhere in the line (pipelines, lists, subshells, if/while/
  * case bodies, functions, command substitutions) is one entry, with wrappers
  * (`command`, `env`, `exec`, `nice`, `timeout`, `sudo`, `xargs`, `find -exec` …)
- * unwrapped by their option syntax (`program-options.ts`), path-qualified names
+ * unwrapped by their option syntax (`program-options-wrappers.ts`), path-qualified names
  * reduced to their base name and backslash quoting removed. What the parser
  * cannot see through (eval, `sh -c "$x"`, a computed command name, `source`,
  * a wrapper option it does not know, parse errors) is listed in `opaque`; the
