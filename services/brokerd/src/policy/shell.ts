@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { DYNAMIC } from "./dynamic.js";
-import { effectsOf, type ProgramEffect } from "./program-effects.js";
+import { effectsOf } from "./program-effects.js";
+import type { ProgramEffect } from "./program-effects-check.js";
 import { parseOptions } from "./program-options.js";
 import { WRAPPERS } from "./program-options-wrappers.js";
 
