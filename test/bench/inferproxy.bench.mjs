@@ -89,6 +89,8 @@ export default async function (emit) {
       socket: proxySock,
       upstream: { socket_path: llamaSock },
       contract: sim.contract,
+      // Not the production slot directory: a stack installed on this machine holds its lock.
+      slot_files: { dir: "" },
       log_level: "warn",
     }),
   );

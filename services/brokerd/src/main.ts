@@ -4,6 +4,7 @@ import {
   addService,
   configPathFromArgs,
   createLogger,
+  lockStateDir,
   runMain,
   startDaemon,
   exitOnVersionFlag,
@@ -19,13 +20,18 @@ runMain(async () => {
   const configPath = configPathFromArgs(process.argv.slice(2), "BOXMAKER_BROKERD_CONFIG");
   const config = loadBrokerConfig(configPath);
   const log = createLogger("brokerd", config.log_level);
+  // Before the audit log, blobs and proposals are opened: two brokers would each compact and rotate them.
+  const lock = await lockStateDir(config.state_dir, { daemon: "brokerd", socket: config.socket, key: "state_dir" });
   const broker = await Broker.open(config, { log, ...(configPath ? { configPath } : {}) });
   const daemon = await startDaemon({
     name: "brokerd",
     socketPath: config.socket,
     log,
     register: (server, calls) => addService(server, BrokerService, brokerService(broker), calls),
-    onStop: () => broker.close(),
+    onStop: async () => {
+      await broker.close();
+      lock.release();
+    },
   });
   const s = broker.status();
   await daemon.ready(`${s.coreTools} core tools, ${s.extendedTools} extended, sandbox ${broker.sandbox.state}`);

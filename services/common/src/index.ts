@@ -21,3 +21,4 @@ export * from "./async-queue.js";
 export * from "./permission-mode.js";
 export * from "./contract-model.js";
 export * from "./enum-names.js";
+export * from "./state-dir-lock.js";

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
+import { existsSync } from "node:fs";
 import {
   InferService,
   addService,
   configPathFromArgs,
   createLogger,
   loadConfig,
+  lockStateDir,
   runMain,
   startDaemon,
   exitOnVersionFlag,
@@ -23,6 +25,15 @@ runMain(async () => {
   const config = loadConfig(configSchema, configPath);
   checkContractTable(config.contracts, configPath ?? "inferproxy config");
   const log = createLogger("inferproxy", config.log_level);
+  // The parked caches it erases and caps: two proxies on one directory would each count the other's files.
+  // Not created here: llama-server (or systemd's StateDirectory=) makes it, and until it exists there is
+  // nothing to erase (Status says the directory cannot be read).
+  const slotDir = config.slot_files.dir;
+  const lock =
+    slotDir && existsSync(slotDir)
+      ? await lockStateDir(slotDir, { daemon: "inferproxy", socket: config.socket, key: "slot_files.dir" })
+      : undefined;
+  if (slotDir && !lock) log.warn({ dir: slotDir }, "slot_files.dir does not exist: parked caches are not managed");
   let onSelfTest: (r: SelfTestResult) => void = () => undefined;
   const proxy = new InferProxy({ config, log, onSelfTest: (r) => onSelfTest(r) });
   const accept = acceptCommand(configPath);
@@ -32,7 +43,10 @@ runMain(async () => {
     socketPath: config.socket,
     log,
     register: (server, calls) => addService(server, InferService, proxy.impl(), calls),
-    onStop: () => proxy.close(),
+    onStop: async () => {
+      await proxy.close();
+      lock?.release();
+    },
   });
 
   // Status is served from here on. READY=1 follows the first self-test whether it passed or not: a

@@ -56,6 +56,8 @@ async function boot(contract: (sim: SimContract) => SimContract = (c) => c) {
       upstream: { socket_path: llamaSocket },
       contract: contract(sim.contract),
       health_poll_ms: 100,
+      // Not the production slot directory: a stack installed on this machine holds its lock.
+      slot_files: { dir: "" },
       log_level: "warn",
     }),
   );

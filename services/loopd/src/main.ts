@@ -9,6 +9,7 @@ import {
   createClient,
   createLogger,
   loadConfig,
+  lockStateDir,
   messageOf,
   runMain,
   startDaemon,
@@ -28,6 +29,8 @@ exitOnVersionFlag(import.meta.url);
 runMain(async () => {
   const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));
   const log = createLogger("loopd", config.log_level);
+  // Before anything reads or writes a session: a second loopd on these logs would lose turns.
+  const lock = await lockStateDir(config.state_dir, { daemon: "loopd", socket: config.socket, key: "state_dir" });
   const store = new SessionStore(config.state_dir, log);
   const { loaded, interrupted } = store.loadAll();
   log.info({ loaded, interrupted }, "sessions restored");
@@ -95,6 +98,7 @@ runMain(async () => {
       inferClient.close();
       broker.close();
       store.closeAll();
+      lock.release();
     },
   });
   // Parked files of sessions deleted or archived while loopd was down, or before a crash, go now.
