@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
-import { alive } from "../support/processes.js";
+import { alive, processesMentioning } from "../support/processes.js";
 import { Up, stopUp } from "../support/up-process.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -99,6 +99,43 @@ describe("boxmaker up --llama-sim", () => {
       env: { BOXMAKER_SOCKET: join(tmp.dir, "run", "loopd.sock") },
     });
     expect(status.code).toBe(0);
+  }, 60_000);
+
+  it("refuses a second stack on the same state dir (another runtime dir) in the one line naming the holder", async () => {
+    const state = join(tmp.dir, "state");
+    const args = (run: string) => [
+      "--llama-sim",
+      "--sandbox",
+      "none",
+      "--runtime-dir",
+      join(tmp.dir, run),
+      "--state-dir",
+      state,
+      "--workspace",
+      ws,
+    ];
+    const up = start(args("run1"));
+    await up.ready();
+    const second = start(args("run2"));
+    const [code] = (await once(second.proc, "exit")) as [number | null];
+    expect(code).toBe(1);
+    // inferproxy and brokerd start together; whichever refuses first is the line.
+    const m =
+      /^boxmaker: (inferproxy|brokerd): (\S+) is in use by \1 pid (\d+) \(socket (\S+), since [^)]+\): .+$/m.exec(
+        second.stderr,
+      );
+    expect(m, second.stderr).not.toBeNull();
+    const [, name, dir, pid, socket] = m!;
+    expect(dir).toBe(join(state, name === "inferproxy" ? "slots" : "broker"));
+    expect(Number(pid)).toBe(up.pid(name!));
+    expect(socket).toBe(join(tmp.dir, "run1", `${name}.sock`));
+    // The line itself, not an exit status to look up in a log, and no restart of a daemon that cannot start.
+    expect(second.stderr).not.toMatch(/exited with status|restarting in/);
+    // Nothing of the second stack is left running, and the first still serves.
+    expect(processesMentioning(join(tmp.dir, "run2"))).toEqual([]);
+    const r = await runCli(["run", "still mine?"], { env: { BOXMAKER_SOCKET: join(tmp.dir, "run1", "loopd.sock") } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('You said: "still mine?"');
   }, 60_000);
 
   it("rejects flags that do not fit together as a usage error", async () => {

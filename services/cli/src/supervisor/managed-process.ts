@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
+import { lastWords } from "./last-words.js";
 import { describeExit, type RestartPolicy, formatDuration, type ExitInfo } from "./restart-policy.js";
 import { waitReady, type Probe } from "./readiness.js";
 
@@ -35,6 +36,8 @@ export class ManagedProcess {
   private stopping = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private exitAbort: AbortController | undefined;
+  /** Whether the first start succeeded: until then an exit is start()'s to report, not a crash to restart. */
+  private started = false;
 
   constructor(
     readonly spec: ProcessSpec,
@@ -62,6 +65,7 @@ export class ManagedProcess {
       await this.stop(2000);
       throw err;
     }
+    this.started = true;
   }
 
   private spawnOnce(): AbortController {
@@ -69,6 +73,8 @@ export class ManagedProcess {
     spec.beforeStart?.();
     const log = openSync(spec.logPath, "a");
     writeSync(log, `--- ${new Date().toISOString()} boxmaker up: starting ${spec.command} ${spec.args.join(" ")}\n`);
+    // Where this run's own output begins: what it says before dying is read from here.
+    const from = fstatSync(log).size;
     const child = spawn(spec.command, spec.args, {
       stdio: ["ignore", log, log],
       env: spec.env ?? process.env,
@@ -81,14 +87,18 @@ export class ManagedProcess {
     this.exitAbort = ac;
     child.once("error", (err) => ac.abort(`could not start ${spec.command}: ${err.message}`));
     child.once("exit", (code, signal) => {
-      ac.abort(`${describeExit({ code, signal })} before it was ready (log: ${spec.logPath})`);
+      // A daemon that refuses to start exits with a status after saying why in one line (a bad key, a
+      // socket or state directory in use): that line, not the status, is what the person running `up` needs.
+      const said =
+        ac.signal.aborted || code === null ? undefined : lastWords(spec.logPath, from)?.replace(/^fatal: /, "");
+      ac.abort(said ?? `${describeExit({ code, signal })} before it was ready (log: ${spec.logPath})`);
       if (this.child === child) this.onExit({ code, signal });
     });
     return ac;
   }
 
   private onExit(exit: ExitInfo): void {
-    if (this.stopping) return;
+    if (this.stopping || !this.started) return;
     const decision = this.spec.policy.decide(exit, Date.now());
     if (!decision.restart) {
       this.onEvent({ kind: "gave-up", name: this.spec.name, reason: `${describeExit(exit)}; ${decision.reason}` });
