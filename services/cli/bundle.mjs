@@ -148,7 +148,8 @@ for (const lib of codeCached) Object.assign(outputs, lib.outputs);
 writeFileSync(join(here, "dist", "bundle-meta.json"), JSON.stringify({ outputs }));
 
 // The entry checks Node's version before anything else loads: the CLI needs
-// Node 22.12 (package.json "engines"), and on an older one its modules die
+// Node 22.13, or 23.4 on Node 23 (package.json "engines": the daemons' state
+// directory lock uses node:sqlite, behind a flag before those), and on an older one its modules die
 // with a SyntaxError that names no version. So the entry has no static import
 // (an ES module's imports load before its first line runs, and one that fails
 // stops it there) and no syntax newer than the Node it is guarding against;
@@ -163,8 +164,8 @@ writeFileSync(
 var v = process.versions.node.split(".");
 var major = Number(v[0]);
 var minor = Number(v[1]);
-if (major < 22 || (major === 22 && minor < 12)) {
-  process.stderr.write("Boxmaker needs Node \\u2265 22.12; this is " + process.versions.node + "\\n");
+if (major < 22 || (major === 22 && minor < 13) || (major === 23 && minor < 4)) {
+  process.stderr.write("Boxmaker needs Node \\u2265 22.13 (\\u2265 23.4 on Node 23); this is " + process.versions.node + "\\n");
   process.exit(1);
 }
 process.getBuiltinModule("node:module").enableCompileCache();
