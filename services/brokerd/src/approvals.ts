@@ -58,6 +58,31 @@ export class Approvals {
     }
   }
 
+  /**
+   * The turn that staged these was cancelled while it waited (loopd): each one
+   * still pending is withdrawn, so nobody can apply a change the model is no
+   * longer waiting for. One being decided right now is left to its decision.
+   */
+  withdraw(ids: readonly string[], reason: string): ProposalRecord[] {
+    const out: ProposalRecord[] = [];
+    for (const id of ids) {
+      const p = this.d.proposals.get(id);
+      if (!p) continue;
+      if (p.state !== "pending" || this.deciding.has(id)) {
+        out.push(p);
+        continue;
+      }
+      const done = this.d.proposals.finish(
+        p,
+        "withdrawn",
+        `Withdrawn: ${reason || "the turn that staged it was cancelled"}. Nothing was applied; it can no longer be approved.`,
+      );
+      this.d.record(proposalRecord(done, 0));
+      out.push(done);
+    }
+    return out;
+  }
+
   private async approve(p: ProposalRecord): Promise<ProposalRecord> {
     const fail = (why: string) => this.d.proposals.finish(p, "failed", `Not applied: ${why}`);
     const tool = this.d.table.get(p.tool);

@@ -18,6 +18,7 @@ export interface AuditRecord {
     | "approved"
     | "rejected"
     | "failed"
+    | "withdrawn"
     | "restored"
     | "deleted"
     | "refused"
@@ -162,14 +163,19 @@ export function callRecord(req: CallRequest, o: CallOutcome, plan: Plan | undefi
   };
 }
 
-/** A person's decision on a proposal, after it was applied, rejected or failed. */
+/** A person's decision on a proposal, after it was applied, rejected or failed; or its withdrawal with its turn. */
 export function proposalRecord(done: ProposalRecord, durationMs: number): AuditRecord {
   return {
     kind: "proposal",
     session: done.session_id,
     call_id: done.call_id,
     tool: done.tool,
-    decision: done.state === "applied" ? "approved" : done.state === "rejected" ? "rejected" : "failed",
+    decision:
+      done.state === "applied"
+        ? "approved"
+        : done.state === "rejected" || done.state === "withdrawn"
+          ? done.state
+          : "failed",
     rule: done.rule,
     duration_ms: ms(durationMs),
     result_bytes: Buffer.byteLength(done.result),

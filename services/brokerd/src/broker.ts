@@ -163,6 +163,11 @@ export class Broker {
     return this.approvals.decide(id, approve, reason);
   }
 
+  /** loopd: the turn waiting on these was cancelled; the pending ones are withdrawn. */
+  withdrawProposals(ids: readonly string[], reason: string): ProposalRecord[] {
+    return this.approvals.withdraw(ids, reason);
+  }
+
   listChanges(sessionId: string) {
     return this.checkpoints.list(sessionId).map((c) => ({ c, diff: this.checkpoints.diff(c) }));
   }

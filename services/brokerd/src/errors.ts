@@ -39,9 +39,17 @@ export class ProposalNotFound extends BoxmakerError {
 }
 
 /** A person decided a proposal that is decided already, or being decided right now. */
+/** One line: why a proposal cannot be decided (any more). */
+function notPendingText(id: string, state: string): string {
+  if (state === "pending") return `proposal ${id} is already being decided`;
+  if (state === "withdrawn")
+    return `proposal ${id} was withdrawn when the turn that staged it was cancelled; it cannot be approved — ask the model to stage it again`;
+  return `proposal ${id} is already ${state}`;
+}
+
 export class ProposalNotPending extends BoxmakerError {
   constructor(id: string, state: string) {
-    super("PROPOSAL_NOT_PENDING", `proposal ${id} is already ${state === "pending" ? "being decided" : state}`, {
+    super("PROPOSAL_NOT_PENDING", notPendingText(id, state), {
       status: Status.FAILED_PRECONDITION,
     });
   }

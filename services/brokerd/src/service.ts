@@ -70,6 +70,7 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
     decideProposal: async (req) => ({
       proposal: proposal(await broker.decideProposal(req.id, req.approve, req.reason)),
     }),
+    withdrawProposals: (req) => ({ proposals: broker.withdrawProposals(req.ids, req.reason).map(proposal) }),
     brokerStatus: () => ({ ...broker.status(), workspaceRoots: broker.config.workspace_roots }),
     ...hookRpcs(broker.hooks),
     putBlob: (req) => {

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { atomicWrite, fsyncDir, messageOf } from "@boxmaker/common";
 import { BadProposalFile } from "./errors.js";
 
-export type ProposalState = "pending" | "applied" | "rejected" | "failed";
+/** `withdrawn`: the turn that staged it was cancelled while it waited; it can no longer be decided. */
+export type ProposalState = "pending" | "applied" | "rejected" | "failed" | "withdrawn";
 
 /** A command's connection to a host an ask rule names (net-proxy/host-asks.ts): approving it grants host:port to the session. */
 export interface NetworkAsk {

@@ -16,6 +16,11 @@ export class CtrlC {
     process.on("SIGINT", this.handler);
   }
 
+  /** A Ctrl-C that reached another reader first (a question's readline): counted as if it came here. */
+  press(): void {
+    this.handler();
+  }
+
   get pressed(): boolean {
     return this.count > 0;
   }

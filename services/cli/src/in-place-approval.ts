@@ -22,6 +22,8 @@ export class InPlaceApprovals {
   private prompting = false;
   /** Proposals a call staged on its way while it ran (a network host): asked about once the turn is over. */
   private readonly afterTurn: string[] = [];
+  /** Ctrl-C at a question cancelled the turn. */
+  private turnCancelled = false;
 
   constructor(
     private readonly client: LoopClient,
@@ -30,6 +32,8 @@ export class InPlaceApprovals {
     private readonly input: NodeJS.ReadableStream = process.stdin,
     /** The bell and desktop notification for a question that waits (approval-alert.ts). */
     private readonly alert: (p: Proposal) => void = () => {},
+    /** Ctrl-C at a question during the turn (the terminal's readline takes it from the process). */
+    private readonly onCtrlC: () => void = () => {},
   ) {}
 
   handle(ev: SessionEvent): void {
@@ -41,7 +45,9 @@ export class InPlaceApprovals {
       this.afterTurn.push(e.value.proposalId);
     } else if (e.case === "toolResult" && e.value.proposalId) {
       const ac = this.open.get(e.value.proposalId);
-      if (ac) {
+      if (!ac && e.value.proposalState === "withdrawn") {
+        this.note(`(the turn was cancelled: proposal ${e.value.proposalId} is withdrawn, nothing was applied)`);
+      } else if (ac) {
         if (this.prompting) writeText(this.err, "\n");
         this.prompting = false;
         ac.abort();
@@ -49,7 +55,9 @@ export class InPlaceApprovals {
         this.note(
           st === "pending"
             ? `(no decision in time; the model was told it is pending — \`boxmaker approve ${e.value.proposalId}\` later)`
-            : `(decided elsewhere: ${st})`,
+            : st === "withdrawn"
+              ? `(the turn was cancelled: proposal ${e.value.proposalId} is withdrawn, nothing was applied)`
+              : `(decided elsewhere: ${st})`,
         );
       }
     }
@@ -81,14 +89,18 @@ export class InPlaceApprovals {
       for (;;) {
         const a = (
           await this.question(
-            `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `,
+            afterTurn
+              ? `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `
+              : `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater · Ctrl-C cancels the turn `,
             ac.signal,
+            !afterTurn,
           )
         )
           ?.trim()
           .toLowerCase();
         if (a === undefined || a === "" || a === "l" || a === "later") {
-          if (!ac.signal.aborted)
+          // After Ctrl-C the turn is being cancelled: its tool result says the proposal was withdrawn.
+          if (!ac.signal.aborted && !this.turnCancelled)
             this.note(`left pending; \`boxmaker approve ${id}\` or \`boxmaker reject ${id}\` from any terminal`);
           return;
         }
@@ -98,7 +110,7 @@ export class InPlaceApprovals {
         }
         if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal, afterTurn));
         if (a === "n" || a === "no") {
-          const reason = await this.question("reason for the model (optional): ", ac.signal);
+          const reason = await this.question("reason for the model (optional): ", ac.signal, !afterTurn);
           if (reason === undefined) return;
           return void (await this.decide(id, false, reason.trim(), ac.signal, afterTurn));
         }
@@ -141,8 +153,12 @@ export class InPlaceApprovals {
     }
   }
 
-  /** One line from the terminal; undefined on Ctrl-C, Ctrl-D or when withdrawn. */
-  private async question(q: string, signal: AbortSignal): Promise<string | undefined> {
+  /**
+   * One line from the terminal; undefined on Ctrl-C, Ctrl-D or when withdrawn.
+   * `duringTurn`: Ctrl-C also cancels the turn, as it does while the answer streams —
+   * left as "later", the turn would wait on with nobody asked (approval_wait_ms, 10 minutes).
+   */
+  private async question(q: string, signal: AbortSignal, duringTurn = false): Promise<string | undefined> {
     if (signal.aborted) return undefined;
     const rl = createInterface({ input: this.input, output: this.err, terminal: true });
     this.prompting = true;
@@ -151,6 +167,10 @@ export class InPlaceApprovals {
         rl.once("SIGINT", () => {
           this.prompting = false;
           writeText(this.err, "\n");
+          if (duringTurn) {
+            this.turnCancelled = true;
+            this.onCtrlC();
+          }
           resolve(undefined);
         });
         rl.once("close", () => resolve(undefined));

@@ -144,6 +144,10 @@ export async function sendAndRender(
   text: string,
   opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean },
 ): Promise<ExitCode> {
+  const ctrlC = new CtrlC(() => {
+    printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");
+    client.cancelTurn({ sessionId }).catch(() => undefined);
+  });
   // On a terminal a staged call is asked about right here (approve/reject elsewhere still work).
   let approvals: import("./in-place-approval.js").InPlaceApprovals | undefined;
   if (opts.askInPlace && !opts.json && process.stdin.isTTY) {
@@ -155,12 +159,10 @@ export async function sendAndRender(
       process.stderr,
       process.stdin,
       approvalAlert(process.stderr),
+      // Ctrl-C at the question is Ctrl-C: the turn is cancelled (its proposal withdrawn), a second one quits.
+      () => ctrlC.press(),
     );
   }
-  const ctrlC = new CtrlC(() => {
-    printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");
-    client.cancelTurn({ sessionId }).catch(() => undefined);
-  });
   // Stopped by a supervisor or a closed terminal: the turn must not run on
   // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
   const stopHandler = (sig: NodeJS.Signals) => {

@@ -93,7 +93,10 @@ export class CompletionRun {
     });
   }
 
-  /** The events for the caller; ends with `final`, or with `partial` (when anything arrived) and a thrown RpcError. */
+  /**
+   * The events for the caller; ends with `final`, or with `partial` (when anything arrived) and a
+   * thrown RpcError — a cancel included: a caller that reads on after cancelling gets what was streamed.
+   */
   async *events(): AsyncGenerator<CompletionEventInit> {
     const onCancel = () => this.upstream.abort(this.p.signal.reason);
     this.p.signal.addEventListener("abort", onCancel, { once: true });
@@ -235,7 +238,13 @@ export class CompletionRun {
   private async *fail(err: unknown): AsyncGenerator<CompletionEventInit, never> {
     this.watchdog.stop();
     const reason: unknown = this.upstream.signal.aborted ? this.upstream.signal.reason : undefined;
-    if (this.p.signal.aborted) throw cancelled("cancelled by client");
+    if (this.p.signal.aborted) {
+      // What was streamed stays the caller's: loopd keeps an answer cut off by Ctrl-C in the
+      // session (the server's cache holds it too). The server sends no timings for a stopped
+      // generation, so they are counted from the stream.
+      if (this.streaming) yield { event: { case: "partial", value: this.asm.message("cancelled", true) } };
+      throw cancelled("cancelled by client");
+    }
     const f = mapRunFailure(err, reason, {
       ...this.p.errCtx,
       livenessWindowMs: this.deadWindowMs ?? this.p.livenessWindowMs,

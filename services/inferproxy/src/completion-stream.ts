@@ -42,6 +42,9 @@ export class CompletionAssembler {
   private finishReason = "";
   private timings: Chunk["timings"] | undefined;
   private reasoningTokens = 0;
+  /** Chunks that carried output: llama-server streams one per generated token. */
+  private generated = 0;
+  private lastProgress: Chunk["prompt_progress"] | undefined;
 
   get finished(): boolean {
     return this.finishReason !== "";
@@ -68,6 +71,7 @@ export class CompletionAssembler {
     let reasoningDeltas = 0;
     const p = chunk.prompt_progress;
     if (p) {
+      this.lastProgress = p;
       events.push({
         event: {
           case: "progress",
@@ -79,6 +83,8 @@ export class CompletionAssembler {
     const choice = chunk.choices?.[0];
     const delta = choice?.delta;
     if (delta) {
+      if (delta.reasoning_content || delta.content || (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0))
+        this.generated++;
       if (typeof delta.reasoning_content === "string" && delta.reasoning_content !== "") {
         this.reasoning.push(delta.reasoning_content);
         this.reasoningTokens++;
@@ -100,13 +106,29 @@ export class CompletionAssembler {
     return { events, reasoningDeltas };
   }
 
-  /** The complete turn; `finishReason` overrides the server's (e.g. "aborted" for a partial). */
-  message(finishReason?: string): FinalMessageInit {
+  /**
+   * The complete turn; `finishReason` overrides the server's (e.g. "aborted" for a partial).
+   * `counted`: when the server sent no timings (it never does for a generation its client
+   * stopped), they are counted from the stream instead — the prompt read from the last progress
+   * report, one generated token per chunk that carried output, the generation time unknown (0).
+   */
+  message(finishReason?: string, counted = false): FinalMessageInit {
     const fr = finishReason ?? (this.finishReason || "stop");
     const calls = this.tools.size > 0 ? this.tools.finish(fr) : [];
     const content = this.content.join("");
     const reasoning = this.reasoning.join("");
-    const t = this.timings;
+    const p = this.lastProgress;
+    const t: Chunk["timings"] | undefined =
+      this.timings ??
+      (counted
+        ? {
+            cache_n: p?.cache ?? 0,
+            prompt_n: Math.max(0, (p?.processed ?? p?.total ?? 0) - (p?.cache ?? 0)),
+            prompt_ms: p?.time_ms ?? 0,
+            predicted_n: this.generated,
+            predicted_ms: 0,
+          }
+        : undefined);
     return {
       messageJson: assistantMessageJson(content, reasoning, calls),
       content,

@@ -148,16 +148,40 @@ describe("CompletionRun: one request from send to final", () => {
     expect(h.seen.markDown).toBe(0);
   });
 
-  it("cancelled by the caller: CANCELLED, nothing partial, and the upstream request is aborted", async () => {
+  it("cancelled by the caller: what was streamed as a partial with counted timings, then CANCELLED; upstream aborted", async () => {
     const h = harness();
-    h.body.event(content("a"));
+    h.body
+      .event({
+        ...(chunk({ role: "assistant", content: null }) as object),
+        prompt_progress: { total: 50, cache: 40, processed: 50, time_ms: 7 },
+      })
+      .event(chunk({ reasoning_content: "hm" }))
+      .event(content("a"))
+      .event(content("b"));
     const events = h.run.events();
-    expect((await events.next()).value).toMatchObject({ event: { case: "content" } });
+    for (let i = 0; i < 4; i++) await events.next();
     h.caller.abort();
     const r = await drain(events);
-    expect(r.cases).toEqual([]);
+    expect(r.cases).toEqual(["partial"]);
+    expect(r.partial).toMatchObject({
+      content: "ab",
+      finishReason: "cancelled",
+      messageJson: '{"role":"assistant","content":"ab","reasoning_content":"hm"}',
+      // The server sends no timings for a stopped generation: one token per chunk with output.
+      timings: { cacheN: 40, promptN: 10, promptMs: 7, predictedN: 3, predictedMs: 0 },
+    });
     expect(r.error?.status).toBe(Status.CANCELLED);
     expect(h.seen.upstream?.aborted).toBe(true);
+  });
+
+  it("cancelled before the response began: CANCELLED, nothing partial", async () => {
+    const h = harness({
+      send: (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    });
+    const events = h.run.events();
+    const next = events.next();
+    h.caller.abort();
+    await expect(next).rejects.toMatchObject({ status: Status.CANCELLED });
   });
 });
 

@@ -2,6 +2,8 @@ import { RpcError, type ClientOf, type FinalMessage, type InferService, type Log
 import { TurnBudget, type BudgetLimits, type Breach } from "./budgets.js";
 import { isContextOverflow, requestCompletion } from "./completion.js";
 import { cutForPerson } from "./error-text.js";
+import { InterruptedAnswer } from "./errors.js";
+import { interruptedMessageJson } from "./interrupted-answer.js";
 import type { SpilledBlock } from "./prepass/index.js";
 import { userMessageJson, withNotes } from "./messages.js";
 import type { Session } from "./session.js";
@@ -145,7 +147,7 @@ async function loop(
     // Generation may only use what the token budget has left after the prompt's new tokens.
     let maxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
     if (maxTokens < 1) return tokensLeft();
-    const request = () =>
+    const complete = () =>
       requestCompletion({
         s,
         infer: deps.infer,
@@ -156,6 +158,16 @@ async function loop(
         retries,
         log: deps.log,
       });
+    // An answer cut off mid-way is kept, marked, and counted like any response: the person saw it,
+    // the server read the prompt and holds what it generated.
+    const request = async () => {
+      try {
+        return await complete();
+      } catch (err) {
+        if (err instanceof InterruptedAnswer) keepInterrupted(s, err.partial, budget, tally);
+        throw err;
+      }
+    };
     let final: FinalMessage;
     let sentBytes = promptBytes(s.state);
     try {
@@ -185,5 +197,16 @@ async function loop(
       signal.throwIfAborted();
       await runToolCall(s, call, deps, signal, final.finishReason === "length" ? maxTokens : 0);
     }
+    // A call cancelled while it waited for approval has its result; the turn ends here.
+    signal.throwIfAborted();
   }
+}
+
+/** Logs an interrupted answer (if anything was generated) and counts its request in the turn. */
+function keepInterrupted(s: Session, partial: FinalMessage, budget: TurnBudget, tally: TurnTally): void {
+  const t = partial.timings;
+  const json = interruptedMessageJson(partial);
+  if (json !== undefined) s.recordAssistant(json, contextAfter(t), true, true);
+  budget.recordRequest(t?.promptN ?? 0, t?.predictedN ?? 0, partial.reasoningTokens);
+  tally.add(t);
 }

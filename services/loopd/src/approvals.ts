@@ -1,4 +1,4 @@
-import type { Proposal } from "@boxmaker/common";
+import { messageOf, type BrokerService, type ClientOf, type Logger, type Proposal } from "@boxmaker/common";
 import type { ToolOutcome } from "./tool-dispatch.js";
 
 /**
@@ -67,6 +67,46 @@ export function lateDecisionNote(p: Proposal): string {
       return `${what} was approved after your turn ended but could not be applied: ${p.result || p.state}`;
   }
 }
+
+/**
+ * A turn cancelled while it waited on a proposal withdraws it (brokerd), so
+ * it can no longer be applied; the call's result says so. One a person
+ * decided in the meantime keeps that decision.
+ */
+export async function withdrawProposal(
+  broker: Pick<ClientOf<typeof BrokerService>, "withdrawProposals">,
+  log: Logger,
+  id: string,
+  why: string,
+): Promise<ToolOutcome> {
+  let p: Proposal | undefined;
+  let failure = "";
+  try {
+    const res = await broker.withdrawProposals(
+      { ids: [id], reason: `the turn that staged it was ${why}` },
+      { timeoutMs: WITHDRAW_TIMEOUT_MS, waitForReady: true },
+    );
+    p = res.proposals[0];
+  } catch (err) {
+    failure = messageOf(err);
+    log.warn({ proposal: id, err: failure }, "cancelled turn: its proposal could not be withdrawn");
+  }
+  if (p && p.state !== "withdrawn" && p.state !== "pending") return outcomeOf(p);
+  if (p?.state === "withdrawn") {
+    return {
+      isError: true,
+      content: `cancelled: the turn was ${why} while this call waited for approval; proposal ${id} was withdrawn and nothing was applied.`,
+      proposal: { id, state: "withdrawn" },
+    };
+  }
+  return {
+    isError: true,
+    content: `cancelled: the turn was ${why} while this call waited for approval; proposal ${id} could not be withdrawn (${failure || "brokerd does not know it"}) and may still be decided.`,
+    proposal: { id, state: "pending" },
+  };
+}
+
+const WITHDRAW_TIMEOUT_MS = 5000;
 
 function outcomeOf(p: Proposal): ToolOutcome {
   switch (p.state) {

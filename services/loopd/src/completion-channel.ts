@@ -25,15 +25,19 @@ type Stream = BidiCall<typeof ChannelRequestSchema, typeof ChannelEventSchema>;
  */
 type Item = { event: CompletionEvent } | { end: RpcError | undefined; fromServer: boolean };
 
+/** How long a cancelled completion waits for inferproxy's answer (its partial and end) before it ends here. */
+const CANCEL_ANSWER_MS = 2000;
+
 /**
  * Model requests to inferproxy over one long-lived CompleteChannel stream
  * instead of a Complete call each (a gRPC call set-up is the largest single
  * cost on a request's way to llama-server). `complete` keeps Complete's
  * contract: the completion's events, then the end, or an RpcError with the
  * status, details and cause the call would have ended with; a signal that
- * aborts cancels it. The stream is opened on first use and again after it
- * breaks (every completion on a broken stream fails UNAVAILABLE, as a broken
- * call would). loopd and inferproxy ship and restart together, so an
+ * aborts cancels it — and, unlike a cancelled call, still delivers the
+ * `partial` inferproxy answers a cancel with (what was streamed so far).
+ * The stream is opened on first use and again after it breaks (every
+ * completion on a broken stream fails UNAVAILABLE, as a broken call would). loopd and inferproxy ship and restart together, so an
  * inferproxy without CompleteChannel is a broken install, said as such.
  */
 export class CompletionChannel {
@@ -63,7 +67,17 @@ export class CompletionChannel {
     };
     this.calls.set(callId, push);
     let over = false; // inferproxy is done with it: nothing to cancel there
-    const onAbort = () => push({ end: new RpcError(Status.CANCELLED, "Cancelled on client"), fromServer: false });
+    let cancelSent = false;
+    let grace: NodeJS.Timeout | undefined;
+    const cancelledHere = () => push({ end: new RpcError(Status.CANCELLED, "Cancelled on client"), fromServer: false });
+    // A cancel goes to inferproxy at once; its answer (what was streamed, as a `partial`, then the
+    // end) is read on for a moment, so the caller can keep an answer cut off mid-way.
+    const onAbort = () => {
+      if (this.stream !== stream) return cancelledHere();
+      cancelSent = true;
+      stream.send({ callId, kind: { case: "cancel", value: {} } });
+      grace = setTimeout(cancelledHere, CANCEL_ANSWER_MS);
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
     const timer = opts?.timeoutMs
       ? setTimeout(
@@ -85,10 +99,11 @@ export class CompletionChannel {
     } finally {
       signal?.removeEventListener("abort", onAbort);
       if (timer) clearTimeout(timer);
+      if (grace) clearTimeout(grace);
       this.calls.delete(callId);
       // Leaving early (a cancel, a break, a deadline) must stop the completion upstream too,
       // as cancelling its call would; a stream that broke has taken it down already.
-      if (!over && this.stream === stream) stream.send({ callId, kind: { case: "cancel", value: {} } });
+      if (!over && !cancelSent && this.stream === stream) stream.send({ callId, kind: { case: "cancel", value: {} } });
     }
   }
 

@@ -10,7 +10,7 @@ import {
   type Logger,
 } from "@boxmaker/common";
 import type { TurnBudget } from "./budgets.js";
-import { IncompleteStreamError } from "./errors.js";
+import { IncompleteStreamError, InterruptedAnswer } from "./errors.js";
 import {
   pauseBeforeRetry,
   retryReason,
@@ -145,6 +145,8 @@ async function streamCompletion(
     { signal },
   );
   let final: FinalMessage | undefined;
+  /** What inferproxy had streamed when the request was cancelled (it answers a cancel with it). */
+  let partial: FinalMessage | undefined;
   let shownFirst = false;
   const toolProgress = new ToolCallProgress(publish);
   let answered = false;
@@ -181,6 +183,10 @@ async function streamCompletion(
             },
           });
           break;
+        case "partial":
+          // Only a cancelled request's is kept; a failure's is what a retry sends again.
+          if (signal.aborted) partial = e.value;
+          break;
         case "final":
           noteSent(s.state, messages.count, e.value.messagesToken);
           // Read on to the stream's end (inferproxy ends it right after the final event):
@@ -201,6 +207,7 @@ async function streamCompletion(
   } catch (err) {
     // The final message is the whole answer: a cancel or a broken stream after it loses nothing.
     if (final) return final;
+    if (partial && signal.aborted) throw new InterruptedAnswer(partial, { cause: err });
     throw err;
   }
   if (!final) {

@@ -1,4 +1,4 @@
-import { BoxmakerError, Status } from "@boxmaker/common";
+import { BoxmakerError, Status, type FinalMessage } from "@boxmaker/common";
 import type { LogRecord } from "./log-record.js";
 
 /**
@@ -51,6 +51,19 @@ export class WallBudgetExceeded extends BoxmakerError {
 export class TurnCancelled extends BoxmakerError {
   constructor(reason: string) {
     super("TURN_CANCELLED", reason, { status: Status.CANCELLED });
+  }
+}
+
+/**
+ * A request stopped mid-answer (the turn was cancelled, or its wall budget ran
+ * out) with what the server had streamed: the loop keeps it in the session.
+ */
+export class InterruptedAnswer extends BoxmakerError {
+  constructor(
+    readonly partial: FinalMessage,
+    options: { cause: unknown },
+  ) {
+    super("ANSWER_INTERRUPTED", "the answer was cut off", { cause: options.cause, status: Status.CANCELLED });
   }
 }
 

@@ -13,6 +13,8 @@ export type LogRecord =
    * `tool`: for a tool result, how the call was decided (kept beside the message, never sent).
    * `context_tokens`: for a model response, what the slot held after it (the server's count); logs
    * written before it was kept here have it on the turn's end only.
+   * `interrupted`: a model response cut off mid-way (the turn was cancelled or ran out of wall
+   * time): what the server had streamed, replayed as it is (interrupted-answer.ts).
    */
   | {
       t: "message";
@@ -22,6 +24,7 @@ export type LogRecord =
       carried?: true;
       tool?: ToolMeta;
       context_tokens?: number;
+      interrupted?: true;
     }
   | { t: "turn_start"; turn: number; at: number }
   | {

@@ -19,7 +19,7 @@ import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { SessionStore } from "./session-store.js";
 import type { Session } from "./session.js";
-import { ApprovalWaits } from "./approvals.js";
+import { ApprovalWaits, withdrawProposal } from "./approvals.js";
 import type { EventBody } from "./event-hub.js";
 import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { SessionBlobs } from "./session-blobs.js";
@@ -89,13 +89,19 @@ export class SessionRunner {
         [SPAWN_AGENT_TOOL]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
         [UPDATE_PLAN_TOOL]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
       },
-      awaitDecision: (id, signal, sessionId) => {
+      awaitDecision: async (id, signal, sessionId) => {
         this.hookEvents.notify(
           sessionId,
           "approval_waiting",
           `session ${sessionId}: proposal ${id} waits for approval`,
         );
-        return this.approvals.wait(id, signal);
+        try {
+          return await this.approvals.wait(id, signal);
+        } catch (err) {
+          if (!signal.aborted) throw err;
+          // Nobody waits for it any more: approving it later would apply a change the model never learns of.
+          return withdrawProposal(d.broker, d.log, id, messageOf(signal.reason));
+        }
       },
       beforeRequest: async (s, signal) => {
         await this.compactor.maybeCompact(s, signal);

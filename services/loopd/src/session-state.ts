@@ -127,6 +127,7 @@ export function applyRecord(s: SessionState, r: LogRecord): void {
         at: r.at,
         ...(r.carried ? { carried: r.carried } : {}),
         ...(r.tool ? { tool: r.tool } : {}),
+        ...(r.interrupted ? { interrupted: r.interrupted } : {}),
         ...(replay === undefined ? {} : { replay }),
       };
       s.history.push(m);

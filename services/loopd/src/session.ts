@@ -120,13 +120,14 @@ export class Session {
    * holds after it. A message that ends the turn (no tool call to act on) is
    * made durable together with the turn's end, which follows at once.
    */
-  recordAssistant(messageJson: string, contextTokens: number, endsTurn = false): void {
+  recordAssistant(messageJson: string, contextTokens: number, endsTurn = false, interrupted = false): void {
     const rec: LogRecord = {
       t: "message",
       epoch: this.folded.epoch.epoch,
       json: messageJson,
       at: Date.now(),
       context_tokens: contextTokens,
+      ...(interrupted ? { interrupted: true as const } : {}),
     };
     this.log.append(rec, { durableWithNext: endsTurn });
     applyRecord(this.folded, rec);

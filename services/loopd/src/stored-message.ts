@@ -10,6 +10,8 @@ export interface StoredMessage {
   /** Repeated from an earlier epoch by compaction; history shows it once. */
   carried?: true;
   tool?: ToolMeta;
+  /** A model response cut off mid-way (log-record.ts). */
+  interrupted?: true;
   /** What the request carries (replay.ts), for a message with tool calls; found once, when applied. */
   replay?: string;
 }

@@ -13,7 +13,7 @@ export interface ToolOutcome {
   content: string;
   isError: boolean;
   /** For a call staged for approval. */
-  proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" };
+  proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" | "withdrawn" };
 }
 
 /** A tool loopd runs itself (spawn_agent, update_plan), once brokerd's policy lets it. */

@@ -68,6 +68,7 @@ export function historyMessage(m: StoredMessage): MessageInitShape<typeof Histor
     messageJson: m.json,
     epoch: m.epoch,
     atUnixMs: BigInt(m.at),
+    ...(m.interrupted ? { interrupted: true } : {}),
     ...(m.tool
       ? {
           decision: decisionOf(m.tool.decision),

@@ -68,6 +68,14 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
   await withClient(globals(), async (client) => {
     const p = await findProposal(client, id);
     // The diff goes to stderr under --json so stdout stays one JSON document.
+    if (p.state === "withdrawn") {
+      // Its turn was cancelled while it waited: nobody would learn what applying it did. One line, no diff.
+      printErr(
+        `proposal ${p.id} was withdrawn when the turn that staged it was cancelled; it cannot be ${approve ? "approved" : "rejected"} — ask the model to stage it again\n`,
+      );
+      process.exitCode = ExitCode.failed;
+      return;
+    }
     const show = opts.json ? process.stderr : process.stdout;
     const s = styleFor(show);
     writeText(show, renderProposal(p, s));

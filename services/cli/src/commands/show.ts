@@ -28,7 +28,8 @@ Examples:
         json: (jsonOf) => {
           // message_json is itself JSON: embed it parsed so one jq path reaches into it.
           const messages = res.messages.map(
-            (m) => `{"epoch":${m.epoch},"at_unix_ms":"${m.atUnixMs}","message":${m.messageJson}}`,
+            (m) =>
+              `{"epoch":${m.epoch},"at_unix_ms":"${m.atUnixMs}",${m.interrupted ? '"interrupted":true,' : ""}"message":${m.messageJson}}`,
           );
           const session = res.session ? jsonOf(SessionInfoSchema, res.session) : "null";
           const plan = JSON.stringify(res.plan.map((i) => ({ content: i.content, status: i.status })));

@@ -39,7 +39,8 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
         out.push(`${s.bold(s.green("you"))} ${at}`, indent(contentText(m.content)));
         break;
       case "assistant": {
-        out.push(`${s.bold(s.magenta("assistant"))} ${at}`);
+        // Cut off by a cancel: kept as far as it got (the model sees it so too).
+        out.push(`${s.bold(s.magenta("assistant"))} ${at}${h.interrupted ? ` ${s.yellow("(interrupted)")}` : ""}`);
         const reasoning = m.reasoning_content?.trim();
         if (reasoning) {
           out.push(o.reasoning ? s.dim(indent(reasoning)) : s.dim(`  (thought for ${reasoning.length} characters)`));

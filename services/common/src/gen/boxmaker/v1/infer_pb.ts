@@ -1300,7 +1300,9 @@ export const InferService: GenService<{
    * Streams one chat completion. The stream ends with exactly one `final`
    * event, or with an error status. On a liveness timeout or an upstream
    * failure mid-stream, a `partial` event carrying what was received so far is
-   * sent just before the error status.
+   * sent just before the error status; likewise on a cancel, where the caller
+   * can read on (CompleteChannel), with the timings counted from the stream:
+   * llama-server sends none for a generation its client stopped.
    *
    * @generated from rpc boxmaker.v1.InferService.Complete
    */
