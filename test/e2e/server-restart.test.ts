@@ -1,7 +1,14 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { SessionEvent } from "@boxmaker/common";
 import { useStack } from "../support/use-stack.js";
-import { doneOf, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { doneOf, loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
+import { SimProcess, simProcessContract } from "../support/sim-process.js";
+import { Stack, waitFor } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
 
 type Retry = Extract<SessionEvent["event"], { case: "retry" }>["value"];
 const retries = (events: SessionEvent[]): Retry[] =>
@@ -142,4 +149,121 @@ describe("a turn survives a llama-server restart", () => {
     expect(events.at(-1)!.event.case).toBe("turnFailed");
     expect(retries(events)).toEqual([]);
   });
+});
+
+/**
+ * A server that stays away: the turn waits for it once, for loopd's
+ * server_wait_ms (small here), says so, and then fails in one line instead of
+ * sending the request into the same outage again (5 × the wait, before).
+ */
+describe("a server that stays down past the window", () => {
+  const t = useStack("bxsw-", { inferproxy: { health_poll_ms: 200 }, loopd: { server_wait_ms: 1_500 } });
+
+  it("the turn waits once, for server_wait_ms, and fails with one line naming the wait", async () => {
+    const id = await newSession(t.client, "stays down");
+    t.stack.sim.enqueue({ content: "ok" });
+    doneOf(await turn(t.client, id, "hello"));
+    t.stack.sim.enqueue({ content: ["a", "b", "c"], crashAfterTokens: 1, crashDownMs: 8_000 });
+    const events = await turn(t.client, id, "again");
+    const end = events.at(-1)!.event;
+    expect(end.case).toBe("turnFailed");
+    if (end.case !== "turnFailed") return;
+    expect(end.value.code).toBe("UNAVAILABLE");
+    expect(end.value.message).toMatch(
+      /^llama-server at \S+ did not come back within 1\.5 s \(state: down\); the turn waited once, for 1\.5 s \(loopd server_wait_ms\), and gives up$/,
+    );
+    // One wait, announced with its length; never resent.
+    expect(retries(events)).toMatchObject([{ phase: "waiting", attempt: 1, waitMs: 1_500 }]);
+    await t.stack.sim.whenUp();
+  }, 60_000);
+
+  it("a server that comes back within the window is still waited for, and the turn completes", async () => {
+    const id = await newSession(t.client, "back in time");
+    t.stack.sim.enqueue({ content: "ok" });
+    doneOf(await turn(t.client, id, "hello"));
+    t.stack.sim.enqueue({ content: ["a", "b", "c"], crashAfterTokens: 1, crashDownMs: 300 });
+    t.stack.sim.enqueue({ content: "the whole answer" });
+    const events = await turn(t.client, id, "again");
+    expect(doneOf(events).finalText).toBe("the whole answer");
+    expect(retries(events).map((r) => r.phase)).toEqual(["waiting", "resent"]);
+  }, 60_000);
+});
+
+/**
+ * llama-server as an operator meets it: SIGKILLed mid-turn, its socket file
+ * left behind; a first restart attempt fails on that stale file (as
+ * llama-server does), something else binds the path for a moment, then the
+ * server is started again several seconds later. The turn in flight must
+ * notice the server once it passes its self-test, whatever happened to the
+ * socket file in between.
+ */
+describe("a turn survives a llama-server SIGKILL with a stale socket and a failed restart", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let sim: SimProcess;
+  let stack: Stack;
+  let c: LoopClient;
+
+  beforeAll(async () => {
+    tmp = tempDir("bxss-");
+    const socketPath = join(tmp.dir, "llama.sock");
+    sim = await new SimProcess(socketPath, tmp.dir).start([
+      { content: "first answer" },
+      { content: Array.from({ length: 400 }, (_, i) => `w${i} `), tokenDelayMs: 25 },
+    ]);
+    stack = await new Stack(tmp.dir, {
+      upstream: { socketPath, contract: simProcessContract },
+      inferproxy: { health_poll_ms: 2000 },
+    }).start();
+    c = loopClient(stack.sockets.loopd);
+  });
+
+  afterAll(async () => {
+    c?.close();
+    await stack?.stop();
+    await sim?.kill();
+    tmp?.cleanup();
+  });
+
+  it("the held request wakes once the restarted server passes its self-test, and the turn completes", async () => {
+    const id = await newSession(c, "stale socket");
+    doneOf(await turn(c, id, "one"));
+
+    const events: SessionEvent[] = [];
+    let restarted: Promise<void> | undefined;
+    for await (const ev of c.send({ sessionId: id, text: "two" })) {
+      events.push(ev);
+      if (!restarted && ev.event.case === "content") {
+        restarted = (async () => {
+          await sim.kill();
+          expect(existsSync(sim.socketPath)).toBe(true);
+          // The naive restart: the stale file refuses the bind, as it does llama-server.
+          const err = await new Promise<NodeJS.ErrnoException>((resolve) => {
+            const s = createServer();
+            s.once("error", resolve);
+            s.listen(sim.socketPath, () => s.close(() => resolve(new Error("bound") as NodeJS.ErrnoException)));
+          });
+          expect(err.code).toBe("EADDRINUSE");
+          // Wait until the held request is waiting for the server, then let something else
+          // bind the path briefly (accepts and hangs up), then the real restart.
+          await waitFor(() => events.some((e) => e.event.case === "retry"), 30_000, "the retry to be announced");
+          rmSync(sim.socketPath);
+          const held: import("node:net").Socket[] = [];
+          const squatter = createServer((sock) => void held.push(sock));
+          await new Promise<void>((r) => squatter.listen(sim.socketPath, () => r()));
+          await sleep(1_500);
+          await new Promise<void>((r) => {
+            squatter.close(() => r());
+            for (const h of held) h.destroy();
+          });
+          await sleep(2_000);
+          await sim.start([{ content: "the whole answer" }]);
+        })();
+      }
+    }
+    await restarted;
+    const done = doneOf(events);
+    expect(done.finalText).toBe("the whole answer");
+    const phases = retries(events).map((r) => r.phase);
+    expect(phases).toEqual(["waiting", "resent"]);
+  }, 90_000);
 });

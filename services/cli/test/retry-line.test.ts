@@ -71,6 +71,13 @@ describe("the retry line", () => {
     expect(text).toContain(" — back after 10.2 s: 30 prompt tokens read again (1,200 tokens still cached)\n");
   });
 
+  it("says how long the server is waited for and how to stop waiting, when loopd says", () => {
+    const text = render([{ ...waiting, value: { ...waiting.value, waitMs: 120_000 } }, resent]);
+    expect(text).toContain(
+      "; sending it again once the server is back, waiting up to 2 min for it (retry 1 of 5; Ctrl-C stops the turn) — back after 10.2 s",
+    );
+  });
+
   it("a retry that never got an answer ends its line before whatever ends the turn", () => {
     const text = render([waiting, { case: "turnFailed", value: { code: "UNAVAILABLE", message: "gone" } }]);
     expect(text.split("\n").filter(Boolean)).toEqual([

@@ -10,6 +10,7 @@ import {
 } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { ERROR_DETAILS_TRAILER, RpcError, Status, decodeErrorDetails, toRpcError } from "./errors.js";
+import { waitForPeer } from "./peer-wait.js";
 import type { BidiCall, CallOptions, ServiceClient } from "./service-client.js";
 
 // The client half of the gRPC adapter, for the daemons and the CLI alike: a
@@ -36,6 +37,16 @@ export interface ClientOptions<T extends GenServiceMethods = GenServiceMethods> 
   methods?: { [K in keyof T]?: { timeoutMs?: number; headersTimeoutMs?: number } };
   /** The peer must have sent its HTTP/2 settings this soon, or a call not made with waitForReady fails UNAVAILABLE. */
   connectTimeoutMs?: number;
+  /**
+   * Daemon-to-daemon: a call (one not made with `waitForReady: false`) first
+   * waits this long, within its deadline, for a peer that is not connected,
+   * instead of failing while the channel is in reconnect backoff after the
+   * peer restarted. Nothing is sent before the connection is there, so this
+   * is safe for every call. Left out (the CLI): a call fails at once.
+   */
+  peerWaitMs?: number;
+  /** The peer's name in errors ("inferproxy"); the socket path is named as well. */
+  peer?: string;
 }
 
 interface CallLimits {
@@ -108,13 +119,17 @@ export function createClient<T extends GenServiceMethods>(
     "grpc.enable_retries": 0,
     "grpc.enable_channelz": 0,
   });
-  const connected = connectedWithin(raw, socketPath, options.connectTimeoutMs);
+  const connectedOnly = connectedWithin(raw, socketPath, options.connectTimeoutMs);
+  const peer = { name: options.peer ?? "the daemon", socketPath };
+  const peerWaitMs = options.peerWaitMs;
+  /** Before a call: the peer is waited for (daemon-to-daemon), then the connection must have spoken (the CLI). */
+  const connected = async (opts: CallOptions | undefined, deadline: number | undefined) => {
+    if (peerWaitMs && opts?.waitForReady !== false) await waitForPeer(raw, peer, peerWaitMs, deadline, opts?.signal);
+    await connectedOnly(opts, deadline);
+  };
   const client: Record<string, unknown> = {
     close: () => raw.close(),
-    waitForReady: (timeoutMs: number) =>
-      new Promise<void>((resolve, reject) =>
-        raw.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(err) : resolve())),
-      ),
+    waitForReady: (timeoutMs: number, signal?: AbortSignal) => waitForPeer(raw, peer, timeoutMs, undefined, signal),
   };
   for (const m of svc.methods as DescMethod[]) {
     const path = `/${svc.typeName}/${m.name}`;

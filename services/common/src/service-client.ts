@@ -12,8 +12,10 @@ export interface CallOptions {
   /** Milliseconds from now. */
   timeoutMs?: number;
   /**
-   * Queue the call until the peer daemon is reachable (bounded by timeoutMs)
-   * instead of failing at once while it restarts. For idempotent calls only.
+   * true: queue the call until the peer daemon is reachable (bounded by
+   * timeoutMs) instead of failing at once while it restarts. false: fail at
+   * once even on a client made with peerWaitMs (a status probe reports a
+   * peer that is down now). Nothing is sent before the connection is there.
    */
   waitForReady?: boolean;
 }
@@ -50,6 +52,9 @@ type ClientMethod<M> = M extends {
 
 export type ServiceClient<T extends GenServiceMethods> = { [K in keyof T]: ClientMethod<T[K]> } & {
   close(): void;
-  /** Resolves once the channel is connected (or rejects after timeoutMs). */
-  waitForReady(timeoutMs: number): Promise<void>;
+  /**
+   * Resolves once the channel is connected; rejects UNAVAILABLE after
+   * timeoutMs, naming the peer, its socket and what a connect there gets.
+   */
+  waitForReady(timeoutMs: number, signal?: AbortSignal): Promise<void>;
 };

@@ -180,7 +180,7 @@ export class InferProxy {
     if (!back) {
       throw new RpcError(
         Status.UNAVAILABLE,
-        `llama-server at ${this.client.label} did not come back within ${ms} ms (state: ${this.monitor.state})`,
+        `llama-server at ${this.client.label} did not come back within ${Math.round(ms / 100) / 10} s (state: ${this.monitor.state})`,
         { upstream: this.client.label, reason: ErrorReason.SERVER_DOWN, retryAfterMs: this.cfg.health_poll_ms },
       );
     }

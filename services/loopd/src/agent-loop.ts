@@ -19,6 +19,8 @@ export interface LoopDeps extends ToolDeps {
   infer: Pick<ClientOf<typeof InferService>, "complete">;
   log: Logger;
   maxTokens: number;
+  /** How long a cut-off request waits for the server to be back (config server_wait_ms); default 2 min. */
+  serverWaitMs?: number;
   /** Runs before each model request (parking, compaction). */
   beforeRequest?: (s: Session, signal: AbortSignal) => Promise<void>;
   /** Makes room after the server refused a prompt as too long (compaction); true when it did. */
@@ -139,7 +141,7 @@ async function loop(
     breach: { budget: "total_tokens", limit: budget.limits.max_total_tokens, used: budget.totalTokens },
   });
   // Nobody watches a scheduled turn: it waits for a server that is restarting even before its first answer.
-  const retries = new TurnRetries(s.state.role === "scheduled");
+  const retries = new TurnRetries(s.state.role === "scheduled", deps.serverWaitMs);
   for (;;) {
     const breach = budget.beforeRequest();
     if (breach) return { finishReason: "budget", breach };

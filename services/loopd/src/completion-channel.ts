@@ -36,8 +36,11 @@ const CANCEL_ANSWER_MS = 2000;
  * status, details and cause the call would have ended with; a signal that
  * aborts cancels it — and, unlike a cancelled call, still delivers the
  * `partial` inferproxy answers a cancel with (what was streamed so far).
- * The stream is opened on first use and again after it breaks (every
- * completion on a broken stream fails UNAVAILABLE, as a broken call would). loopd and inferproxy ship and restart together, so an
+ * The stream is opened on first use and again after it
+ * breaks (every completion on a broken stream fails UNAVAILABLE, as a broken
+ * call would); a new stream waits up to `peerWaitMs` for inferproxy to be
+ * connected, so a completion right after inferproxy restarted does not fail
+ * on the channel's reconnect backoff. loopd and inferproxy ship and restart together, so an
  * inferproxy without CompleteChannel is a broken install, said as such.
  */
 export class CompletionChannel {
@@ -45,7 +48,11 @@ export class CompletionChannel {
   private readonly calls = new Map<bigint, (item: Item) => void>();
   private nextId = 0n;
 
-  constructor(private readonly infer: Pick<ClientOf<typeof InferService>, "completeChannel">) {}
+  constructor(
+    private readonly infer: Pick<ClientOf<typeof InferService>, "completeChannel" | "waitForReady">,
+    /** How long a completion waits for inferproxy to be connected before the stream is opened; 0: not at all. */
+    private readonly peerWaitMs = 0,
+  ) {}
 
   readonly complete = (req: CompleteInit, opts?: CallOptions): AsyncIterable<CompletionEvent> => this.run(req, opts);
 
@@ -57,6 +64,8 @@ export class CompletionChannel {
   private async *run(req: CompleteInit, opts?: CallOptions): AsyncGenerator<CompletionEvent> {
     const signal = opts?.signal;
     signal?.throwIfAborted();
+    // A stream opened while inferproxy restarts would fail at once: wait for it first (bounded).
+    if (!this.stream && this.peerWaitMs) await this.infer.waitForReady(this.peerWaitMs, signal);
     const stream = this.open();
     const callId = ++this.nextId;
     // One completion's items; its end is the last: pushing it closes the queue.

@@ -11,14 +11,7 @@ import {
 } from "@boxmaker/common";
 import type { TurnBudget } from "./budgets.js";
 import { IncompleteStreamError, InterruptedAnswer } from "./errors.js";
-import {
-  pauseBeforeRetry,
-  retryReason,
-  waitForServerMs,
-  type PendingRetry,
-  type Shown,
-  type TurnRetries,
-} from "./request-retry.js";
+import { pauseBeforeRetry, retryReason, type PendingRetry, type Shown, type TurnRetries } from "./request-retry.js";
 import type { Session } from "./session.js";
 import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
 import { ToolCallProgress } from "./tool-call-progress.js";
@@ -56,8 +49,10 @@ export async function requestCompletion(call: CompletionCall): Promise<FinalMess
     } catch (err) {
       // The server (or inferproxy) went away: nothing of this attempt is in the log, so it can be sent again.
       const r = call.retries;
+      // Waited for the whole window and still away: one line, not another wait.
+      if (r?.stayedAway(err, attempt.retry) && !call.signal.aborted) throw r.gaveUpWaiting(err, attempt.retry);
       if (!r?.mayRetry(err, call.signal)) throw r ? r.exhausted(err) : err;
-      retry = r.next();
+      retry = r.next(call.budget.wallRemainingMs());
       const why = retryReason(err);
       call.log?.warn(
         { session: call.s.id, request_id: call.requestId, attempt: retry.attempt, code: why.code, err: why.reason },
@@ -73,6 +68,7 @@ export async function requestCompletion(call: CompletionCall): Promise<FinalMess
           reason: why.reason,
           discardedContentChars: attempt.shown.contentChars,
           discardedReasoningTokens: attempt.shown.reasoningTokens,
+          waitMs: retry.waitMs,
         },
       });
       await pauseBeforeRetry(retry.attempt, call.signal);
@@ -140,7 +136,7 @@ async function streamCompletion(
       thinkingCapTokens: budget.thinkingCapForNextRequest(),
       requestId,
       // A re-sent request waits in inferproxy for the server to be back, within the wall budget.
-      waitForServerMs: attempt.retry ? waitForServerMs(budget.wallRemainingMs()) : 0,
+      waitForServerMs: attempt.retry?.waitMs ?? 0,
     },
     { signal },
   );

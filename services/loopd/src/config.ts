@@ -50,6 +50,13 @@ export const loopdConfigSchema = Type.Object(
     // A session nobody has used for this long is dropped from memory (listed from its summary, read again when
     // used): a daemon that runs for months holds what is in use, not every session it touched. 0 keeps them all.
     session_idle_ms: count(600_000),
+    // How long a call to inferproxy or brokerd waits for that daemon when it is not connected (restarted by systemd
+    // or `boxmaker up`, back within seconds) before it fails, naming the daemon and its socket.
+    peer_wait_ms: count(10_000),
+    // How long a turn whose model request was cut off (llama-server killed, crashed, restarted) waits for the server
+    // to be back and pass its self-test, once per outage; a server still away then ends the turn. A model load is
+    // seconds to a minute: the default covers a restart of a large model with room to spare.
+    server_wait_ms: Type.Integer({ minimum: 1, default: 120_000 }),
     // How long a turn waits for a person to approve a staged write before telling the model it is still pending.
     approval_wait_ms: count(600_000),
     // A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch.

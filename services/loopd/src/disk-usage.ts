@@ -16,7 +16,7 @@ export async function diskUsage(
   sessionsDir: string,
   infer: Pick<ClientOf<typeof InferService>, "slotFiles">,
   broker: Pick<ClientOf<typeof BrokerService>, "blobStat">,
-  opts: { signal?: AbortSignal; timeoutMs: number },
+  opts: { signal?: AbortSignal; timeoutMs: number; waitForReady?: boolean },
 ): Promise<DiskUsageInit> {
   const [sessions, blobs, slots] = await Promise.all([
     dirBytes(sessionsDir),

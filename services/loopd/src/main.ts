@@ -35,11 +35,13 @@ runMain(async () => {
   const { loaded, interrupted } = store.loadAll();
   log.info({ loaded, interrupted }, "sessions restored");
 
-  const inferClient = createClient(InferService, config.inferproxy_socket);
+  // A peer that is restarting is waited for (peer_wait_ms), not failed at while the channel backs off.
+  const peerWait = (peer: string) => ({ peer, peerWaitMs: config.peer_wait_ms });
+  const inferClient = createClient(InferService, config.inferproxy_socket, peerWait("inferproxy"));
   // Model requests go over one long-lived stream: no gRPC call set-up per request.
-  const channel = new CompletionChannel(inferClient);
+  const channel = new CompletionChannel(inferClient, config.peer_wait_ms);
   const infer = { ...inferClient, complete: channel.complete };
-  const broker = createClient(BrokerService, config.brokerd_socket);
+  const broker = createClient(BrokerService, config.brokerd_socket, peerWait("brokerd"));
   const runner = new SessionRunner({ store, infer, broker, log, config });
   const schedules = new Schedules(
     config.state_dir,

@@ -14,6 +14,12 @@ import { cutForPerson } from "./error-text.js";
  * until the server answers /health and passes its self-test. Only the wait
  * between attempts for inferproxy itself (a gRPC UNAVAILABLE) is loopd's.
  *
+ * The server is waited for once per outage, for at most loopd's
+ * `server_wait_ms` (what a restart with its model load takes): a re-sent
+ * request that the server never answered within that window ends the turn,
+ * in one line, instead of being sent into the same outage again. Retries
+ * (at most MAX_RETRIES) are for a server that came back and went away again.
+ *
  * A turn that has not yet had a word from the server fails at once, as
  * before: a person who starts a turn against a server that is down learns so
  * now, not after the wall budget. A scheduled turn, which nobody watches,
@@ -22,8 +28,6 @@ import { cutForPerson } from "./error-text.js";
 
 /** Retries per turn: a server that keeps going away is not coming back to stay. */
 const MAX_RETRIES = 5;
-/** The longest one re-sent request waits for the server (a model load is seconds to a minute). */
-const MAX_WAIT_FOR_SERVER_MS = 180_000;
 /** Before attempt n, for inferproxy's own restart (systemd brings it back in ~3 s). */
 const backoffMs = (attempt: number) => Math.min(4_000, 250 * 2 ** (attempt - 1));
 
@@ -37,6 +41,10 @@ export interface Shown {
 export interface PendingRetry {
   attempt: number;
   brokeAt: number;
+  /** How long the re-sent request may wait for the server (CompleteRequest.wait_for_server_ms). */
+  waitMs: number;
+  /** The wait is the whole server_wait_ms window, not what a nearly spent wall budget left of it. */
+  fullWindow: boolean;
 }
 
 /** One turn's retries: how many were made, and whether the turn has reached the server yet. */
@@ -48,6 +56,8 @@ export class TurnRetries {
   constructor(
     /** Retry even before the server has answered anything (a scheduled turn). */
     readonly fromStart = false,
+    /** The longest a re-sent request waits for the server (loopd's server_wait_ms). */
+    readonly serverWaitMs = 120_000,
     readonly max = MAX_RETRIES,
   ) {}
 
@@ -58,10 +68,31 @@ export class TurnRetries {
     return isServerGone(err);
   }
 
-  /** The next retry's number, counted against the limit. */
-  next(): PendingRetry {
+  /**
+   * The re-sent request `retry` failed UNAVAILABLE before the server answered
+   * it: the server was waited for the whole window and is still away (or
+   * inferproxy is). Sending it again would only wait again.
+   */
+  stayedAway(err: unknown, retry: PendingRetry | undefined): retry is PendingRetry {
+    return !!retry?.fullWindow && isServerGone(err);
+  }
+
+  /** The error a turn ends with when the server stayed away for the whole window: one line that says so. */
+  gaveUpWaiting(err: unknown, retry: PendingRetry): RpcError {
+    const e = toRpcError(err);
+    return new RpcError(
+      e.status,
+      `${e.message}; the turn waited once, for ${seconds(retry.waitMs)} (loopd server_wait_ms), and gives up`,
+      e.details,
+      { cause: err },
+    );
+  }
+
+  /** The next retry, counted against the limit; it waits for the server up to the window or what the wall budget leaves. */
+  next(wallRemainingMs: number | undefined): PendingRetry {
     this.used++;
-    return { attempt: this.used, brokeAt: performance.now() };
+    const waitMs = Math.max(1, Math.min(this.serverWaitMs, wallRemainingMs ?? this.serverWaitMs));
+    return { attempt: this.used, brokeAt: performance.now(), waitMs, fullWindow: waitMs === this.serverWaitMs };
   }
 
   /** The error a turn ends with once the retries are spent: it says they were. */
@@ -87,9 +118,10 @@ function isServerGone(err: unknown): boolean {
   return err instanceof RpcError && err.status === Status.UNAVAILABLE;
 }
 
-/** How long the re-sent request may wait for the server: what the wall budget leaves, within a cap. */
-export function waitForServerMs(wallRemainingMs: number | undefined): number {
-  return Math.max(1, Math.min(MAX_WAIT_FOR_SERVER_MS, wallRemainingMs ?? MAX_WAIT_FOR_SERVER_MS));
+/** Milliseconds as a person reads them: "45 s", "2 min", "2.5 min". */
+function seconds(ms: number): string {
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  return `${Math.round(ms / 6_000) / 10} min`;
 }
 
 /** The pause before re-sending; an abort (cancel, wall budget) ends it by throwing. */

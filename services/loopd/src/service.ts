@@ -214,7 +214,8 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           return { value: undefined, health: { name, socket, reachable: false, message: toRpcError(err).message } };
         }
       };
-      const opts = { signal: ctx.signal, timeoutMs: 3_000 };
+      // A daemon that is down is reported as down now, not waited for.
+      const opts = { signal: ctx.signal, timeoutMs: 3_000, waitForReady: false };
       const [infer, broker, disk] = await Promise.all([
         probe("inferproxy", d.sockets.inferproxy, () => d.infer.status({}, opts)),
         probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),

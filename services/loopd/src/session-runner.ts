@@ -85,6 +85,7 @@ export class SessionRunner {
       broker: d.broker,
       log: d.log,
       maxTokens: d.config.max_tokens,
+      serverWaitMs: d.config.server_wait_ms,
       localTools: {
         [SPAWN_AGENT_TOOL]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
         [UPDATE_PLAN_TOOL]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),

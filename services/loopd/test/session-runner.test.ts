@@ -30,6 +30,8 @@ function config(slots: LoopdConfig["slots"] = { main: 0, subagent: 1, scheduled:
     budgets: { max_iterations: 0, max_total_tokens: 0, max_wall_ms: 0, max_thinking_tokens: 0 },
     parking: { enabled: false },
     approval_wait_ms: 1_000,
+    peer_wait_ms: 0,
+    server_wait_ms: 120_000,
     session_idle_ms: 0,
     compaction: { threshold: 0.85, keep_recent_messages: 8 },
     prepass: { enabled: false, threshold_bytes: 32_768, excerpt_bytes: 6_144 },

@@ -25,9 +25,13 @@ export function sizeText(bytes: number): string {
 
 const count = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
 
+const duration = (ms: number) =>
+  ms < 60_000 ? `${Math.round(ms / 100) / 10} s` : `${Math.round(ms / 6_000) / 10} min`;
+
 /**
  * The start of the retry line: why the request was cut, what of it the
- * person already saw and is now discarded, and that it is sent again.
+ * person already saw and is now discarded, that it is sent again, and how
+ * long the server is waited for (and how not to wait) when loopd says.
  */
 export function retryWaitingText(
   code: string,
@@ -36,6 +40,7 @@ export function retryWaitingText(
   maxAttempts: number,
   discardedChars: number,
   discardedThinking: number,
+  waitMs = 0,
 ): string {
   const shown = [
     ...(discardedChars ? [`${count(discardedChars, "character")} of reply`] : []),
@@ -45,7 +50,10 @@ export function retryWaitingText(
   return (
     `↻ the model request was cut off (${code}: ${why})` +
     (shown.length ? `; the ${shown.join(" and ")} shown above are discarded` : "") +
-    `; sending it again once the server is back (retry ${attempt} of ${maxAttempts})`
+    `; sending it again once the server is back` +
+    (waitMs
+      ? `, waiting up to ${duration(waitMs)} for it (retry ${attempt} of ${maxAttempts}; Ctrl-C stops the turn)`
+      : ` (retry ${attempt} of ${maxAttempts})`)
   );
 }
 

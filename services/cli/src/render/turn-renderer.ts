@@ -169,6 +169,7 @@ export class TurnRenderer {
               v.maxAttempts,
               v.discardedContentChars,
               v.discardedReasoningTokens,
+              v.waitMs,
             ),
           ),
         );
