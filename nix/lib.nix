@@ -24,6 +24,79 @@ rec {
   # 1, the main session keeps its own; one slot: everything on slot 0.
   slotMapFor = slots: builtins.mapAttrs (_: id: if id < slots then id else if slots > 0 then slots - 1 else 0) defaults.slotIds;
 
+  # Every setting the module gives llama-server, by all the names llama.cpp
+  # takes for it (common/arg.cpp: short and long flags, the negated form, the
+  # LLAMA_ARG_ variable). The same setting again in extraFlags or environment
+  # would fight the option it comes from, and the server that wins is the one
+  # inferproxy then refuses at run time.
+  llamaSettings = [
+    { flags = [ "--host" "--port" ]; env = [ "LLAMA_ARG_HOST" "LLAMA_ARG_PORT" ]; from = "the module (llama-server listens on ${sockets.llama})"; }
+    { flags = [ "-m" "--model" "-mu" "--model-url" "-hf" "-hfr" "--hf-repo" ]; env = [ "LLAMA_ARG_MODEL" "LLAMA_ARG_MODEL_URL" "LLAMA_ARG_HF_REPO" ]; from = "llamaServer.model"; }
+    { flags = [ "-np" "--parallel" ]; env = [ "LLAMA_ARG_N_PARALLEL" ]; from = "slots"; }
+    { flags = [ "-c" "--ctx-size" ]; env = [ "LLAMA_ARG_CTX_SIZE" ]; from = "contextPerSlot (--ctx-size is slots × contextPerSlot)"; }
+    { flags = [ "-ctk" "--cache-type-k" "-ctv" "--cache-type-v" ]; env = [ "LLAMA_ARG_CACHE_TYPE_K" "LLAMA_ARG_CACHE_TYPE_V" ]; from = "kvCacheType"; }
+    { flags = [ "-kvu" "--kv-unified" "-no-kvu" "--no-kv-unified" ]; env = [ "LLAMA_ARG_KV_UNIFIED" ]; from = "the module (each slot its own context: --no-kv-unified)"; }
+    { flags = [ "--jinja" "--no-jinja" ]; env = [ "LLAMA_ARG_JINJA" ]; from = "the module (tool calls need --jinja)"; }
+    { flags = [ "-fa" "--flash-attn" ]; env = [ "LLAMA_ARG_FLASH_ATTN" ]; from = "the module (a quantized V cache needs flash attention)"; }
+    { flags = [ "--mmap" "--no-mmap" "--load-mode" ]; env = [ "LLAMA_ARG_MMAP" "LLAMA_ARG_LOAD_MODE" ]; from = "the module (--no-mmap)"; }
+    { flags = [ "-ngl" "--gpu-layers" "--n-gpu-layers" ]; env = [ "LLAMA_ARG_N_GPU_LAYERS" ]; from = "llamaServer.package (its GPU backend decides --n-gpu-layers)"; }
+    { flags = [ "-cram" "--cache-ram" "--cache-idle-slots" "--no-cache-idle-slots" ]; env = [ "LLAMA_ARG_CACHE_RAM" "LLAMA_ARG_CACHE_IDLE_SLOTS" ]; from = "the module (parking keeps slot caches on disk, not in RAM)"; }
+    { flags = [ "--slot-save-path" ]; env = [ ]; from = "the module (parking saves slots to ${slotSavePath})"; }
+    { flags = [ "--chat-template-file" "--chat-template" ]; env = [ "LLAMA_ARG_CHAT_TEMPLATE_FILE" "LLAMA_ARG_CHAT_TEMPLATE" ]; from = "llamaServer.chatTemplateFile (the contract's template_sha256 follows it)"; }
+    { flags = [ "-a" "--alias" ]; env = [ "LLAMA_ARG_ALIAS" ]; from = "llamaServer.alias (the contract table is keyed by it)"; }
+  ];
+
+  # The flag an extraFlags word names: "--parallel=2" and "--parallel 2" in
+  # one word are --parallel; a value (not starting with "-") names none.
+  flagOf = word:
+    let m = builtins.match "(-[^= ]+).*" word; in if m == null then null else builtins.head m;
+
+  # "extraFlags sets --parallel, which comes from slots" for each clash, [] when none.
+  llamaSettingClashes = cfg:
+    let
+      flags = builtins.filter (f: f != null) (map flagOf (cfg.llamaServer.extraFlags or [ ]));
+      envs = builtins.attrNames (cfg.llamaServer.environment or { });
+      clash = s:
+        let
+          f = builtins.filter (x: builtins.elem x s.flags) flags;
+          e = builtins.filter (x: builtins.elem x s.env) envs;
+        in
+        (map (x: "services.boxmaker.llamaServer.extraFlags sets ${x}, which comes from ${s.from}: remove it from extraFlags.") f)
+        ++ (map (x: "services.boxmaker.llamaServer.environment sets ${x}, which comes from ${s.from}: remove it from environment.") e);
+    in
+    builtins.concatMap clash llamaSettings;
+
+  # llama-server's --sleep-idle-seconds unloads the model after that long idle,
+  # and with it every slot's KV: a parked session's cache is gone.
+  sleepsWhenIdle = cfg:
+    builtins.any (f: f == "--sleep-idle-seconds") (map flagOf (cfg.llamaServer.extraFlags or [ ]))
+    || (cfg.llamaServer.environment or { }) ? LLAMA_ARG_SLEEP_IDLE_SECONDS;
+
+  # Whether the llama.cpp build offloads to a GPU: nixpkgs' llama-cpp carries
+  # its backend switches in passthru (and as attributes of the derivation).
+  gpuBackends = pkg:
+    builtins.filter (b: pkg != null && ((pkg.passthru or { }).${b} or pkg.${b} or false) == true)
+      [ "vulkanSupport" "cudaSupport" "rocmSupport" ];
+
+  # The template_sha256 llama-server reports for a --chat-template-file: the
+  # file's text less one trailing newline (its Jinja engine drops it, as
+  # Jinja's keep_trailing_newline = false does; measured on the kit's server:
+  # "…\n\n" reports "…\n", "…\r\n" reports "…"). Only a file Nix can read at
+  # evaluation (a path in the store or the flake) has one; null otherwise.
+  templateFileSha256 = file:
+    if file == null || !(builtins.isPath file) then null
+    else
+      let
+        text = builtins.readFile file;
+        n = builtins.stringLength text;
+        endsWith = suffix: let k = builtins.stringLength suffix; in n >= k && builtins.substring (n - k) k text == suffix;
+        trimmed =
+          if endsWith "\r\n" then builtins.substring 0 (n - 2) text
+          else if endsWith "\n" || endsWith "\r" then builtins.substring 0 (n - 1) text
+          else text;
+      in
+      builtins.hashString "sha256" trimmed;
+
   # The same order as llamaServerArgs in stack-defaults.ts;
   # deploy/systemd/boxmaker-llama-server.service is compared with both by the
   # tests. --ctx-size is the whole KV: with --no-kv-unified each slot gets
@@ -37,10 +110,64 @@ rec {
       "--cache-type-k" cfg.kvCacheType
       "--cache-type-v" cfg.kvCacheType
     ]
-    ++ defaults.llamaFixedFlags
+    ++ withoutGpuLayersOnCpu cfg defaults.llamaFixedFlags
     ++ [ "--slot-save-path" slotSavePath ]
     ++ (if cfg.llamaServer.chatTemplateFile or null == null then [ ] else [ "--chat-template-file" (toString cfg.llamaServer.chatTemplateFile) ])
+    ++ (if cfg.llamaServer.alias or null == null then [ ] else [ "--alias" cfg.llamaServer.alias ])
     ++ cfg.llamaServer.extraFlags;
+
+  # --n-gpu-layers 999 asks a CPU build for layers it cannot offload (it
+  # accepts it without a word): given only to a build with a GPU backend. A
+  # cfg without a package (lib.nix's own callers) keeps the fixed flags.
+  withoutGpuLayersOnCpu = cfg: flags:
+    let
+      pkg = cfg.llamaServer.package or null;
+      drop = i: builtins.elemAt flags i == "--n-gpu-layers" || (i > 0 && builtins.elemAt flags (i - 1) == "--n-gpu-layers");
+      n = builtins.length flags;
+    in
+    if pkg == null || gpuBackends pkg != [ ] then flags
+    else builtins.map (i: builtins.elemAt flags i) (builtins.filter (i: !(drop i)) (builtins.genList (i: i) n));
+
+  # The keys of the generated config files that an option writes: `option`
+  # its path under services.boxmaker, null where the module derives the key
+  # from several (sockets, the slot map, what the contract says of the slots).
+  # The same key under settings.<daemon> is a second spelling of one fact.
+  optionKeys = [
+    { daemon = "loopd"; key = [ "socket" ]; option = null; }
+    { daemon = "loopd"; key = [ "state_dir" ]; option = null; }
+    { daemon = "loopd"; key = [ "inferproxy_socket" ]; option = null; }
+    { daemon = "loopd"; key = [ "brokerd_socket" ]; option = null; }
+    { daemon = "loopd"; key = [ "slots" ]; option = null; }
+    { daemon = "loopd"; key = [ "max_tokens" ]; option = [ "maxTokens" ]; }
+    { daemon = "loopd"; key = [ "budgets" "max_iterations" ]; option = [ "budgets" "maxIterations" ]; }
+    { daemon = "loopd"; key = [ "budgets" "max_total_tokens" ]; option = [ "budgets" "maxTotalTokens" ]; }
+    { daemon = "loopd"; key = [ "budgets" "max_wall_ms" ]; option = [ "budgets" "maxWallMs" ]; }
+    { daemon = "loopd"; key = [ "budgets" "max_thinking_tokens" ]; option = [ "budgets" "maxThinkingTokens" ]; }
+    { daemon = "loopd"; key = [ "schedules" ]; option = [ "schedules" ]; }
+    { daemon = "loopd"; key = [ "log_level" ]; option = [ "logLevel" ]; }
+    { daemon = "inferproxy"; key = [ "socket" ]; option = null; }
+    { daemon = "inferproxy"; key = [ "upstream" ]; option = [ "upstream" ]; }
+    { daemon = "inferproxy"; key = [ "sampling" "temperature" ]; option = [ "sampling" "temperature" ]; }
+    { daemon = "inferproxy"; key = [ "sampling" "top_p" ]; option = [ "sampling" "topP" ]; }
+    { daemon = "inferproxy"; key = [ "sampling" "top_k" ]; option = [ "sampling" "topK" ]; }
+    { daemon = "inferproxy"; key = [ "sampling" "min_p" ]; option = [ "sampling" "minP" ]; }
+    { daemon = "inferproxy"; key = [ "contract" "template_sha256" ]; option = [ "contract" "templateSha256" ]; }
+    { daemon = "inferproxy"; key = [ "contract" "n_ctx_per_slot" ]; option = null; }
+    { daemon = "inferproxy"; key = [ "contract" "total_slots" ]; option = null; }
+    { daemon = "inferproxy"; key = [ "contracts" ]; option = [ "contracts" ]; }
+    { daemon = "inferproxy"; key = [ "liveness_timeout_ms" ]; option = [ "livenessWindowMs" ]; }
+    { daemon = "inferproxy"; key = [ "log_level" ]; option = [ "logLevel" ]; }
+    { daemon = "brokerd"; key = [ "socket" ]; option = null; }
+    { daemon = "brokerd"; key = [ "state_dir" ]; option = null; }
+    { daemon = "brokerd"; key = [ "workspace_roots" ]; option = [ "workspaceRoots" ]; }
+    { daemon = "brokerd"; key = [ "policy" "defaults" ]; option = [ "policy" "defaults" ]; }
+    { daemon = "brokerd"; key = [ "policy" "rules" ]; option = [ "policy" "rules" ]; }
+    { daemon = "brokerd"; key = [ "sandbox" "mode" ]; option = [ "sandbox" "enable" ]; }
+    { daemon = "brokerd"; key = [ "sandbox" "network" ]; option = [ "sandbox" "network" ]; }
+    { daemon = "brokerd"; key = [ "sandbox" "net_proxy" "enabled" ]; option = [ "sandbox" "netProxy" "enable" ]; }
+    { daemon = "brokerd"; key = [ "mcp_servers" ]; option = [ "mcpServers" ]; }
+    { daemon = "brokerd"; key = [ "log_level" ]; option = [ "logLevel" ]; }
+  ];
 
   # A recursive merge of `over` into `base`; enough for the freeform settings.
   merge = base: over:

@@ -12,7 +12,7 @@
 #     kvCacheType = "q8_0";
 #     workspaceRoots = [ "/home/alice/src" ];
 #   };
-{ config, lib, pkgs, ... }:
+{ config, lib, pkgs, options, ... }:
 
 let
   cfg = config.services.boxmaker;
@@ -54,6 +54,33 @@ let
   };
 
   documentation = [ "file:${cfg.package}/lib/boxmaker/docs/operations.md" ];
+
+  # The GPU backends of the llama.cpp build, and the device nodes each needs
+  # (systemd's DeviceAllow= classes): with any DeviceAllow= the unit sees only
+  # those and the standard pseudo-devices; a CPU build sees no devices at all.
+  backends = boxLib.gpuBackends cfg.llamaServer.package;
+  backendDevices = {
+    vulkanSupport = [ "char-drm rw" ];
+    rocmSupport = [ "char-drm rw" "char-kfd rw" ];
+    cudaSupport = [ "char-nvidiactl rw" "char-nvidia-frontend rw" "char-nvidia-uvm rw" "char-nvidia-caps rw" ];
+  };
+  deviceAllow = lib.unique (lib.concatMap (b: backendDevices.${b}) backends);
+
+  # The key the contract table goes by for the served model (common/src/contract-model.ts).
+  modelKey = if cfg.llamaServer.alias != null then cfg.llamaServer.alias else baseNameOf (toString cfg.llamaServer.model);
+  templateSha256FromFile = boxLib.templateFileSha256 cfg.llamaServer.chatTemplateFile;
+
+  # An option defined in the configuration, not left at its default (mkOptionDefault's priority, 1500).
+  isSet = path: (lib.attrByPath path { highestPrio = 1500; } options.services.boxmaker).highestPrio < 1500;
+  secondSpellings = lib.concatMap (k:
+    let
+      key = lib.concatStringsSep "." k.key;
+      inSettings = lib.hasAttrByPath k.key cfg.settings.${k.daemon};
+    in
+    if !inSettings then [ ]
+    else if k.option == null then [ "services.boxmaker.settings.${k.daemon}.${key} is derived by the module from its options (slots, slotMap, contextPerSlot, the sockets and state directories): set those instead." ]
+    else if isSet k.option then [ "services.boxmaker.${lib.concatStringsSep "." k.option} and services.boxmaker.settings.${k.daemon}.${key} both set ${k.daemon}'s `${key}`: keep one." ]
+    else [ ]) boxLib.optionKeys;
 
   # After the target as well as PartOf it: the target's stop job then waits
   # for every service's (deploy/systemd/boxmaker.target explains).
@@ -181,11 +208,23 @@ in
           (or `contract.templateSha256`) too.
         '';
       };
+      alias = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "ornith-1.5-35b";
+        description = "llama-server's `--alias`: the name the server reports for its model, and so the key of its entry in `contracts` (null: the model file's name).";
+      };
+      environment = mkOption {
+        type = types.attrsOf types.str;
+        default = { };
+        example = { GGML_VK_VISIBLE_DEVICES = "0"; CUDA_VISIBLE_DEVICES = "0"; };
+        description = "Environment of llama-server, e.g. which GPU it uses (`GGML_VK_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`). A `LLAMA_ARG_*` variable for a setting the module makes is an evaluation error.";
+      };
       extraFlags = mkOption {
         type = types.listOf types.str;
         default = [ ];
         example = [ "--threads" "16" ];
-        description = "Extra llama-server flags, after the ones the module derives from its options (slots, contextPerSlot, kvCacheType) and the fixed ones session pinning and parking rely on.";
+        description = "Extra llama-server flags, after the ones the module derives from its options (slots, contextPerSlot, kvCacheType, chatTemplateFile, alias, the package's GPU backend) and the fixed ones session pinning and parking rely on. A flag for any of those (under any of llama.cpp's names for it) is an evaluation error: set the option instead.";
       };
       gpuGroups = mkOption {
         type = types.listOf types.str;
@@ -246,8 +285,9 @@ in
     };
     contract.templateSha256 = mkOption {
       type = types.strMatching "[0-9a-f]{64}";
-      default = boxLib.defaults.llamaContract.templateSha256;
-      description = "sha256 of the model's chat template; inferproxy refuses to serve a server whose template differs. For a model with no `contracts` entry.";
+      default = if templateSha256FromFile != null then templateSha256FromFile else boxLib.defaults.llamaContract.templateSha256;
+      defaultText = literalExpression "the sha256 of llamaServer.chatTemplateFile when it is a Nix path, else the recorded model's";
+      description = "sha256 of the model's chat template; inferproxy refuses to serve a server whose template differs. For a model with no `contracts` entry. Follows `llamaServer.chatTemplateFile` when that is a path Nix can read (in the store or the flake).";
     };
     contracts = mkOption {
       type = types.listOf (types.submodule {
@@ -276,7 +316,7 @@ in
       maxIterations = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_iterations; description = "Model requests per turn."; };
       maxTotalTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_total_tokens; description = "Tokens per turn."; };
       maxWallMs = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_wall_ms; description = "Wall-clock time per turn, in ms."; };
-      maxThinkingTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_thinking_tokens; description = "Reasoning tokens per model request before thinking is ended."; };
+      maxThinkingTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_thinking_tokens; description = "Reasoning tokens per turn before thinking is ended: once a turn has thought this much, each further request of the turn gets a thinking cap of 1."; };
     };
 
     workspaceRoots = mkOption {
@@ -347,7 +387,13 @@ in
       }
       { assertion = cfg.upstream.url == null || builtins.match "https?://[^/]+(/.*)?" cfg.upstream.url != null; message = "services.boxmaker.upstream.url must start with http:// or https://."; }
       { assertion = lib.hasPrefix "/" cfg.upstream.socket; message = "services.boxmaker.upstream.socket must be an absolute path."; }
-    ] ++ map (role: {
+      {
+        assertion = !(cfg.llamaServer.enable && cfg.llamaServer.chatTemplateFile != null && templateSha256FromFile == null
+          && !(isSet [ "contract" "templateSha256" ]) && !(lib.any (c: c.model == modelKey) cfg.contracts));
+        message = "services.boxmaker.llamaServer.chatTemplateFile ${toString cfg.llamaServer.chatTemplateFile} is outside the Nix store, so its sha256 cannot be computed here and inferproxy would refuse every completion against the recorded template's: give the file as a Nix path (./chat-template.jinja), or name its sha256 in contract.templateSha256 or a contracts entry for model \"${modelKey}\" (`boxmaker contract show` prints both).";
+      }
+    ] ++ map (message: { assertion = false; inherit message; }) (boxLib.llamaSettingClashes cfg ++ secondSpellings)
+    ++ map (role: {
       assertion = cfg.slotMap.${role} < cfg.slots;
       message = "services.boxmaker.slotMap.${role} is slot ${toString cfg.slotMap.${role}}, but llama-server has ${toString cfg.slots} slot(s) (0..${toString (cfg.slots - 1)}).";
     }) [ "main" "subagent" "scheduled" ];
@@ -356,7 +402,11 @@ in
       used = lib.sort lib.lessThan (lib.unique (lib.attrValues cfg.slotMap));
       idle = lib.filter (i: !(lib.elem i used)) (lib.range 0 (cfg.slots - 1));
     in lib.optional (cfg.slots >= 1 && idle != [ ])
-      "services.boxmaker.slots = ${toString cfg.slots}, but slotMap uses only slot(s) ${lib.concatMapStringsSep ", " toString used}: slot(s) ${lib.concatMapStringsSep ", " toString idle} hold KV memory no session uses.";
+      "services.boxmaker.slots = ${toString cfg.slots}, but slotMap uses only slot(s) ${lib.concatMapStringsSep ", " toString used}: slot(s) ${lib.concatMapStringsSep ", " toString idle} hold KV memory no session uses."
+    ++ lib.optional (cfg.llamaServer.enable && boxLib.sleepsWhenIdle cfg)
+      "services.boxmaker.llamaServer sets --sleep-idle-seconds: llama-server then unloads the model after that long idle, and every slot's cache with it, so each session re-reads its whole prompt after a pause (parking already frees the slots without losing their caches). Remove it unless the GPU must be free when idle."
+    ++ lib.optional (cfg.llamaServer.enable && cfg.llamaServer.package != null && backends == [ ])
+      "services.boxmaker.llamaServer.package has no GPU backend (no vulkanSupport, cudaSupport or rocmSupport): llama-server runs the model on the CPU.";
 
     users.users = mkIf (cfg.user == "boxmaker") {
       boxmaker = { isSystemUser = true; group = cfg.group; home = boxLib.stateDir; description = "Boxmaker agent harness"; };
@@ -385,12 +435,17 @@ in
       startLimitIntervalSec = 900;
       startLimitBurst = 3;
       path = [ pkgs.curl ];
+      # Mesa's and the drivers' shader caches under the unit's CacheDirectory: ProtectSystem=strict leaves no
+      # other writable place, and without one every start compiles every shader again.
+      environment = { XDG_CACHE_HOME = "/var/cache/boxmaker/llama-server"; } // cfg.llamaServer.environment;
       serviceConfig = common // {
         # Not sd_notify-aware: Type=exec plus ExecStartPost polling /health.
         Type = "exec";
         SupplementaryGroups = cfg.llamaServer.gpuGroups;
         StateDirectory = "boxmaker/slots";
         StateDirectoryMode = "0750";
+        CacheDirectory = "boxmaker/llama-server";
+        CacheDirectoryMode = "0750";
         # It leaves its socket behind and refuses to bind while it exists.
         ExecStartPre = "-${pkgs.coreutils}/bin/rm -f ${boxLib.sockets.llama}";
         ExecStart = lib.escapeShellArgs ([ (lib.getExe' cfg.llamaServer.package "llama-server") ] ++ boxLib.llamaServerArgs cfg);
@@ -409,7 +464,7 @@ in
         PrivateNetwork = true;
         RestrictAddressFamilies = [ "AF_UNIX" "AF_NETLINK" ];
         RestrictNamespaces = true;
-      };
+      } // (if deviceAllow == [ ] then { PrivateDevices = true; } else { DeviceAllow = deviceAllow; });
     });
 
     systemd.services.boxmaker-inferproxy = daemon "inferproxy" "Boxmaker inferproxy (gRPC in front of llama-server)" (

@@ -55,7 +55,9 @@ let
           on = lib.filter (k: args.${k} or false) known;
         in
         assert lib.all (k: lib.elem k known) (lib.attrNames args);
-        fakeDrv { name = "llama-cpp-${lib.concatMapStringsSep "-" (lib.removeSuffix "Support") on}-0"; mainProgram = "llama-server"; };
+        # nixpkgs' llama-cpp keeps its backend switches in passthru, which the module reads.
+        fakeDrv { name = "llama-cpp-${lib.concatMapStringsSep "-" (lib.removeSuffix "Support") on}-0"; mainProgram = "llama-server"; }
+        // { passthru = lib.genAttrs known (k: lib.elem k on); };
     };
     bubblewrap = fakeDrv { name = "bubblewrap-0"; mainProgram = "bwrap"; };
     socat = fakeDrv { name = "socat-0"; mainProgram = "socat"; };
@@ -135,9 +137,16 @@ let
     };
   };
 
+  # A Nix path (a file in the store or the flake) cannot be JSON either:
+  # {"nixPath": "test/…"} stands for that file of this repository as a path.
+  withPaths = v:
+    let t = v.llamaServer.chatTemplateFile or null; in
+    if builtins.isAttrs t && t ? nixPath then lib.recursiveUpdate v { llamaServer.chatTemplateFile = ../.. + "/${t.nixPath}"; }
+    else v;
+
   boxmakerValue =
     let
-      v = builtins.fromJSON boxmakerJSON;
+      v = withPaths (builtins.fromJSON boxmakerJSON);
       p = v.llamaServer.package or null;
       asPackage =
         if builtins.isString p then pkgs.${p}

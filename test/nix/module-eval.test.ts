@@ -14,6 +14,7 @@ import { requires } from "../support/requirements.js";
 import { execStart, readUnit } from "../deploy/unit-file.js";
 import {
   differences,
+  evalError,
   evalModule,
   NIXOS_SPECIFIC,
   normaliseNixos,
@@ -83,15 +84,6 @@ function expectAgreement(ev: Evaluation): void {
     expect(slot).toBeGreaterThanOrEqual(0);
     expect(slot).toBeLessThan(parallel);
   }
-}
-
-function evalError(boxmaker: unknown): string {
-  try {
-    evalModule(boxmaker);
-  } catch (e) {
-    return (e as Error).message;
-  }
-  throw new Error("evaluation succeeded");
 }
 
 describe.skipIf(!ok)("the NixOS module, evaluated", () => {
@@ -288,7 +280,8 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
         enable: true,
         slots: 2,
         llamaServer: { ...withModel, chatTemplateFile: "/etc/boxmaker/chat-template.jinja" },
-        contracts: [laguna, nemo],
+        // The served model's own entry names the file's sha256 (a file outside the store has none at evaluation).
+        contracts: [laguna, nemo, { model: "ornith-1.5-35b-a3b-Q4_K_M.gguf", templateSha256: "c".repeat(64) }],
       });
       expect(llamaFlags(ev).get("--chat-template-file")).toBe("/etc/boxmaker/chat-template.jinja");
       const cfg = configOf(ev, "inferproxy");
@@ -304,6 +297,13 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
           model: "nemo",
           template_sha256: nemo.templateSha256,
           n_ctx_per_slot: 65536,
+          total_slots: 2,
+          probe_verdict: "",
+        },
+        {
+          model: "ornith-1.5-35b-a3b-Q4_K_M.gguf",
+          template_sha256: "c".repeat(64),
+          n_ctx_per_slot: 131072,
           total_slots: 2,
           probe_verdict: "",
         },

@@ -45,6 +45,16 @@ export interface Evaluation {
   configFiles: Record<string, { storePath: string; text: string }>;
 }
 
+/** The error text of an evaluation that must fail (the test fails if it succeeds). */
+export function evalError(boxmaker: unknown): string {
+  try {
+    evalModule(boxmaker);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error("evaluation succeeded");
+}
+
 /** Evaluates nix/module.nix with `services.boxmaker = boxmaker`; throws nix's error text on failure. */
 export function evalModule(boxmaker: unknown): Evaluation {
   const r = spawnSync(
@@ -167,6 +177,7 @@ export const NIXOS_SPECIFIC = [
   "llama-server: ${llama-cpp}/bin/llama-server replaces /usr/local/bin/llama-server; the module passes llamaServer.model and extraFlags in ExecStart where the plain unit reads ${LLAMA_MODEL} and $LLAMA_EXTRA_ARGS from EnvironmentFile=",
   "llama-server's readiness wait is a writeShellScript in NixOS and `sh -c '…'` in the plain unit ($$ escapes $): compared as the script's words",
   "Environment=PATH from `path` (NixOS's way of putting curl on PATH) is dropped",
+  "llama-server's devices follow llamaServer.package's GPU backend in NixOS (DeviceAllow= for its device classes, PrivateDevices= for a CPU build), which the plain unit cannot know: both are dropped",
 ] as const;
 
 export function normaliseNixos(unit: Unit, ev: Evaluation, model: string | null, extraFlags: string[]): Normalised {
@@ -190,6 +201,10 @@ export function normaliseNixos(unit: Unit, ev: Evaluation, model: string | null,
       const kept = env.split(" ").filter((e) => !e.startsWith("PATH="));
       if (kept.length) svc.set("Environment", kept.join(" "));
       else svc.delete("Environment");
+    }
+    if (svc.get("ExecStart")?.includes("/bin/llama-server")) {
+      svc.delete("DeviceAllow");
+      svc.delete("PrivateDevices");
     }
     const exec = svc.get("ExecStart");
     if (exec?.startsWith("/usr/local/bin/llama-server")) {
