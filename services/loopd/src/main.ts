@@ -5,14 +5,13 @@ import {
   InferService,
   LoopService,
   addService,
-  configPathFromArgs,
   createClient,
   createLogger,
   loadConfig,
   messageOf,
   runMain,
   startDaemon,
-  exitOnVersionFlag,
+  daemonConfigPath,
 } from "@boxmaker/common";
 import { loopdConfigSchema, type LoopdConfig } from "./config.js";
 import { SessionStore } from "./session-store.js";
@@ -22,11 +21,18 @@ import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
 import { reconcileParkedFiles } from "./parked-files-upkeep.js";
 
-// `--version`: the package's version, before anything else happens.
-exitOnVersionFlag(import.meta.url);
+// `--help`, `--version` and a mistyped flag end here, before anything is read or created.
+const configPath = daemonConfigPath(
+  {
+    name: "loopd",
+    envVar: "BOXMAKER_LOOPD_CONFIG",
+    about: "Boxmaker's agent loop: sessions, turns, schedules; serves the CLI on its socket.",
+  },
+  import.meta.url,
+);
 
 runMain(async () => {
-  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));
+  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPath);
   const log = createLogger("loopd", config.log_level);
   const store = new SessionStore(config.state_dir, log);
   const { loaded, interrupted } = store.loadAll();
