@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
@@ -99,6 +99,33 @@ describe("boxmaker up --llama-sim", () => {
       env: { BOXMAKER_SOCKET: join(tmp.dir, "run", "loopd.sock") },
     });
     expect(status.code).toBe(0);
+  }, 60_000);
+
+  it("says a daemon's own config error when it exits 2, not only its status", async () => {
+    const run = join(tmp.dir, "run");
+    const overrides = join(tmp.dir, "overrides.json");
+    writeFileSync(overrides, JSON.stringify({ loopd: { budgetz: 1 } }));
+    const up = start([
+      "--llama-sim",
+      "--sandbox",
+      "none",
+      "--runtime-dir",
+      run,
+      "--state-dir",
+      join(tmp.dir, "state"),
+      "--workspace",
+      ws,
+      "--overrides",
+      overrides,
+    ]);
+    const [code] = (await once(up.proc, "exit")) as [number | null];
+    expect(code).toBe(1);
+    const said = `${join(run, "loopd.json")}: key "budgetz" is not a known setting`;
+    expect(up.stderr).toContain(`boxmaker up: loopd exited with status 2: ${said}; a restart cannot fix`);
+    // The error `up` ends with says it too.
+    expect(up.stderr.trimEnd().split("\n").at(-1)).toContain(
+      `loopd: exited with status 2 before it was ready: ${said}`,
+    );
   }, 60_000);
 
   it("rejects flags that do not fit together as a usage error", async () => {

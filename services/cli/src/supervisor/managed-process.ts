@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
 import { describeExit, type RestartPolicy, formatDuration, type ExitInfo } from "./restart-policy.js";
 import { waitReady, type Probe } from "./readiness.js";
+import { lastErrorLineOf } from "./last-words.js";
 
 export interface ProcessSpec {
   name: string;
@@ -16,6 +17,11 @@ export interface ProcessSpec {
   /** Runs before every start, e.g. clearing the stale socket llama-server leaves behind. */
   beforeStart?: () => void;
   policy: RestartPolicy;
+  /**
+   * The process writes its fatal error as its last error line (the daemons' runMain): `up` says that line
+   * when it exits. Not llama-server, whose last line may be anything it logs.
+   */
+  saysWhy?: boolean;
 }
 
 export type ProcessEvent =
@@ -69,6 +75,8 @@ export class ManagedProcess {
     spec.beforeStart?.();
     const log = openSync(spec.logPath, "a");
     writeSync(log, `--- ${new Date().toISOString()} boxmaker up: starting ${spec.command} ${spec.args.join(" ")}\n`);
+    // What this start writes begins here: an earlier start's error is not this one's.
+    const from = fstatSync(log).size;
     const child = spawn(spec.command, spec.args, {
       stdio: ["ignore", log, log],
       env: spec.env ?? process.env,
@@ -81,17 +89,24 @@ export class ManagedProcess {
     this.exitAbort = ac;
     child.once("error", (err) => ac.abort(`could not start ${spec.command}: ${err.message}`));
     child.once("exit", (code, signal) => {
-      ac.abort(`${describeExit({ code, signal })} before it was ready (log: ${spec.logPath})`);
-      if (this.child === child) this.onExit({ code, signal });
+      const said = spec.saysWhy ? lastErrorLineOf(spec.logPath, from) : undefined;
+      const why = said ? `: ${said}` : "";
+      ac.abort(`${describeExit({ code, signal })} before it was ready${why} (log: ${spec.logPath})`);
+      if (this.child === child) this.onExit({ code, signal }, why);
     });
     return ac;
   }
 
-  private onExit(exit: ExitInfo): void {
+  /** `why` is ": " and the process's own last error line, or "". */
+  private onExit(exit: ExitInfo, why: string): void {
     if (this.stopping) return;
     const decision = this.spec.policy.decide(exit, Date.now());
     if (!decision.restart) {
-      this.onEvent({ kind: "gave-up", name: this.spec.name, reason: `${describeExit(exit)}; ${decision.reason}` });
+      this.onEvent({
+        kind: "gave-up",
+        name: this.spec.name,
+        reason: `${describeExit(exit)}${why}; ${decision.reason} (log: ${this.spec.logPath})`,
+      });
       return;
     }
     this.onEvent({

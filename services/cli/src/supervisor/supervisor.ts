@@ -188,6 +188,7 @@ export class Supervisor {
       probe,
       readyTimeoutMs: this.o.daemonReadyTimeoutMs,
       policy: new RestartPolicy(this.o.restart),
+      saysWhy: true,
     };
   }
 
