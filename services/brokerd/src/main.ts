@@ -2,22 +2,27 @@
 import {
   BrokerService,
   addService,
-  configPathFromArgs,
   createLogger,
   lockStateDir,
   runMain,
   startDaemon,
-  exitOnVersionFlag,
+  daemonConfigPath,
 } from "@boxmaker/common";
 import { Broker } from "./broker.js";
 import { loadBrokerConfig } from "./config.js";
 import { brokerService } from "./service.js";
 
-// `--version`: the package's version, before anything else happens.
-exitOnVersionFlag(import.meta.url);
+// `--help`, `--version` and a mistyped flag end here, before anything is read or created.
+const configPath = daemonConfigPath(
+  {
+    name: "brokerd",
+    envVar: "BOXMAKER_BROKERD_CONFIG",
+    about: "Boxmaker's tool broker: runs the agent's tool calls under policy, in the sandbox.",
+  },
+  import.meta.url,
+);
 
 runMain(async () => {
-  const configPath = configPathFromArgs(process.argv.slice(2), "BOXMAKER_BROKERD_CONFIG");
   const config = loadBrokerConfig(configPath);
   const log = createLogger("brokerd", config.log_level);
   // Before the audit log, blobs and proposals are opened: two brokers would each compact and rotate them.

@@ -232,20 +232,6 @@ export function loadConfig<T>(schema: ConfigSchema<T>, path: string | undefined)
 }
 
 /**
- * `--config PATH` from argv, else the daemon's environment variable. A
- * `--config` without a path is "" (refused by loadConfig), not "no config":
- * a daemon started on production defaults because a unit file lost its path
- * would listen where the operator never said.
- */
-export function configPathFromArgs(argv: readonly string[], envVar: string): string | undefined {
-  const i = argv.indexOf("--config");
-  if (i >= 0) return argv[i + 1] ?? "";
-  const eq = argv.find((a) => a.startsWith("--config="));
-  if (eq) return eq.slice("--config=".length);
-  return process.env[envVar] || undefined;
-}
-
-/**
  * Creates a directory the config names (and its parents), or says in one line
  * why it cannot. One component at a time, not mkdirSync's `recursive`: under
  * /proc that retries ENOENT forever and the daemon hangs at start.

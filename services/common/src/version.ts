@@ -19,10 +19,3 @@ export function packageVersion(moduleUrl: string): string {
   }
   return "unknown";
 }
-
-/** `--version` on a daemon: print the package's version and exit before anything else starts. */
-export function exitOnVersionFlag(moduleUrl: string, argv: readonly string[] = process.argv): void {
-  if (!argv.includes("--version")) return;
-  process.stdout.write(`${packageVersion(moduleUrl)}\n`);
-  process.exit(0);
-}

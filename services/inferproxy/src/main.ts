@@ -3,13 +3,12 @@ import { existsSync } from "node:fs";
 import {
   InferService,
   addService,
-  configPathFromArgs,
   createLogger,
   loadConfig,
   lockStateDir,
   runMain,
   startDaemon,
-  exitOnVersionFlag,
+  daemonConfigPath,
 } from "@boxmaker/common";
 import { configSchema } from "./config.js";
 import { acceptCommand, differences } from "./contract-refusal.js";
@@ -17,11 +16,17 @@ import { checkContractTable } from "./contract-table.js";
 import { InferProxy } from "./service.js";
 import type { SelfTestResult } from "./self-test.js";
 
-// `--version`: the package's version, before anything else happens.
-exitOnVersionFlag(import.meta.url);
+// `--help`, `--version` and a mistyped flag end here, before anything is read or created.
+const configPath = daemonConfigPath(
+  {
+    name: "inferproxy",
+    envVar: "BOXMAKER_INFERPROXY_CONFIG",
+    about: "Boxmaker's model proxy: the one client of llama-server, checking it against the contract.",
+  },
+  import.meta.url,
+);
 
 runMain(async () => {
-  const configPath = configPathFromArgs(process.argv, "BOXMAKER_INFERPROXY_CONFIG");
   const config = loadConfig(configSchema, configPath);
   checkContractTable(config.contracts, configPath ?? "inferproxy config");
   const log = createLogger("inferproxy", config.log_level);

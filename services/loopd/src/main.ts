@@ -5,7 +5,6 @@ import {
   InferService,
   LoopService,
   addService,
-  configPathFromArgs,
   createClient,
   createLogger,
   loadConfig,
@@ -13,7 +12,7 @@ import {
   messageOf,
   runMain,
   startDaemon,
-  exitOnVersionFlag,
+  daemonConfigPath,
 } from "@boxmaker/common";
 import { loopdConfigSchema, type LoopdConfig } from "./config.js";
 import { SessionStore } from "./session-store.js";
@@ -23,11 +22,18 @@ import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
 import { reconcileParkedFiles } from "./parked-files-upkeep.js";
 
-// `--version`: the package's version, before anything else happens.
-exitOnVersionFlag(import.meta.url);
+// `--help`, `--version` and a mistyped flag end here, before anything is read or created.
+const configPath = daemonConfigPath(
+  {
+    name: "loopd",
+    envVar: "BOXMAKER_LOOPD_CONFIG",
+    about: "Boxmaker's agent loop: sessions, turns, schedules; serves the CLI on its socket.",
+  },
+  import.meta.url,
+);
 
 runMain(async () => {
-  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPathFromArgs(process.argv, "BOXMAKER_LOOPD_CONFIG"));
+  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPath);
   const log = createLogger("loopd", config.log_level);
   // Before anything reads or writes a session: a second loopd on these logs would lose turns.
   const lock = await lockStateDir(config.state_dir, { daemon: "loopd", socket: config.socket, key: "state_dir" });

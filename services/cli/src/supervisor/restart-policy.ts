@@ -44,7 +44,7 @@ export class RestartPolicy {
   decide(exit: ExitInfo, now: number): RestartDecision {
     const o = this.options;
     if (exit.code !== null && o.noRestartExitCodes.includes(exit.code)) {
-      return { restart: false, reason: `exited with status ${exit.code}, which a restart cannot fix (see its log)` };
+      return { restart: false, reason: `a restart cannot fix status ${exit.code} (a bad config or argument)` };
     }
     this.recent = this.recent.filter((t) => now - t < o.windowMs);
     if (this.recent.length >= o.maxRestarts) {
