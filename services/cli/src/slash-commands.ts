@@ -61,8 +61,7 @@ const BUILTINS: readonly SlashCommand[] = [
     summary: "the stack's health, slots and pending proposals",
     run: async ({ client, style }) => {
       const { renderStatus } = await import("./render/status.js");
-      const { widthOf } = await import("./render/columns.js");
-      out(renderStatus(await client.status({}), style, widthOf(process.stdout)));
+      out(renderStatus(await client.status({}), style));
       return done;
     },
   },

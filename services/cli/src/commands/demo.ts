@@ -115,14 +115,7 @@ Examples:
                 void (async () => {
                   const { proposals } = await client.listProposals({ includeDecided: false });
                   const p = proposals.find((x) => x.id === id);
-                  if (p)
-                    printErr(
-                      (await import("../render/proposal.js")).renderProposal(
-                        p,
-                        s,
-                        (await import("../render/columns.js")).widthOf(process.stderr),
-                      ),
-                    );
+                  if (p) printErr((await import("../render/proposal.js")).renderProposal(p, s));
                   say(`no terminal: approving ${id} automatically`);
                   await client.decideProposal({ id, approve: true, reason: "" });
                 })();

@@ -1,7 +1,6 @@
 import type { LoopStatusResponse } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
-import { table } from "./text.js";
-import { wrapWords } from "./columns.js";
+import { table, visibleLength } from "./text.js";
 import { diskRows } from "./disk.js";
 import { probeSentence, reuseText } from "./template-probe.js";
 
@@ -12,11 +11,8 @@ export function healthy(st: LoopStatusResponse): boolean {
 
 const short = (sha: string) => (sha ? sha.slice(0, 12) : "?");
 
-/** `width`: the terminal's columns (each table fits them, its last column wrapping at spaces); undefined when piped. */
-export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): string {
+export function renderStatus(st: LoopStatusResponse, s: Style): string {
   const out: string[] = [];
-  // Tables sit two columns in.
-  const fit = { width: width === undefined ? undefined : width - 2 };
   const mark = (ok: boolean) => (ok ? s.green("✓") : s.red("✗"));
 
   out.push(s.bold("daemons"));
@@ -24,7 +20,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
     indent(
       table(
         st.daemons.map((d) => [mark(d.reachable), d.name, d.socket, d.reachable ? s.dim(d.message) : s.red(d.message)]),
-        { ...fit, drop: [3] },
+        visibleLength,
       ),
     ),
   );
@@ -65,7 +61,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
     ];
     // What differs is above; how to take the server as it is comes from inferproxy, which knows how it was started.
     if (t?.ran && !t.passed && t.acceptCommand) rows.push(["to accept", t.acceptCommand]);
-    out.push(indent(table(rows, fit)));
+    out.push(indent(table(rows, visibleLength)));
   }
 
   out.push("", s.bold("slots"));
@@ -82,7 +78,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
       srv ? `${srv.isProcessing ? "processing" : "idle"}${srv.waiting ? `, ${srv.waiting} waiting` : ""}` : s.dim("?"),
     ]);
   }
-  out.push(indent(table(rows, fit)));
+  out.push(indent(table(rows, visibleLength)));
 
   const b = st.broker;
   out.push("", s.bold("tools"));
@@ -97,21 +93,16 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
             ["sandbox", b.sandbox || "?"],
             ["mcp", b.mcpServers.length ? b.mcpServers.join(", ") : s.dim("none")],
           ],
-          fit,
+          visibleLength,
         ),
       ),
     );
   }
   out.push("", s.bold("disk"));
-  out.push(indent(table(diskRows(st.disk, s), fit)));
+  out.push(indent(table(diskRows(st.disk, s), visibleLength)));
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
-    ...wrapWords(
-      st.instructionsFile || s.dim("none (no instructions file at the workspace root)"),
-      width,
-      `${s.bold("instructions")}  `,
-      "  ",
-    ),
+    `${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`,
   );
   return `${out.join("\n")}\n`;
 }
