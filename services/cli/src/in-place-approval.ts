@@ -4,6 +4,7 @@ import type { LoopClient } from "./connection.js";
 import { renderProposal, stateText } from "./render/proposal.js";
 import type { Style } from "./render/style.js";
 import { terminalText, writeText } from "./render/terminal-safe.js";
+import { widthOf, wrapWords } from "./render/columns.js";
 
 /** Diff lines shown before the question; `d` shows the whole proposal. */
 const PREVIEW_LINES = 20;
@@ -73,7 +74,12 @@ export class InPlaceApprovals {
   }
 
   private note(text: string): void {
-    writeText(this.err, `${this.style.dim(text)}\n`);
+    for (const l of wrapWords(text, this.width)) writeText(this.err, `${this.style.dim(l)}\n`);
+  }
+
+  /** The terminal's columns, read when writing: a window resized between questions is fitted. */
+  private get width(): number | undefined {
+    return widthOf(this.err);
   }
 
   /** `afterTurn`: no tool result follows to show the decision, so it is said here. */
@@ -84,7 +90,7 @@ export class InPlaceApprovals {
       const p = await this.proposal(id);
       // Decided from elsewhere while the turn ran: nothing to ask.
       if (p?.state !== "pending" || ac.signal.aborted) return;
-      writeText(this.err, preview(p, this.style, PREVIEW_LINES));
+      writeText(this.err, preview(p, this.style, PREVIEW_LINES, this.width));
       this.alert(p);
       for (;;) {
         const a = (
@@ -105,7 +111,7 @@ export class InPlaceApprovals {
           return;
         }
         if (a === "d" || a === "diff") {
-          writeText(this.err, renderProposal(p, this.style));
+          writeText(this.err, renderProposal(p, this.style, this.width));
           continue;
         }
         if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal, afterTurn));
@@ -160,6 +166,10 @@ export class InPlaceApprovals {
    */
   private async question(q: string, signal: AbortSignal, duringTurn = false): Promise<string | undefined> {
     if (signal.aborted) return undefined;
+    // On a narrow terminal the choices wrap at spaces; readline is given the last line only.
+    const lines = wrapWords(q, this.width === undefined ? undefined : this.width - 1);
+    const last = `${(lines.pop() ?? "").trimEnd()} `;
+    if (lines.length) writeText(this.err, `${lines.join("\n")}\n`);
     const rl = createInterface({ input: this.input, output: this.err, terminal: true });
     this.prompting = true;
     try {
@@ -175,7 +185,7 @@ export class InPlaceApprovals {
         });
         rl.once("close", () => resolve(undefined));
         // Withdrawn (decided elsewhere): handle() has ended the line already.
-        rl.question(terminalText(q), { signal }).then(resolve, () => resolve(undefined));
+        rl.question(terminalText(last), { signal }).then(resolve, () => resolve(undefined));
       });
     } finally {
       this.prompting = false;
@@ -185,10 +195,12 @@ export class InPlaceApprovals {
 }
 
 /** The proposal's head and the first lines of its diff or command. */
-export function preview(p: Proposal, s: Style, maxLines: number): string {
-  const full = renderProposal(p, s).replace(/\n$/, "").split("\n");
-  // Three head lines (id, where from, blank), then the body.
-  const bodyLen = full.length - 3;
+export function preview(p: Proposal, s: Style, maxLines: number, width?: number): string {
+  const full = renderProposal(p, s, width).replace(/\n$/, "").split("\n");
+  // The head (id, where from; wrapped on a narrow terminal) ends at its blank line, then the body.
+  const headLen = full.indexOf("") + 1;
+  const bodyLen = full.length - headLen;
   if (bodyLen <= maxLines) return `${full.join("\n")}\n`;
-  return `${[...full.slice(0, 3 + maxLines), s.dim(`… ${bodyLen - maxLines} more lines (d shows them all)`)].join("\n")}\n`;
+  const more = wrapWords(`… ${bodyLen - maxLines} more lines (d shows them all)`, width).map(s.dim);
+  return `${[...full.slice(0, headLen + maxLines), ...more].join("\n")}\n`;
 }

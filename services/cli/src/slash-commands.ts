@@ -61,7 +61,8 @@ const BUILTINS: readonly SlashCommand[] = [
     summary: "the stack's health, slots and pending proposals",
     run: async ({ client, style }) => {
       const { renderStatus } = await import("./render/status.js");
-      out(renderStatus(await client.status({}), style));
+      const { widthOf } = await import("./render/columns.js");
+      out(renderStatus(await client.status({}), style, widthOf(process.stdout)));
       return done;
     },
   },

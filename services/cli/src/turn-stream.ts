@@ -12,6 +12,7 @@ import { ExitCode } from "./exit-codes.js";
 import { TurnRenderer } from "./render/turn-renderer.js";
 import { TurnOutcome } from "./turn-outcome.js";
 import { styleFor } from "./render/style.js";
+import { widthOf } from "./render/columns.js";
 import { CtrlC } from "./ctrl-c.js";
 import { jsonOf } from "./json.js";
 import { printErr, writeJson } from "./render/terminal-safe.js";
@@ -34,6 +35,7 @@ export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: St
         err: process.stderr,
         style: styleFor(process.stdout),
         showReasoning: opts.reasoning,
+        width: widthOf(process.stdout),
       });
   let outcome = new TurnOutcome();
   // A stream that ends before its turn does was cut off (loopd went away).

@@ -78,7 +78,7 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
     }
     const show = opts.json ? process.stderr : process.stdout;
     const s = styleFor(show);
-    writeText(show, renderProposal(p, s));
+    writeText(show, renderProposal(p, s, (await import("../render/columns.js")).widthOf(show)));
     if (p.state !== "pending") {
       printErr(`proposal ${p.id} was already decided (${p.state}); nothing to do\n`);
       process.exitCode = ExitCode.failed;

@@ -7,6 +7,7 @@ import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
 import { ago } from "../render/text.js";
+import { widthOf } from "../render/columns.js";
 
 /** `changes` lists a session's applied writes with their diffs; `undo` restores them. */
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -44,7 +45,7 @@ Examples:
             out.push(
               `${s.bold(c.id)}  ${c.tool} ${c.path}${c.created ? " (new file)" : ""}  ${state}  ${s.dim(`${ago(c.appliedUnixMs)} · ${how}`)}`,
             );
-            if (!opts.stat) out.push(renderDiff(c.diff, s), "");
+            if (!opts.stat) out.push(renderDiff(c.diff, s, widthOf(process.stdout)), "");
           }
           return `${out.join("\n").trimEnd()}\n`;
         },

@@ -8,6 +8,7 @@ import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList, runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
 import { styleFor } from "../render/style.js";
+import { widthOf } from "../render/columns.js";
 
 interface ChatFlags extends BudgetFlags {
   json?: boolean;
@@ -69,6 +70,7 @@ Examples:
                 style: styleFor(process.stdout),
                 reasoning: false,
                 resultLines: 2,
+                width: widthOf(process.stdout),
               }),
             );
           }

@@ -115,7 +115,14 @@ Examples:
                 void (async () => {
                   const { proposals } = await client.listProposals({ includeDecided: false });
                   const p = proposals.find((x) => x.id === id);
-                  if (p) printErr((await import("../render/proposal.js")).renderProposal(p, s));
+                  if (p)
+                    printErr(
+                      (await import("../render/proposal.js")).renderProposal(
+                        p,
+                        s,
+                        (await import("../render/columns.js")).widthOf(process.stderr),
+                      ),
+                    );
                   say(`no terminal: approving ${id} automatically`);
                   await client.decideProposal({ id, approve: true, reason: "" });
                 })();

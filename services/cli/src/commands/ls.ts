@@ -5,7 +5,8 @@ import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr, printOut } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
-import { ago, table, visibleLength } from "../render/text.js";
+import { ago, table } from "../render/text.js";
+import { widthOf } from "../render/columns.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -52,7 +53,9 @@ Examples:
               x.title || s.dim("(untitled)"),
             ]),
           ];
-          printOut(`${table(rows, visibleLength)}\n`);
+          // On a narrow terminal the counts go first, then the role and the time; the title is cut last.
+          const width = widthOf(process.stdout);
+          printOut(`${table(rows, { width, drop: [4, 3, 2, 5], cutFlex: true })}\n`);
           if (res.total > res.sessions.length) {
             // On stderr, after the table: `boxmaker ls | grep …` reads only the table.
             printErr(s.dim(`${res.sessions.length} of ${res.total} sessions shown; boxmaker ls -n 0 lists them all\n`));

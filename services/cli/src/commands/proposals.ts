@@ -4,7 +4,7 @@ import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
-import { ago, table, visibleLength } from "../render/text.js";
+import { ago, table } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -49,7 +49,10 @@ Examples:
               oneLinePreview(p.tool, p.preview, p.argumentsJson),
             ]),
           ];
-          return `${table(rows, visibleLength)}\n`;
+          // Narrow: the session and age give way first; the preview is cut.
+          const { widthOf } = await import("../render/columns.js");
+          const drop = opts.all ? [1, 4] : [1, 3];
+          return `${table(rows, { width: widthOf(process.stdout), drop, cutFlex: true })}\n`;
         },
       });
     });

@@ -5,7 +5,7 @@ import { readPrompt } from "../prompt-input.js";
 import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
-import { table, truncate, visibleLength } from "../render/text.js";
+import { table, truncate } from "../render/text.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const schedule = program
@@ -61,7 +61,8 @@ Examples:
               truncate(x.prompt, 60),
             ]),
           ];
-          return `${table(rows, visibleLength)}\n`;
+          const { widthOf } = await import("../render/columns.js");
+          return `${table(rows, { width: widthOf(process.stdout), drop: [4, 2], cutFlex: true })}\n`;
         },
       });
     });

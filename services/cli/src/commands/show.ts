@@ -5,6 +5,7 @@ import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
 import { ago } from "../render/text.js";
+import { widthOf } from "../render/columns.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -60,6 +61,7 @@ Examples:
             style: s,
             reasoning: opts.reasoning,
             resultLines: Math.max(0, Number(opts.resultLines) || 0),
+            width: widthOf(process.stdout),
           });
         },
       });

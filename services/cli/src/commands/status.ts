@@ -4,6 +4,7 @@ import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
 import { styleFor } from "../render/style.js";
+import { widthOf } from "../render/columns.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -27,7 +28,7 @@ Examples:
       const { healthy, renderStatus } = await renderer;
       await output(opts, {
         json: async () => proto((await import("@boxmaker/common/client")).LoopStatusResponseSchema, st),
-        text: () => renderStatus(st, styleFor(process.stdout)),
+        text: () => renderStatus(st, styleFor(process.stdout), widthOf(process.stdout)),
       });
       const up = st.daemons.every((d) => d.reachable) && st.infer?.serverState === "ok";
       process.exitCode = healthy(st) ? ExitCode.ok : up ? ExitCode.failed : ExitCode.unavailable;

@@ -1,13 +1,15 @@
 import { ToolDecision, type HistoryMessage } from "@boxmaker/common/client";
 import { contentText, parseStored, type StoredMessage } from "./stored-message.js";
 import type { Style } from "./style.js";
-import { truncate } from "./text.js";
+import { callLine, resultLines } from "./frame.js";
 
 export interface HistoryOptions {
   style: Style;
   reasoning: boolean;
   /** Lines of each tool result shown. */
   resultLines: number;
+  /** The terminal's columns: frames are cut to them. Undefined when piped. */
+  width?: number;
 }
 
 const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0, 5) : "");
@@ -25,6 +27,8 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
   });
   const shown = new Set<string>();
   const out: string[] = [];
+  // Frames sit two columns in.
+  const inner = o.width === undefined ? undefined : o.width - 2;
   let epoch = messages[0]?.epoch ?? 0;
 
   parsed.forEach((m, i) => {
@@ -48,14 +52,16 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
         const body = contentText(m.content).trim();
         if (body) out.push(indent(body));
         for (const call of m.tool_calls ?? []) {
-          out.push(`  ${s.cyan(`┌ ${s.bold(call.function.name)} ${truncate(call.function.arguments, 200)}`)}`);
+          out.push(`  ${callLine(call.function.name, call.function.arguments, s, inner)}`);
           const r = results.get(call.id);
           if (r) {
             shown.add(call.id);
             const d = decisionLine(s, r.h);
             if (d) out.push(d);
           }
-          out.push(...resultFrame(s, r ? contentText(r.msg.content) : undefined, r?.h.isError ?? false, o.resultLines));
+          out.push(
+            ...resultFrame(s, r ? contentText(r.msg.content) : undefined, r?.h.isError ?? false, o.resultLines, inner),
+          );
         }
         break;
       }
@@ -64,7 +70,7 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
         if (!m.tool_call_id || !shown.has(m.tool_call_id)) {
           out.push(
             `${s.bold(s.cyan("tool"))} ${at}`,
-            ...resultFrame(s, contentText(m.content), h.isError, o.resultLines),
+            ...resultFrame(s, contentText(m.content), h.isError, o.resultLines, inner),
           );
         }
         break;
@@ -90,10 +96,16 @@ function decisionLine(s: Style, h: HistoryMessage): string | undefined {
   return `  ${s.cyan("│ ")}${color(`${d}${h.rule ? ` (${h.rule})` : ""}${proposal}`)}`;
 }
 
-function resultFrame(s: Style, content: string | undefined, isError: boolean, max: number): string[] {
+function resultFrame(
+  s: Style,
+  content: string | undefined,
+  isError: boolean,
+  max: number,
+  width: number | undefined,
+): string[] {
   if (content === undefined) return [`  ${s.cyan("└ ")}${s.yellow("no result recorded")}`];
   const lines = content.replace(/\n+$/, "").split("\n");
-  const shown = lines.slice(0, max).map((l) => `  ${s.cyan("│ ")}${s.dim(truncate(l, 160))}`);
+  const shown = resultLines(content, max, s, width).map((l) => `  ${l}`);
   const more = lines.length > max ? ` (+${lines.length - max} lines)` : "";
   return [...shown, `  ${s.cyan("└ ")}${isError ? s.red(`error${more}`) : s.dim(more ? more.trim() : "ok")}`];
 }

@@ -1,18 +1,21 @@
 import type { Proposal } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
+import { cut, faithfulLine, foldLine, wrapWords } from "./columns.js";
 
-/** What a person must see before deciding: the tool, where it came from, and the exact diff or command. */
-export function renderProposal(p: Proposal, s: Style): string {
+/**
+ * What a person must see before deciding: the tool, where it came from, and
+ * the exact diff or command. On a terminal (`width`) the head wraps at spaces
+ * and a long diff line folds onto rows marked ↪ — never cut, since what ran
+ * past the edge would be approved unseen.
+ */
+export function renderProposal(p: Proposal, s: Style, width?: number): string {
   const head = [
     `${s.bold(`proposal ${p.id}`)} ${stateText(p.state, s)}`,
-    s.dim(`${p.tool} · session ${p.sessionId} · rule ${p.rule || "-"}`),
+    ...wrapWords(`${p.tool} · session ${p.sessionId} · rule ${p.rule || "-"}`, width, "", "  ").map(s.dim),
     "",
   ];
-  const body = (p.preview || p.argumentsJson)
-    .replace(/\n+$/, "")
-    .split("\n")
-    .map((l) => diffLine(l, s));
-  const tail = p.result ? ["", s.dim(`result: ${p.result}`)] : [];
+  const body = renderDiff(p.preview || p.argumentsJson, s, width).split("\n");
+  const tail = p.result ? ["", ...wrapWords(`result: ${p.result}`, width, "", "  ").map(s.dim)] : [];
   return `${[...head, ...body, ...tail].join("\n")}\n`;
 }
 
@@ -35,11 +38,18 @@ export function stateText(state: string, s: Style): string {
   }
 }
 
-/** A unified diff, coloured line by line. */
-export function renderDiff(diff: string, s: Style): string {
+/** A unified diff, coloured line by line; on a terminal its headers cut to the width and its lines folded to it. */
+export function renderDiff(diff: string, s: Style, width?: number): string {
   return diff
     .replace(/\n+$/, "")
     .split("\n")
-    .map((l) => diffLine(l, s))
+    .flatMap((l) => fitDiffLine(l, width).map((row) => diffLine(row, s)))
     .join("\n");
+}
+
+function fitDiffLine(l: string, width: number | undefined): string[] {
+  const shown = faithfulLine(l);
+  if (width === undefined) return [shown];
+  if (/^(\+\+\+|---|@@)/.test(l)) return [cut(shown, width)];
+  return foldLine(shown, width);
 }

@@ -1,6 +1,7 @@
 import type { LoopStatusResponse } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
-import { table, visibleLength } from "./text.js";
+import { table } from "./text.js";
+import { wrapWords } from "./columns.js";
 import { diskRows } from "./disk.js";
 import { probeSentence, reuseText } from "./template-probe.js";
 
@@ -11,8 +12,11 @@ export function healthy(st: LoopStatusResponse): boolean {
 
 const short = (sha: string) => (sha ? sha.slice(0, 12) : "?");
 
-export function renderStatus(st: LoopStatusResponse, s: Style): string {
+/** `width`: the terminal's columns (each table fits them, its last column wrapping at spaces); undefined when piped. */
+export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): string {
   const out: string[] = [];
+  // Tables sit two columns in.
+  const fit = { width: width === undefined ? undefined : width - 2 };
   const mark = (ok: boolean) => (ok ? s.green("✓") : s.red("✗"));
 
   out.push(s.bold("daemons"));
@@ -20,7 +24,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
     indent(
       table(
         st.daemons.map((d) => [mark(d.reachable), d.name, d.socket, d.reachable ? s.dim(d.message) : s.red(d.message)]),
-        visibleLength,
+        { ...fit, drop: [3] },
       ),
     ),
   );
@@ -61,7 +65,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
     ];
     // What differs is above; how to take the server as it is comes from inferproxy, which knows how it was started.
     if (t?.ran && !t.passed && t.acceptCommand) rows.push(["to accept", t.acceptCommand]);
-    out.push(indent(table(rows, visibleLength)));
+    out.push(indent(table(rows, fit)));
   }
 
   out.push("", s.bold("slots"));
@@ -78,7 +82,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
       srv ? `${srv.isProcessing ? "processing" : "idle"}${srv.waiting ? `, ${srv.waiting} waiting` : ""}` : s.dim("?"),
     ]);
   }
-  out.push(indent(table(rows, visibleLength)));
+  out.push(indent(table(rows, fit)));
 
   const b = st.broker;
   out.push("", s.bold("tools"));
@@ -93,16 +97,21 @@ export function renderStatus(st: LoopStatusResponse, s: Style): string {
             ["sandbox", b.sandbox || "?"],
             ["mcp", b.mcpServers.length ? b.mcpServers.join(", ") : s.dim("none")],
           ],
-          visibleLength,
+          fit,
         ),
       ),
     );
   }
   out.push("", s.bold("disk"));
-  out.push(indent(table(diskRows(st.disk, s), visibleLength)));
+  out.push(indent(table(diskRows(st.disk, s), fit)));
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
-    `${s.bold("instructions")}  ${st.instructionsFile || s.dim("none (no instructions file at the workspace root)")}`,
+    ...wrapWords(
+      st.instructionsFile || s.dim("none (no instructions file at the workspace root)"),
+      width,
+      `${s.bold("instructions")}  `,
+      "  ",
+    ),
   );
   return `${out.join("\n")}\n`;
 }

@@ -1,6 +1,6 @@
 import type { CacheHealth, TemplateProbe } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
-import { table, visibleLength } from "./text.js";
+import { table } from "./text.js";
 
 /** The one sentence `up` and `status` print about the server's chat template. */
 export function probeSentence(p: TemplateProbe | undefined, s: Style): string {
@@ -43,7 +43,7 @@ export function renderProbeTable(p: TemplateProbe | undefined, model: string, s:
       `${p.reasoning || "?"}${p.reasoningRereadTokens ? ` (${p.reasoning === "kept" ? "not sending reasoning_content back would re-read" : "a thinking model re-reads"} ${p.reasoningRereadTokens} tokens)` : ""}`,
     ],
   );
-  out.push(indent(table(rows, visibleLength)));
+  out.push(indent(table(rows)));
   out.push("", s.bold("requests of the probe conversation"));
   const steps = [["AFTER", "PROMPT", "REUSED", "RE-READ", "NEW"].map((h) => s.dim(h))];
   for (const st of p.steps) {
@@ -55,14 +55,11 @@ export function renderProbeTable(p: TemplateProbe | undefined, model: string, s:
       String(st.fresh),
     ]);
   }
-  out.push(indent(table(steps, visibleLength)));
+  out.push(indent(table(steps)));
   out.push("", s.bold("message shapes Boxmaker sends"));
   out.push(
     indent(
-      table(
-        p.shapes.map((x) => [x.accepted ? s.green("✓") : s.red("✗"), x.shape, x.accepted ? "" : s.red(x.error)]),
-        visibleLength,
-      ),
+      table(p.shapes.map((x) => [x.accepted ? s.green("✓") : s.red("✗"), x.shape, x.accepted ? "" : s.red(x.error)])),
     ),
   );
   if (p.warnings.length) {

@@ -1,6 +1,6 @@
 import type { McpPrompt, SearchToolsResponse, ToolSummary } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
-import { table, truncate, visibleLength } from "./text.js";
+import { table, truncate } from "./text.js";
 
 const RISK_COLOR: Record<string, (s: Style) => (t: string) => string> = {
   read: (s) => s.green,
@@ -52,7 +52,7 @@ function list(tools: ToolSummary[], scored: boolean, schema: boolean, s: Style):
     ...(scored ? [s.dim(t.score.toFixed(2))] : []),
     truncate(t.description.split("\n")[0] ?? "", 90),
   ]);
-  return table(rows, visibleLength)
+  return table(rows)
     .split("\n")
     .map((l) => `  ${l}`)
     .join("\n");

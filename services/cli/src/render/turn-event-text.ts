@@ -1,6 +1,7 @@
 // The words the turn renderer writes for an event, apart from the state that decides when it writes them.
 import { ToolDecision } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
+import { wrapWords } from "./columns.js";
 
 /**
  * What the thinking cap did, in words. The event's count is where the cap
@@ -66,18 +67,25 @@ export function retryResentText(waitedMs: number, cached: number, reread: number
   );
 }
 
-export function decisionText(s: Style, d: ToolDecision, rule: string, proposalId: string): string {
+/** The decision under a call's first line, "│ " before each line, wrapped at spaces to the width. */
+export function decisionLines(
+  s: Style,
+  d: ToolDecision,
+  rule: string,
+  proposalId: string,
+  width: number | undefined,
+): string[] {
   const why = rule ? ` (${rule})` : "";
-  switch (d) {
-    case ToolDecision.ALLOWED:
-      return s.green(`allowed${why}`);
-    case ToolDecision.DENIED:
-      return s.red(`denied${why}`);
-    case ToolDecision.STAGED:
-      return s.yellow(
-        `staged for approval${why}${proposalId ? ` — proposal ${proposalId}: run \`boxmaker approve ${proposalId}\`` : ""}`,
-      );
-    default:
-      return s.dim("no decision");
-  }
+  const [text, colour] =
+    d === ToolDecision.ALLOWED
+      ? [`allowed${why}`, s.green]
+      : d === ToolDecision.DENIED
+        ? [`denied${why}`, s.red]
+        : d === ToolDecision.STAGED
+          ? [
+              `staged for approval${why}${proposalId ? ` — proposal ${proposalId}: run \`boxmaker approve ${proposalId}\`` : ""}`,
+              s.yellow,
+            ]
+          : ["no decision", s.dim];
+  return wrapWords(text, width === undefined ? undefined : width - 2).map((l) => s.cyan("│ ") + colour(l));
 }

@@ -2,8 +2,9 @@ import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { planLines } from "./plan.js";
 import { ProgressLine } from "./progress.js";
-import { truncate } from "./text.js";
-import { decisionText, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
+import { callLine, resultLines } from "./frame.js";
+import { cut, wrapWords } from "./columns.js";
+import { decisionLines, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
 import { eraseLine, writeText } from "./terminal-safe.js";
 
 export interface RenderOptions {
@@ -14,6 +15,8 @@ export interface RenderOptions {
   showReasoning: boolean;
   /** Longest tool result excerpt shown, in lines. */
   resultLines?: number;
+  /** The terminal's columns: every line the renderer composes fits them. Undefined when piped. */
+  width?: number;
 }
 
 /** Turns one turn's events into what a person reads. The exit code is TurnOutcome's job. */
@@ -44,12 +47,17 @@ export class TurnRenderer {
     this.emit(`${text}\n`);
   }
 
+  /** A sentence of the renderer's own, wrapped at spaces to the width, `rest` before each line after the first. */
+  private prose(text: string, colour: (t: string) => string, rest = ""): void {
+    for (const l of wrapWords(text, this.o.width, "", rest)) this.line(colour(l));
+  }
+
   private endReasoning(): void {
     if (!this.inReasoning) return;
     this.inReasoning = false;
     const s = this.o.style;
     if (this.o.showReasoning) this.line("");
-    else this.line(s.dim(`(thought for ${this.reasoningDeltas} tokens; --reasoning shows it)`));
+    else this.prose(`(thought for ${this.reasoningDeltas} tokens; --reasoning shows it)`, s.dim);
   }
 
   handle(ev: SessionEvent): void {
@@ -66,10 +74,11 @@ export class TurnRenderer {
       case "turnStarted":
         break;
       case "waiting":
-        writeText(
-          this.o.err,
-          s.yellow(`waiting for slot ${e.value.slot}: ${e.value.position} ahead (held by ${e.value.heldBySession})\n`),
-        );
+        for (const l of wrapWords(
+          `waiting for slot ${e.value.slot}: ${e.value.position} ahead (held by ${e.value.heldBySession})`,
+          this.o.width,
+        ))
+          writeText(this.o.err, `${s.yellow(l)}\n`);
         break;
       case "progress":
         this.progress.update(e.value.processed, e.value.total, e.value.cache);
@@ -90,7 +99,7 @@ export class TurnRenderer {
         break;
       case "thinkingCap":
         this.endReasoning();
-        this.line(s.yellow(thinkingCapText(e.value.reasoningTokens, e.value.accepted, e.value.message)));
+        this.prose(thinkingCapText(e.value.reasoningTokens, e.value.accepted, e.value.message), s.yellow);
         break;
       case "toolCallProgress":
         this.endReasoning();
@@ -102,7 +111,7 @@ export class TurnRenderer {
           this.planCalls.add(e.value.callId);
           break;
         }
-        this.line(s.cyan(`┌ ${s.bold(e.value.name)} ${truncate(e.value.arguments, 200)}`));
+        this.line(callLine(e.value.name, e.value.arguments, s, this.o.width));
         break;
       case "toolDecision":
         if (this.planCalls.has(e.value.callId)) {
@@ -110,7 +119,8 @@ export class TurnRenderer {
           this.line(s.cyan(`┌ ${s.bold("update_plan")}`));
           this.planCalls.delete(e.value.callId);
         }
-        this.line(s.cyan("│ ") + decisionText(s, e.value.decision, e.value.rule, e.value.proposalId));
+        for (const l of decisionLines(s, e.value.decision, e.value.rule, e.value.proposalId, this.o.width))
+          this.line(l);
         break;
       case "plan":
         for (const l of planLines(e.value.items, s)) this.line(l);
@@ -119,7 +129,7 @@ export class TurnRenderer {
         if (this.planCalls.delete(e.value.callId) && !e.value.isError) break;
         const lines = e.value.content.replace(/\n+$/, "").split("\n");
         const max = this.o.resultLines ?? 4;
-        for (const l of lines.slice(0, max)) this.line(s.cyan("│ ") + s.dim(truncate(l, 160)));
+        for (const l of resultLines(e.value.content, max, s, this.o.width)) this.line(l);
         const more = lines.length > max ? ` (+${lines.length - max} lines)` : "";
         this.line(s.cyan("└ ") + (e.value.isError ? s.red(`error${more}`) : s.dim(`ok${more}`)));
         break;
@@ -127,25 +137,23 @@ export class TurnRenderer {
       case "inputSpilled": {
         const v = e.value;
         const kb = (n: bigint) => `${(Number(n) / 1024).toFixed(1)} KB`;
-        this.line(
-          s.dim(
-            `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
-              `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`,
-          ),
+        this.prose(
+          `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
+            `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`,
+          s.dim,
         );
         break;
       }
       case "compacted": {
         const v = e.value;
         this.endReasoning();
-        this.line(
-          s.dim(
-            `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
-              (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
-              `, ${v.keptMessages} kept` +
-              (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
-              (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : ""),
-          ),
+        this.prose(
+          `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
+            (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
+            `, ${v.keptMessages} kept` +
+            (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
+            (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : ""),
+          s.dim,
         );
         break;
       }
@@ -178,7 +186,7 @@ export class TurnRenderer {
       }
       case "budgetBreach":
         this.endReasoning();
-        this.line(s.red(`budget ${e.value.budget} reached: ${e.value.used} of ${e.value.limit}`));
+        this.prose(`budget ${e.value.budget} reached: ${e.value.used} of ${e.value.limit}`, s.red);
         break;
       case "turnDone": {
         this.endReasoning();
@@ -197,16 +205,16 @@ export class TurnRenderer {
           // The session's Σprompt_n over the tokens truly new (1.00× is every byte reused).
           ...(e.value.cacheHealth?.requests ? [`reuse ${e.value.cacheHealth.ratio.toFixed(2)}×`] : []),
         ].join(" · ");
-        this.line(s.dim(`— ${summary}`));
+        this.prose(`— ${summary}`, s.dim, "  ");
         break;
       }
       case "cacheWarning":
         this.endReasoning();
-        this.line(s.yellow(`warning: ${e.value.message}`));
+        this.prose(`warning: ${e.value.message}`, s.yellow, "  ");
         break;
       case "turnFailed":
         this.endReasoning();
-        this.line(s.red(`turn failed: ${e.value.code}: ${e.value.message}`));
+        this.prose(`turn failed: ${e.value.code}: ${e.value.message}`, s.red, "  ");
         break;
       default:
         break;
@@ -224,7 +232,10 @@ export class TurnRenderer {
     else if (!this.atLineStart) this.emit("\n");
     this.growing = { name, bytes };
     const s = this.o.style;
-    this.emit(s.cyan(`┌ ${s.bold(name)} `) + s.dim(`writing… ${sizeText(bytes)}`));
+    // Redrawn with \r: a line the terminal wrapped could not be, so it stays inside the width.
+    const text = `┌ ${name} writing… ${sizeText(bytes)}`;
+    if (this.o.width !== undefined && text.length >= this.o.width) this.emit(s.cyan(cut(text, this.o.width - 1)));
+    else this.emit(s.cyan(`┌ ${s.bold(name)} `) + s.dim(`writing… ${sizeText(bytes)}`));
   }
 
   /** A complete call replaces the line; anything else (a cut, a failure) leaves it standing as the last word on the call. */
