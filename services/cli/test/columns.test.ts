@@ -38,6 +38,11 @@ describe("faithful previews", () => {
       '{"old": "x\\n    y  z", "n": [1, 2]}',
     );
     expect(oneLineArguments("not json\nat all")).toBe("not json⏎at all");
+    // Layout padding outside the strings folds too, and so does a call still streaming (not yet JSON).
+    const padded = `{"path":"notes.txt",${" ".repeat(900)}"start_line":1}`;
+    expect(oneLineArguments(padded)).toBe('{"path":"notes.txt", "start_line":1}');
+    expect(oneLineArguments(`{"path":"a  b",${" ".repeat(40)}`)).toBe('{"path":"a  b",');
+    expect(oneLineArguments('{"s":"say \\"  hi\\"  ",  \n "t":1')).toBe('{"s":"say \\"  hi\\"  ", "t":1');
   });
 
   it("for any line of code: leading whitespace is kept, tabs expand, nothing obeyed leaks, the width holds", () => {

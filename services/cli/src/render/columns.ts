@@ -113,18 +113,18 @@ export function faithfulLine(line: string): string {
 
 /**
  * A tool call's arguments on one line, every value as the model wrote it.
- * Arguments are JSON, where a raw newline can only be whitespace between
- * tokens: that layout folds into one space, while the strings (an edit's two
- * spaces, its indentation) stay byte for byte. Text that is not JSON keeps
- * its spaces; its line breaks show as ⏎.
+ * Arguments are JSON (or, while they stream, the start of it), where
+ * whitespace outside a string is layout: a run of it folds into one space
+ * (none beside a bracket), while the strings (an edit's two spaces, its
+ * indentation) stay byte for byte. Text that is not JSON keeps its spaces;
+ * its line breaks show as ⏎.
  */
 export function oneLineArguments(args: string): string {
-  if (!args.includes("\n") && !args.includes("\r")) return args;
-  if (!isJson(args)) return args.replace(/\r?\n/g, "⏎");
+  if (!/^\s*[[{]/.test(args)) return args.replace(/\r?\n/g, "⏎");
   let out = "";
   let inString = false;
   let escaped = false;
-  let gap = "";
+  let gap = false;
   for (const ch of args) {
     if (inString) {
       if (escaped) escaped = false;
@@ -134,25 +134,15 @@ export function oneLineArguments(args: string): string {
       continue;
     }
     if (ch === " " || ch === "\t" || ch === "\n" || ch === "\r") {
-      gap += ch;
+      gap = true;
       continue;
     }
-    if (/[\n\r]/.test(gap)) out += "[{".includes(out.at(-1) ?? "[") || "]}".includes(ch) ? "" : " ";
-    else out += gap;
-    gap = "";
+    if (gap && out !== "" && !"[{".includes(out.at(-1) ?? "") && !"]}".includes(ch)) out += " ";
+    gap = false;
     out += ch;
     if (ch === '"') inString = true;
   }
   return out;
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
