@@ -299,6 +299,34 @@ describe("every bad config is one line and exit 2, from the real daemon binaries
     expect(cases).toHaveLength(15);
   }, 300_000);
 
+  it("brokerd: a policy rule that can never match is refused at start, naming the rule", async () => {
+    const d = join(t.dir, "rules");
+    mkdirSync(d, { recursive: true });
+    const bad: Array<[string, Record<string, unknown>, RegExp]> = [
+      ["a URL as a host", { tool: "fetch_url", effect: "deny", hosts: ["https://evil.test/"] }, /host .* URL/],
+      ["a port on a host", { tool: "fetch_url", effect: "deny", hosts: ["evil.test:443"] }, /port/],
+      ["a misspelt tool", { tool: "fetch_ulr", effect: "deny" }, /"fetch_ulr" is not a tool/],
+      ["a glob over no tool", { tool: "gh.*", effect: "deny" }, /matches no tool/],
+      ["a path with ..", { tool: "read_file", effect: "deny", paths: ["../private/**"] }, /\.\. segment/],
+      ["a path ending in /", { tool: "write_file", effect: "deny", paths: ["secrets/"] }, /ends in \//],
+      ["prefixes on a file tool", { tool: "read_file", effect: "deny", command_prefixes: ["cat"] }, /run_command/],
+      ["an empty list", { tool: "fetch_url", effect: "deny", hosts: [] }, /empty list/],
+    ];
+    const cases: Case[] = bad.map(([what, rule], i) => ({
+      name: "brokerd",
+      what,
+      file: {
+        content: encode({ ...baseConfig("brokerd", join(d, String(i))), policy: { rules: [{ name: "r", ...rule }] } }),
+      },
+    }));
+    const outcomes = await Promise.all(cases.map((c, i) => runDaemon(c, d, i)));
+    outcomes.forEach((o, i) => {
+      expect(verdict(o), cases[i]!.what).toBeUndefined();
+      expect(o.stderr, cases[i]!.what).toMatch(/policy\.rules\[0\] \(r\)/);
+      expect(o.stderr, cases[i]!.what).toMatch(bad[i]![2]);
+    });
+  }, 120_000);
+
   it.each(NAMES)(
     "%s: generated bad values at every key of its schema",
     async (name) => {

@@ -223,7 +223,9 @@ export class PathMatcher {
 
 /** Matches the whole relative path only (for policy rules: `src/**` must not match `x/src/a`). */
 export function matchesRuleGlob(glob: string, rel: string, abs: string): boolean {
-  return compileGlob(glob).test(glob.startsWith("/") ? abs : rel);
+  // `./src/**` reads as the workspace's src/, which is what the relative path already is.
+  const g = glob.startsWith("./") ? glob.slice(2) : glob;
+  return compileGlob(g).test(g.startsWith("/") ? abs : rel);
 }
 
 /** Tool-name globs: `*` crosses dots, so `github.*` and `*` both work. */
