@@ -56,6 +56,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
       const { planUp } = await import("../supervisor/up-options.js");
       const { checkOverrides } = await import("../supervisor/configs.js");
       const { Supervisor } = await import("../supervisor/supervisor.js");
+      const { ProgressLine } = await import("../supervisor/progress-line.js");
 
       let plan: ReturnType<typeof planUp>;
       let overrides: ReturnType<typeof checkOverrides> | undefined;
@@ -80,6 +81,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         nodePath: process.execPath,
         out: (l) => printOut(`${l}\n`),
         err: (l) => printErr(`${l}\n`),
+        progress: new ProgressLine(process.stderr),
       });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
