@@ -7,6 +7,8 @@ import { alive, processesMentioning } from "../support/processes.js";
 import { Up, stopUp } from "../support/up-process.js";
 import { tempDir } from "../support/tmp.js";
 import { SimProcess } from "../support/sim-process.js";
+import { requires } from "../support/requirements.js";
+import { Tmux } from "../../services/cli/test/support/tmux.js";
 
 describe("boxmaker up --llama-sim", () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -257,4 +259,42 @@ describe("boxmaker up --upstream-socket", () => {
       `boxmaker: llama-server at ${s.socketPath}: not ready after 2 s (--ready-timeout 2): loading the model (503)`,
     );
   }, 30_000);
+
+  it.skipIf(!requires("up's progress line on a terminal (pty tests)", ["tmux"]))(
+    "on a terminal the progress is one line redrawn in place, and gives way to how long the load took",
+    async () => {
+      const s = await sim(5_000);
+      const tmux = new Tmux();
+      try {
+        const pane = await tmux.start(
+          Tmux.cliLine(
+            [
+              "up",
+              "--upstream-socket",
+              s.socketPath,
+              "--accept-server-contract",
+              "--ready-timeout",
+              "20",
+              ...stackArgs(),
+            ],
+            { NO_COLOR: "1" },
+          ),
+        );
+        const waiting = await tmux.waitFor(
+          pane,
+          (t) => /loading the model \(503\), [2-9] s of 20 s/.test(t),
+          "progress",
+        );
+        expect(waiting.match(/waiting for llama-server/g), waiting).toHaveLength(1);
+        const ready = await tmux.waitFor(pane, (t) => t.includes("export BOXMAKER_SOCKET="), "the stack", 30_000);
+        expect(ready).not.toContain("waiting for");
+        expect(ready).toMatch(new RegExp(`^llama-server at ${s.socketPath}: ready after \\d+ s$`, "m"));
+        await tmux.keys(pane, "C-c");
+        await tmux.waitFor(pane, (t) => t.includes("[exit 0]"), "up to stop", 20_000);
+      } finally {
+        await tmux.kill();
+      }
+    },
+    60_000,
+  );
 });
