@@ -207,7 +207,10 @@ describe("boxmaker up --upstream-socket", () => {
     const r = await runCli(["up", "--upstream-socket", missing, ...stackArgs()]);
     expect(r.code).toBe(1);
     expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(r.stderr).toContain(`boxmaker: --upstream-socket ${missing}: no such socket`);
+    // The one line, and nothing else: nothing was started, so there is nothing to report stopping.
+    expect(r.stderr.trim().split("\n")).toEqual([
+      `boxmaker: --upstream-socket ${missing}: no such socket (is the path right, and is llama-server running?)`,
+    ]);
     expect(existsSync(join(tmp.dir, "state", "logs"))).toBe(false); // nothing was started or created
 
     // A server that died leaves its socket file: there, but nobody listens.

@@ -37,7 +37,11 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
     )
     .option("--log-level <level>", "the daemons' log level", "info")
     .option("--max-restarts <n>", "restarts of one process within 5 minutes before giving up", "5")
-    .option("--ready-timeout <seconds>", "how long the model server may take to load", "900")
+    .option(
+      "--ready-timeout <seconds>",
+      "seconds the model server may take to load (inferproxy waits on it too)",
+      "900",
+    )
     .addHelpText(
       "after",
       `

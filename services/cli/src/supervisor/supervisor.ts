@@ -123,7 +123,8 @@ export class Supervisor {
       // Only sockets of processes this supervisor started: not an existing
       // upstream's, and not those of another stack it refused to replace.
       for (const name of this.procs.keys()) removeIfSocket(this.socketOf(name));
-      this.o.err("boxmaker up: stopped");
+      // Nothing started (a missing socket, a server that never loaded): the reason is the one line to see.
+      if (this.procs.size) this.o.err("boxmaker up: stopped");
       this.resolveDone(code);
     })();
     return this.stopping;
