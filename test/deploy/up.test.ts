@@ -1,11 +1,14 @@
 import { once } from "node:events";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
 import { alive, processesMentioning } from "../support/processes.js";
 import { Up, stopUp } from "../support/up-process.js";
 import { tempDir } from "../support/tmp.js";
+import { SimProcess } from "../support/sim-process.js";
+import { requires } from "../support/requirements.js";
+import { Tmux } from "../../services/cli/test/support/tmux.js";
 
 describe("boxmaker up --llama-sim", () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -146,4 +149,155 @@ describe("boxmaker up --llama-sim", () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toContain("say which model server to use");
   });
+
+  it("shows a daemon's own line when its config is refused (an unknown key in --overrides)", async () => {
+    const overrides = join(tmp.dir, "overrides.json");
+    writeFileSync(overrides, JSON.stringify({ loopd: { budgetz: 1 } }));
+    const run = join(tmp.dir, "run");
+    const r = await runCli(
+      ["up", "--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", join(tmp.dir, "state")].concat([
+        "--workspace",
+        ws,
+        "--overrides",
+        overrides,
+      ]),
+      { timeoutMs: 30_000 },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`boxmaker: loopd: ${join(run, "loopd.json")}: key "budgetz" is not a known setting`);
+    expect(r.stderr).not.toMatch(/exited with status|restarting in/);
+  }, 40_000);
+});
+
+/** `boxmaker up --upstream-socket`: a llama-server `up` did not start, here the simulator as a process of its own. */
+describe("boxmaker up --upstream-socket", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let ws: string;
+  const sims: SimProcess[] = [];
+  const ups: Up[] = [];
+  beforeEach(() => {
+    tmp = tempDir("bx-upu-");
+    ws = join(tmp.dir, "ws");
+    mkdirSync(ws);
+  });
+  afterEach(async () => {
+    for (const u of ups.splice(0)) await stopUp(u);
+    for (const s of sims.splice(0)) await s.kill();
+    tmp.cleanup();
+  });
+  const stackArgs = () => [
+    "--sandbox",
+    "none",
+    "--runtime-dir",
+    join(tmp.dir, "run"),
+    "--state-dir",
+    join(tmp.dir, "state"),
+    "--workspace",
+    ws,
+  ];
+  const sim = async (loadingMs: number) => {
+    const s = new SimProcess(join(tmp.dir, "llama.sock"), tmp.dir);
+    sims.push(s);
+    return s.start([], { loadingMs });
+  };
+
+  it("names a socket path that does not exist in one line, at once; a stale socket is told apart", async () => {
+    const missing = join(tmp.dir, "lama.sock");
+    const t0 = Date.now();
+    const r = await runCli(["up", "--upstream-socket", missing, ...stackArgs()]);
+    expect(r.code).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    // The one line, and nothing else: nothing was started, so there is nothing to report stopping.
+    expect(r.stderr.trim().split("\n")).toEqual([
+      `boxmaker: --upstream-socket ${missing}: no such socket (is the path right, and is llama-server running?)`,
+    ]);
+    expect(existsSync(join(tmp.dir, "state", "logs"))).toBe(false); // nothing was started or created
+
+    // A server that died leaves its socket file: there, but nobody listens.
+    const dead = await sim(0);
+    await dead.kill();
+    expect(existsSync(dead.socketPath)).toBe(true);
+    const stale = await runCli(["up", "--upstream-socket", dead.socketPath, ...stackArgs()]);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(
+      `llama-server at ${dead.socketPath}: nobody is listening on this socket (ECONNREFUSED)`,
+    );
+    expect(stale.stderr).not.toContain("no such socket");
+  });
+
+  it("waits for a server loading its model, showing progress, then takes its contract", async () => {
+    const s = await sim(3_000);
+    const up = new Up(
+      ["--upstream-socket", s.socketPath, "--accept-server-contract", "--ready-timeout", "20", ...stackArgs()],
+      tmp.dir,
+    );
+    ups.push(up);
+    await up.ready(40_000);
+    // Piped: one line when the state changed, then how long it took.
+    expect(up.stderr).toMatch(
+      new RegExp(`^waiting for llama-server at ${s.socketPath}: loading the model \\(503\\), \\d+ s of 20 s$`, "m"),
+    );
+    expect(up.stderr.match(/^waiting for /gm)).toHaveLength(1);
+    expect(up.stderr).toMatch(new RegExp(`^llama-server at ${s.socketPath}: ready after \\d+ s$`, "m"));
+    const r = await runCli(["run", "loaded?"], { env: { BOXMAKER_SOCKET: join(tmp.dir, "run", "loopd.sock") } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('You said: "loaded?"');
+  }, 60_000);
+
+  it("gives up on a server still loading at --ready-timeout, naming the timeout and what the server was doing", async () => {
+    const s = await sim(60_000);
+    const t0 = Date.now();
+    const r = await runCli([
+      "up",
+      "--upstream-socket",
+      s.socketPath,
+      "--accept-server-contract",
+      "--ready-timeout",
+      "2",
+      ...stackArgs(),
+    ]);
+    expect(r.code).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(r.stderr).toContain(
+      `boxmaker: llama-server at ${s.socketPath}: not ready after 2 s (--ready-timeout 2): loading the model (503)`,
+    );
+  }, 30_000);
+
+  it.skipIf(!requires("up's progress line on a terminal (pty tests)", ["tmux"]))(
+    "on a terminal the progress is one line redrawn in place, and gives way to how long the load took",
+    async () => {
+      const s = await sim(5_000);
+      const tmux = new Tmux();
+      try {
+        const pane = await tmux.start(
+          Tmux.cliLine(
+            [
+              "up",
+              "--upstream-socket",
+              s.socketPath,
+              "--accept-server-contract",
+              "--ready-timeout",
+              "20",
+              ...stackArgs(),
+            ],
+            { NO_COLOR: "1" },
+          ),
+        );
+        const waiting = await tmux.waitFor(
+          pane,
+          (t) => /loading the model \(503\), [2-9] s of 20 s/.test(t),
+          "progress",
+        );
+        expect(waiting.match(/waiting for llama-server/g), waiting).toHaveLength(1);
+        const ready = await tmux.waitFor(pane, (t) => t.includes("export BOXMAKER_SOCKET="), "the stack", 30_000);
+        expect(ready).not.toContain("waiting for");
+        expect(ready).toMatch(new RegExp(`^llama-server at ${s.socketPath}: ready after \\d+ s$`, "m"));
+        await tmux.keys(pane, "C-c");
+        await tmux.waitFor(pane, (t) => t.includes("[exit 0]"), "up to stop", 20_000);
+      } finally {
+        await tmux.kill();
+      }
+    },
+    60_000,
+  );
 });

@@ -28,11 +28,15 @@ export class SimProcess {
     private readonly dir: string,
   ) {}
 
-  /** Starts a process playing `turns`; resolves once it listens (it clears a stale socket first). */
-  async start(turns: Turn[]): Promise<this> {
+  /**
+   * Starts a process playing `turns`; resolves once it listens (it clears a stale socket first).
+   * `loadingMs`: it answers 503 "Loading model" for that long first, as llama-server does while loading.
+   */
+  async start(turns: Turn[], o: { loadingMs?: number } = {}): Promise<this> {
     const script = join(this.dir, `sim-script-${Date.now()}.json`);
     writeFileSync(script, JSON.stringify(turns));
-    const proc = spawn(process.execPath, [simMain, "--socket", this.socketPath, "--script", script], {
+    const loading = o.loadingMs ? ["--loading-ms", String(o.loadingMs)] : [];
+    const proc = spawn(process.execPath, [simMain, "--socket", this.socketPath, "--script", script, ...loading], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.proc = proc;

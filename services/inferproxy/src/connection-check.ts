@@ -5,6 +5,8 @@ import { messageOf } from "@boxmaker/common";
 export interface RawResponse {
   status: number;
   body: string;
+  /** The server said `Connection: close`: the socket cannot be kept for requests. */
+  closes?: boolean;
 }
 
 /**
@@ -86,10 +88,11 @@ export function rawGet(socket: Socket, host: string, path: string, timeoutMs: nu
         extra = rest.subarray(cl);
       }
       if (extra.length > 0) throw new Error(`llama-server sent more than the answer to GET ${path}`);
-      if (/close/i.test(headers.get("connection") ?? "")) {
-        throw new Error(`llama-server closes the connection after GET ${path}`);
-      }
-      return { status: Number(m[1]), body: body.toString("utf8") };
+      const status = Number(m[1]);
+      // Kept, not thrown: a loading llama-server's 503 may close, and that answer
+      // still says "loading", which the check must see rather than "cannot connect".
+      if (/close/i.test(headers.get("connection") ?? "")) return { status, body: body.toString("utf8"), closes: true };
+      return { status, body: body.toString("utf8") };
     }
     socket.on("data", onData);
     socket.on("end", onEnd);
@@ -117,8 +120,12 @@ export function checkingConnector(
       if (err || !socket) return callback(err ?? new Error("no socket"), null);
       rawGet(socket as Socket, opts.host ?? opts.hostname ?? "llama-server", "/props", timeoutMs).then(
         (res) => {
+          const closes = new Error("llama-server closes the connection after GET /props");
           try {
+            // A closing 503 is still the check's to read (loading); any other closing answer is refused unread.
+            if (res.closes && res.status !== 503) throw closes;
             check(res);
+            if (res.closes) throw closes;
           } catch (e) {
             socket.destroy();
             return callback(asError(e), null);

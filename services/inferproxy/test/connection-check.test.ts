@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { rawGet } from "../src/connection-check.js";
 import { ServerCheckError, UpstreamTimeoutError } from "../src/errors.js";
 import { LlamaClient } from "../src/llama-client.js";
+import { HealthMonitor } from "../src/health-monitor.js";
+import { createLogger } from "@boxmaker/common";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -134,4 +136,31 @@ describe("LlamaClient with a connection check", () => {
       UpstreamTimeoutError,
     );
   }, 5_000); // well before the connection check's own 10 s
+
+  it("a loading server's 503 that closes the connection is loading, not down; once loaded it is used", async () => {
+    const loading = '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}';
+    const closing = `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${loading.length}\r\nConnection: close\r\n\r\n${loading}`;
+    const answers = [closing];
+    const srv = await canned(answers);
+    const m = new HealthMonitor({
+      contract: { template_sha256: "", n_ctx_per_slot: 0, total_slots: 1 },
+      pollMs: 50,
+      timeoutMs: 1000,
+      log: createLogger("t", "silent"),
+    });
+    const client = new LlamaClient(
+      { socket_path: srv.path },
+      { timeoutMs: 1000, onProps: (r) => m.checkConnection(r) },
+    );
+    cleanups.push(
+      () => client.close(),
+      () => m.stop(),
+    );
+    await m.start(client);
+    expect(m.state).toBe("loading");
+    // Loaded: /props and /health answer on a kept connection.
+    answers[0] = json('{"total_slots":1,"default_generation_settings":{"n_ctx":0}}');
+    await m.check();
+    expect(m.state).toBe("ok");
+  });
 });

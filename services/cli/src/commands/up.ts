@@ -37,7 +37,11 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
     )
     .option("--log-level <level>", "the daemons' log level", "info")
     .option("--max-restarts <n>", "restarts of one process within 5 minutes before giving up", "5")
-    .option("--ready-timeout <seconds>", "how long the model server may take to load", "900")
+    .option(
+      "--ready-timeout <seconds>",
+      "seconds the model server may take to load (inferproxy waits on it too)",
+      "900",
+    )
     .addHelpText(
       "after",
       `
@@ -56,6 +60,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
       const { planUp } = await import("../supervisor/up-options.js");
       const { checkOverrides } = await import("../supervisor/configs.js");
       const { Supervisor } = await import("../supervisor/supervisor.js");
+      const { ProgressLine } = await import("../supervisor/progress-line.js");
 
       let plan: ReturnType<typeof planUp>;
       let overrides: ReturnType<typeof checkOverrides> | undefined;
@@ -80,6 +85,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         nodePath: process.execPath,
         out: (l) => printOut(`${l}\n`),
         err: (l) => printErr(`${l}\n`),
+        progress: new ProgressLine(process.stderr),
       });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
 import { lastWords } from "./last-words.js";
 import { describeExit, type RestartPolicy, formatDuration, type ExitInfo } from "./restart-policy.js";
-import { waitReady, type Probe } from "./readiness.js";
+import { waitReady, type Probe, type WaitHooks } from "./readiness.js";
 
 export interface ProcessSpec {
   name: string;
@@ -14,6 +14,8 @@ export interface ProcessSpec {
   logPath: string;
   probe: Probe;
   readyTimeoutMs: number;
+  /** How the first start's wait is shown (the model server's progress line); restarts are reported as events. */
+  hooks?: WaitHooks;
   /** Runs before every start, e.g. clearing the stale socket llama-server leaves behind. */
   beforeStart?: () => void;
   policy: RestartPolicy;
@@ -60,6 +62,7 @@ export class ManagedProcess {
         timeoutMs: this.spec.readyTimeoutMs,
         signal: ac.signal,
         what: this.spec.name,
+        hooks: this.spec.hooks,
       });
     } catch (err) {
       await this.stop(2000);

@@ -18,23 +18,46 @@ import { NotReadyError } from "../errors.js";
 type ProbeResult = { ready: true } | { ready: false; fatal?: string; detail?: string };
 export type Probe = () => Promise<ProbeResult>;
 
+/** What a caller sees of a wait while it lasts (`up`'s progress line for the model server). */
+export interface WaitHooks {
+  /** After each probe that found it not ready yet, with the probe's detail. */
+  pending(detail: string, elapsedMs: number): void;
+  /** The wait is over, ready or not. */
+  over(ready: boolean, elapsedMs: number): void;
+  /** The error's text (after `what: `) when the time is up. */
+  timedOut(lastDetail: string, timeoutMs: number): string;
+}
+
 /** Polls `probe` until ready; rejects on timeout, a fatal probe result, or `signal` (the process exited). */
 export async function waitReady(
   probe: Probe,
-  opts: { timeoutMs: number; intervalMs?: number; signal?: AbortSignal; what: string },
+  opts: { timeoutMs: number; intervalMs?: number; signal?: AbortSignal; what: string; hooks?: WaitHooks },
 ): Promise<void> {
-  const deadline = Date.now() + opts.timeoutMs;
+  const started = Date.now();
+  const deadline = started + opts.timeoutMs;
+  const hooks = opts.hooks;
   let last = "";
-  for (;;) {
-    if (opts.signal?.aborted) throw new NotReadyError(`${opts.what}: ${String(opts.signal.reason ?? "aborted")}`);
-    const r = await probe().catch((err: unknown): ProbeResult => ({ ready: false, detail: String(err) }));
-    if (r.ready) return;
-    if (r.fatal) throw new NotReadyError(`${opts.what}: ${r.fatal}`);
-    last = r.detail ?? last;
-    if (Date.now() > deadline) {
-      throw new NotReadyError(`${opts.what}: not ready after ${opts.timeoutMs} ms${last ? ` (${last})` : ""}`);
+  let ready = false;
+  try {
+    for (;;) {
+      if (opts.signal?.aborted) throw new NotReadyError(`${opts.what}: ${String(opts.signal.reason ?? "aborted")}`);
+      const r = await probe().catch((err: unknown): ProbeResult => ({ ready: false, detail: String(err) }));
+      if (r.ready) {
+        ready = true;
+        return;
+      }
+      if (r.fatal) throw new NotReadyError(`${opts.what}: ${r.fatal}`);
+      last = r.detail ?? last;
+      if (Date.now() > deadline) {
+        throw new NotReadyError(
+          `${opts.what}: ${hooks ? hooks.timedOut(last, opts.timeoutMs) : `not ready after ${opts.timeoutMs} ms${last ? ` (${last})` : ""}`}`,
+        );
+      }
+      hooks?.pending(last, Date.now() - started);
+      await sleep(opts.intervalMs ?? 100, opts.signal);
     }
-    await sleep(opts.intervalMs ?? 100, opts.signal);
+  } finally {
+    hooks?.over(ready, Date.now() - started);
   }
 }
 
@@ -120,13 +143,6 @@ function requestJson(
     req.on("error", reject);
     req.end(payload);
   });
-}
-
-export function llamaHealthy(where: { socketPath: string } | { url: string }): Probe {
-  return async () => {
-    const r = await getJson(where, "/health");
-    return r.status === 200 ? { ready: true } : { ready: false, detail: `/health answered ${r.status}` };
-  };
 }
 
 /** inferproxy is ready when its self-test passed; a failed self-test will not pass by waiting. */

@@ -16,7 +16,10 @@ import {
 import { daemonMain, llamaSimMain, missingBuilds, type DaemonName } from "./install-paths.js";
 import type { Layout } from "./layout.js";
 import { describeEvent, ManagedProcess, type ProcessEvent, type ProcessSpec } from "./managed-process.js";
-import { getJson, inferproxySelfTestPassed, llamaHealthy, socketAccepts, type Probe } from "./readiness.js";
+import { getJson, inferproxySelfTestPassed, socketAccepts, waitReady, type Probe } from "./readiness.js";
+import { modelServerProbe, modelWaitHooks, socketPathProblem, type Where } from "./server-health.js";
+import type { Progress } from "./progress-line.js";
+import { NotReadyError } from "../errors.js";
 import { probeSlotSave } from "./parking-probe.js";
 import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
 import { styleFor } from "../render/style.js";
@@ -28,8 +31,12 @@ export interface SupervisorOptions {
   /** Take the contract from the server's /props instead of the production values (always so for the simulator). */
   acceptServerContract: boolean;
   restart: RestartPolicyOptions;
+  /** --ready-timeout: everything that waits on the model server (the server itself, inferproxy). */
   llamaReadyTimeoutMs: number;
+  /** brokerd and loopd, which do not wait on the model and start in seconds. */
   daemonReadyTimeoutMs: number;
+  /** Where a wait for the model server shows how it goes; none: the wait is silent. */
+  progress?: Progress;
   stopGraceMs: number;
   nodePath: string;
   /** Where everything is: stdout, so it can be read by scripts. */
@@ -61,6 +68,11 @@ export class Supervisor {
     if (upstream.kind === "llama-sim") needed.push(llamaSimMain);
     const missing = missingBuilds(needed);
     if (missing.length) throw new Error(`not built: ${missing.join(", ")} (run \`npm run build\`)`);
+    // A socket path given by hand that is not there is most likely a typo: said at once, not after the ready timeout.
+    if (upstream.kind === "socket") {
+      const problem = socketPathProblem(upstream.path, "--upstream-socket");
+      if (problem) throw new NotReadyError(problem);
+    }
 
     this.prepareDirs();
     await this.refuseIfRunning();
@@ -68,7 +80,10 @@ export class Supervisor {
     const llama = this.llamaSpec();
     if (llama) await this.startProcess(llama);
 
-    const where = upstream.kind === "url" ? { url: upstream.url } : { socketPath: this.upstreamSocket() };
+    const where: Where = upstream.kind === "url" ? { url: upstream.url } : { socketPath: this.upstreamSocket() };
+    // A server `up` did not start may still be loading its model: waited for here, within --ready-timeout and
+    // with progress shown, before its /props is read (--accept-server-contract) or inferproxy checks it.
+    if (!llama) await this.waitForUpstream(where);
     let settings = this.o.settings;
     if (upstream.kind === "llama-sim" || this.o.acceptServerContract) {
       const props = await getJson(where, "/props");
@@ -108,7 +123,8 @@ export class Supervisor {
       // Only sockets of processes this supervisor started: not an existing
       // upstream's, and not those of another stack it refused to replace.
       for (const name of this.procs.keys()) removeIfSocket(this.socketOf(name));
-      this.o.err("boxmaker up: stopped");
+      // Nothing started (a missing socket, a server that never loaded): the reason is the one line to see.
+      if (this.procs.size) this.o.err("boxmaker up: stopped");
       this.resolveDone(code);
     })();
     return this.stopping;
@@ -168,12 +184,27 @@ export class Supervisor {
         ? [llamaSimMain, ...llamaSimArgs(layout, upstream.kind === "llama-sim" ? upstream.script : undefined)]
         : llamaServerArgs(layout, upstream.model, upstream.extraArgs),
       logPath: join(layout.logDir, `${this.llamaName()}.log`),
-      probe: llamaHealthy({ socketPath: layout.sockets.llama }),
+      probe: modelServerProbe({ socketPath: layout.sockets.llama }),
       readyTimeoutMs: this.o.llamaReadyTimeoutMs,
+      hooks: modelWaitHooks(
+        `${this.llamaName()} at ${layout.sockets.llama}`,
+        this.o.llamaReadyTimeoutMs,
+        this.o.progress,
+      ),
       // llama-server leaves its socket behind and refuses to start while it exists.
       beforeStart: () => removeIfSocket(layout.sockets.llama),
       policy: new RestartPolicy({ ...this.o.restart, noRestartExitCodes: [] }),
     };
+  }
+
+  private async waitForUpstream(where: Where): Promise<void> {
+    const label = `llama-server at ${"url" in where ? where.url : where.socketPath}`;
+    await waitReady(modelServerProbe(where, "socketPath" in where), {
+      timeoutMs: this.o.llamaReadyTimeoutMs,
+      intervalMs: 250,
+      what: label,
+      hooks: modelWaitHooks(label, this.o.llamaReadyTimeoutMs, this.o.progress),
+    });
   }
 
   private daemonSpec(name: DaemonName, probe: Probe): ProcessSpec {
@@ -186,7 +217,8 @@ export class Supervisor {
       env: { ...process.env, NOTIFY_SOCKET: "" },
       logPath: join(layout.logDir, `${name}.log`),
       probe,
-      readyTimeoutMs: this.o.daemonReadyTimeoutMs,
+      // inferproxy is ready once its self-test against the server passed, which a loading server holds up.
+      readyTimeoutMs: name === "inferproxy" ? this.o.llamaReadyTimeoutMs : this.o.daemonReadyTimeoutMs,
       policy: new RestartPolicy(this.o.restart),
     };
   }

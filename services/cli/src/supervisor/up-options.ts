@@ -100,7 +100,8 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
     },
     acceptServerContract: !!f.acceptServerContract,
     restart: { ...DEFAULT_RESTART_POLICY, maxRestarts },
-    // Loading a large model takes minutes; the daemons themselves start in seconds.
+    // Loading a large model takes minutes, and inferproxy is not ready before the model is;
+    // brokerd and loopd start in seconds whatever the model does.
     llamaReadyTimeoutMs: readyTimeoutS * 1000,
     daemonReadyTimeoutMs: 60_000,
   };
