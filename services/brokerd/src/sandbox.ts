@@ -10,7 +10,7 @@ export interface SandboxRequest {
   command: string;
   cwd: string;
   timeoutMs: number;
-  /** Only these directories are writable (a rule's `paths`); the rest of the workspace is read-only. */
+  /** Only these directories of the workspace are there, writable (a rule's `paths`); the rest is not visible. */
   writable?: string[];
   /** The tool call it runs for: the network proxy asks that session's person about a host an ask rule names. */
   scope?: { session: string; callId: string };
@@ -41,7 +41,7 @@ export interface BwrapLayout {
   readOnly?: string[];
   /** Directories bound onto themselves so they cannot be renamed (the parents of the above). */
   pinned?: string[];
-  /** When set, the roots are bound read-only and only these directories writable. */
+  /** When set, only these directories of the roots are there (read-write); the rest of each root is empty. */
   writable?: string[];
   network: boolean;
   cwd: string;
@@ -75,15 +75,19 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   const inWritable = (p: string) => !l.writable || l.writable.some((w) => p === w || p.startsWith(`${w}/`));
-  for (const r of l.rw) a.push(l.writable ? "--ro-bind" : "--bind", r, r);
+  // A rule's paths confine the command to what they name, reading as well as writing: the roots are
+  // empty directories and only the named ones are bound in. A path outside them (`cat ../private/x`,
+  // a hard link to it) is not there to open, whatever name the command finds for it.
+  for (const r of l.rw) a.push(...(l.writable ? ["--dir", r] : ["--bind", r, r]));
   for (const w of l.writable ?? []) a.push("--bind-try", w, w);
   // Outermost first: a pinned parent bound after its child's mount would not cover it. `-try`: a path
   // that vanished between the scan and the start (or a protected path not created yet) skips its bind
-  // instead of failing every command.
+  // instead of failing every command. Outside a rule's paths there is nothing to protect or mask.
   for (const d of (l.pinned ?? []).filter(inWritable)) a.push("--bind-try", d, d);
-  for (const p of l.roInside) a.push("--ro-bind-try", p, p);
-  for (const p of l.readOnly ?? []) a.push("--ro-bind-try", p, p);
-  for (const h of l.hidden) a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
+  for (const p of l.roInside.filter(inWritable)) a.push("--ro-bind-try", p, p);
+  for (const p of (l.readOnly ?? []).filter(inWritable)) a.push("--ro-bind-try", p, p);
+  for (const h of l.hidden.filter((x) => inWritable(x.path)))
+    a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
   if (l.bridge) a.push(...bridgeArgs(l.bridge));
   a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits, l.bridge && bridgePrelude(l.bridge))));
   return a;

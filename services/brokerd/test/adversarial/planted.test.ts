@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { ToolDecision } from "@boxmaker/common";
 import { execFileSync } from "node:child_process";
 import {
@@ -322,8 +323,8 @@ describe("file tools and protected paths, whatever the policy allows", () => {
   });
 });
 
-describe.skipIf(!hasBwrap)("a run_command rule scoped by paths scopes where the command writes", () => {
-  it("writes land only under the rule's paths; the rest of the workspace is read-only for that call", async () => {
+describe.skipIf(!hasBwrap)("a run_command rule scoped by paths confines the command to them", () => {
+  it("writes land only under the rule's paths; the rest of the workspace is not there to read or write", async () => {
     r = await rig(
       {
         policy: {
@@ -334,17 +335,19 @@ describe.skipIf(!hasBwrap)("a run_command rule scoped by paths scopes where the 
         mkdirSync(join(ws, "scratch"));
         mkdirSync(join(ws, "src"));
         writeFileSync(join(ws, "src", "a.ts"), "original\n");
+        writeFileSync(join(ws, "scratch", "in.txt"), "mine\n");
       },
     );
     const res = await r.call("run_command", {
       cwd: "scratch",
       command:
-        "cp ../src/a.ts out.txt; cp out.txt ../src/b.ts; touch ../new.txt; cp /dev/null ../src/a.ts; ln ../src/a.ts hard; mv ../src ../src2; mkdir sub; cp out.txt sub/f; echo end",
+        "cp in.txt out.txt; cp ../src/a.ts stolen.txt; cp out.txt ../src/b.ts; touch ../new.txt; cp /dev/null ../src/a.ts; ln ../src/a.ts hard; mv ../src ../src2; mkdir sub; cp out.txt sub/f; echo end",
     });
     expect(res.decision, `${res.rule}: ${res.content}`).toBe(ToolDecision.ALLOWED);
     expect(res.content).toContain("end");
-    expect(readFileSync(join(r.ws, "scratch", "out.txt"), "utf8")).toBe("original\n");
-    expect(readFileSync(join(r.ws, "scratch", "sub", "f"), "utf8")).toBe("original\n");
+    expect(readFileSync(join(r.ws, "scratch", "out.txt"), "utf8")).toBe("mine\n");
+    expect(readFileSync(join(r.ws, "scratch", "sub", "f"), "utf8")).toBe("mine\n");
+    expect(existsSync(join(r.ws, "scratch", "stolen.txt"))).toBe(false);
     expect(existsSync(join(r.ws, "src", "b.ts"))).toBe(false);
     expect(readFileSync(join(r.ws, "src", "a.ts"), "utf8")).toBe("original\n");
     expect(existsSync(join(r.ws, "new.txt"))).toBe(false);
@@ -353,6 +356,54 @@ describe.skipIf(!hasBwrap)("a run_command rule scoped by paths scopes where the 
     // Outside the rule's paths the command is not covered by it (default: ask).
     expect((await r.call("run_command", { cwd: "src", command: "touch x" })).decision).toBe(ToolDecision.STAGED);
   });
+
+  it("every way of naming a file outside the rule's paths finds nothing (generated names and readers)", async () => {
+    r = await rig(
+      {
+        policy: {
+          rules: [{ name: "scratch", tool: "run_command", effect: "allow", paths: ["scratch", "scratch/**"] }],
+        },
+      },
+      ({ ws }) => {
+        mkdirSync(join(ws, "scratch"));
+        mkdirSync(join(ws, "private"));
+        writeFileSync(join(ws, "private", "plan.txt"), "CANARY-plan-7f3a\n");
+        writeFileSync(join(ws, "top.txt"), "CANARY-top-91c2\n");
+      },
+    );
+    const names = (ws: string) => [
+      "../private/plan.txt",
+      "../top.txt",
+      `${ws}/private/plan.txt`,
+      `${ws}/top.txt`,
+      "/proc/self/cwd/../private/plan.txt",
+      "./../private/../top.txt",
+      `${ws}/scratch/../private/plan.txt`,
+    ];
+    const readers = [
+      (f: string) => `cat ${f}`,
+      (f: string) => `head -c 100 ${f}`,
+      (f: string) => `ln -s ${f} s && cat s`,
+      (f: string) => `ln ${f} h 2>/dev/null; cat h`,
+      (f: string) => `cd .. && cat ${f.replace(/^\.\.\//, "")}`,
+      (f: string) => `cp ${f} c && cat c`,
+    ];
+    const picks = fc.sample(fc.tuple(fc.constantFrom(...names(r.ws)), fc.constantFrom(...readers)), {
+      numRuns: 12,
+      seed: 7,
+    });
+    // Every name against the plainest reader, then a generated sample of the rest.
+    const lines = [...names(r.ws).map((f) => `cat ${f}`), ...picks.map(([f, read]) => read(f))];
+    const grep = "grep -rh CANARY / --include=*.txt 2>/dev/null | head -3";
+    lines.push(grep, `find / -name plan.txt 2>/dev/null; ls -a ${r.ws} ..`);
+    for (const command of lines) {
+      // Errors go too: "cat: ../private/plan.txt: No such file" names the file, not its content.
+      const res = await r.call("run_command", { cwd: "scratch", command: `{ ${command}; } 2>/dev/null; echo end` });
+      expect(res.decision, `${command}: ${res.rule}`).toBe(ToolDecision.ALLOWED);
+      expect(res.content, command).toContain("end");
+      expect(res.content, command).not.toMatch(/CANARY|plan\.txt|top\.txt|private/);
+    }
+  }, 120_000);
 });
 
 describe.skipIf(!hasBwrap)("what a person approves is not mistaken for a plant", () => {
