@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, waitFor } from "../support/stack.js";
@@ -13,8 +13,8 @@ import { Tmux } from "../../services/cli/test/support/tmux.js";
 describe("boxmaker up --llama-sim", () => {
   let tmp: ReturnType<typeof tempDir>;
   const ups: Up[] = [];
-  const start = (args: string[]) => {
-    const u = new Up(args, tmp.dir);
+  const start = (args: string[], env?: NodeJS.ProcessEnv) => {
+    const u = new Up(args, tmp.dir, env);
     ups.push(u);
     return u;
   };
@@ -78,6 +78,42 @@ describe("boxmaker up --llama-sim", () => {
     expect(code).toBe(0);
     for (const pid of [...pids, newPid]) expect(alive(pid), `pid ${pid} still running`).toBe(false);
     expect(readdirSync(run).filter((f) => f.endsWith(".sock"))).toEqual([]);
+  }, 60_000);
+
+  it("gives the daemons none of the shell's secrets: an unsandboxed command reading its parent's environment finds none", async () => {
+    const run = join(tmp.dir, "run");
+    const state = join(tmp.dir, "state");
+    const canaries = {
+      AWS_SECRET_ACCESS_KEY: "CANARY-aws-51d0",
+      GITHUB_TOKEN: "CANARY-gh-77e1",
+      MY_DB_PASSWORD: "CANARY-db",
+    };
+    const up = start(
+      ["--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", state, "--workspace", ws],
+      {
+        ...canaries,
+        LANG: "C.UTF-8",
+      },
+    );
+    await up.ready();
+    for (const name of ["inferproxy", "brokerd", "loopd"]) {
+      // What `cat /proc/$PPID/environ` in an unsandboxed command reads of brokerd (and of the others, same user).
+      const environ = readFileSync(`/proc/${up.pid(name)}/environ`, "utf8").split("\0");
+      expect(environ.join("\n"), name).not.toMatch(/CANARY|AWS_SECRET|GITHUB_TOKEN|MY_DB_PASSWORD/);
+      expect(environ, name).toContain("LANG=C.UTF-8");
+    }
+    // And brokerd says in one line what `none` leaves open.
+    await waitFor(
+      () => readFileSync(join(state, "logs", "brokerd.log"), "utf8").includes("not sandboxed"),
+      5_000,
+      "warning",
+    );
+    const warning = readFileSync(join(state, "logs", "brokerd.log"), "utf8")
+      .split("\n")
+      .find((l) => l.includes("not sandboxed"))!;
+    expect(warning).toContain(`/proc/${up.pid("brokerd")}/environ`);
+    expect(warning).toMatch(/every file it can/);
+    expect(warning).not.toContain("CANARY");
   }, 60_000);
 
   it("refuses a second stack on the same runtime dir and leaves the first one alone", async () => {

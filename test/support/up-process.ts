@@ -7,8 +7,11 @@ export class Up {
   stdout = "";
   stderr = "";
   readonly proc: ChildProcess;
-  constructor(args: string[], cwd: string) {
-    this.proc = spawn(process.execPath, cliArgv(["up", ...args]), { cwd, env: { ...process.env, NO_COLOR: "1" } });
+  constructor(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
+    this.proc = spawn(process.execPath, cliArgv(["up", ...args]), {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1", ...env },
+    });
     this.proc.stdout!.on("data", (b: Buffer) => (this.stdout += b.toString()));
     this.proc.stderr!.on("data", (b: Buffer) => (this.stderr += b.toString()));
   }

@@ -21,6 +21,7 @@ import { unwritableRoots } from "./workspace-writable.js";
 import { PathGuard } from "./policy/paths.js";
 import { protectionOf } from "./policy/protected-paths.js";
 import { checkRules } from "./policy/rule-check.js";
+import { unsandboxedWarning } from "./unsandboxed-warning.js";
 import { BLOB_READERS } from "./result-cap.js";
 import { Sandbox } from "./sandbox.js";
 import { ProposalStore, type ProposalRecord } from "./staging.js";
@@ -135,7 +136,9 @@ export class Broker {
       disclosureFile(join(config.state_dir, "disclosure.jsonl"), config.disclosure.retention_days, opts.log),
       opts.log,
     );
-    if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");
+    if (sandbox.state === "unsandboxed")
+      opts.log.warn({ sandbox: sandbox.detail }, unsandboxedWarning(process.pid, process.env));
+    else if (sandbox.state !== "bwrap") opts.log.warn({ sandbox: sandbox.detail }, "run_command is not sandboxed");
     for (const u of unwritableRoots(guard.roots))
       opts.log.warn(u, `workspace root ${u.root} is not writable, so approved writes there will fail: ${u.fix}`);
     // Never waits on a server: each connects in the background and its tools appear when it is up.

@@ -1,3 +1,4 @@
+import { daemonEnvironment } from "./daemon-env.js";
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DAEMON_NODE_FLAGS } from "@boxmaker/common/lite";
@@ -213,8 +214,7 @@ export class Supervisor {
       name,
       command: this.o.nodePath,
       args: [...DAEMON_NODE_FLAGS, daemonMain(name), "--config", this.configPath(name)],
-      // No NOTIFY_SOCKET: there is no systemd to tell (see readiness.ts).
-      env: { ...process.env, NOTIFY_SOCKET: "" },
+      env: daemonEnvironment(process.env),
       logPath: join(layout.logDir, `${name}.log`),
       probe,
       // inferproxy is ready once its self-test against the server passed, which a loading server holds up.
