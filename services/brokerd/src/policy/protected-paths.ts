@@ -111,6 +111,23 @@ export const DEFAULT_REVIEWED_PATTERNS: readonly string[] = [
   "./.config",
   "./.local",
   "./bin",
+  // Build and container files a person runs next (`make`, `docker build`, `docker compose up`, `just`),
+  // and the scripts they and CI call. At the root only: a build tree's generated Makefiles are not these.
+  "./Makefile",
+  "./makefile",
+  "./GNUmakefile",
+  "./Dockerfile",
+  "./Dockerfile.*",
+  "./Containerfile",
+  "./docker-compose.yml",
+  "./docker-compose.yaml",
+  "./docker-compose.*.yml",
+  "./compose.yml",
+  "./compose.yaml",
+  "./justfile",
+  "./Justfile",
+  "./Taskfile.yml",
+  "./scripts",
 ];
 
 /**
