@@ -4,6 +4,7 @@ import type { LoopClient } from "./connection.js";
 import { renderProposal, stateText } from "./render/proposal.js";
 import type { Style } from "./render/style.js";
 import { terminalText, writeText } from "./render/terminal-safe.js";
+import { activeDiff } from "./render/active-lines.js";
 import { widthOf, wrapWords } from "./render/columns.js";
 
 /** Diff lines shown before the question; `d` shows the whole proposal. */
@@ -194,8 +195,19 @@ export class InPlaceApprovals {
   }
 }
 
-/** The proposal's head and the first lines of its diff or command. */
+/**
+ * The proposal's head and the first lines of its diff or command. A reviewed
+ * write (rule `protected:…`: it can run or steer a later program) is never cut:
+ * past its first lines every line that can run is shown too (render/active-lines.ts).
+ */
 export function preview(p: Proposal, s: Style, maxLines: number, width?: number): string {
+  if (p.rule.startsWith("protected:") && p.preview.includes("\n+")) {
+    const active = activeDiff(p.preview, maxLines);
+    const shown = renderProposal({ ...p, preview: active.diff }, s, width);
+    if (active.omitted === 0) return shown;
+    const note = `… every line that can run is above; d shows all ${active.omitted} left out too`;
+    return `${shown}${wrapWords(note, width).map(s.dim).join("\n")}\n`;
+  }
   const full = renderProposal(p, s, width).replace(/\n$/, "").split("\n");
   // The head (id, where from; wrapped on a narrow terminal) ends at its blank line, then the body.
   const headLen = full.indexOf("") + 1;

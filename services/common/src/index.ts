@@ -20,6 +20,7 @@ export * from "./backoff.js";
 export * from "./slot-queue.js";
 export * from "./async-queue.js";
 export * from "./permission-mode.js";
+export { runnableLineTest } from "./runnable-lines.js";
 export * from "./contract-model.js";
 export * from "./enum-names.js";
 export * from "./state-dir-lock.js";

@@ -6,4 +6,5 @@ export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export { packageVersion } from "./version.js";
 export * from "./permission-mode.js";
+export { runnableLineTest } from "./runnable-lines.js";
 export { contractModelKey } from "./contract-model.js";

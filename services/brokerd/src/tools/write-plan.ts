@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { runnableLineTest } from "@boxmaker/common";
 import { sha256 } from "../blobs.js";
 import type { ResolvedPath } from "../policy/paths.js";
 import { ToolError } from "../errors.js";
@@ -31,11 +32,56 @@ const DIFF_MAX_LINES = 3000;
 const DIFF_MAX_BYTES = 512 * 1024;
 const DIFF_TIMEOUT_MS = 250;
 
+const SUMMARY_HEAD_LINES = 40;
+/** The most of a summary's runnable lines listed; past it the summary says how many were not. */
+const SUMMARY_RUNNABLE_BYTES = 256 * 1024;
+
+/**
+ * A change too big to diff, as a person can still judge it: its sizes and hashes,
+ * the new content's first lines, then every later line that can run, numbered
+ * (a payload on line 3,500 of a hook is not left to "the new content starts").
+ */
 function summary(old: string | null, content: string, rel: string, why: string): string {
-  const head = content.split("\n", 41).slice(0, 40).join("\n");
+  const lines = content.split("\n");
+  if (content.endsWith("\n")) lines.pop();
+  const head = lines.slice(0, SUMMARY_HEAD_LINES).join("\n");
+  const runs = runnableLineTest(rel, lines);
+  const listed: string[] = [];
+  let bytes = 0;
+  let unlisted = 0;
+  let inert = 0;
+  for (let i = SUMMARY_HEAD_LINES; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (!runs(l)) inert++;
+    else if (bytes + l.length > SUMMARY_RUNNABLE_BYTES) unlisted++;
+    else {
+      listed.push(`${i + 1}: ${l}`);
+      bytes += l.length + 8;
+    }
+  }
+  const rest =
+    lines.length <= SUMMARY_HEAD_LINES
+      ? ""
+      : `\n[past line ${SUMMARY_HEAD_LINES}, every line that can run, numbered (${inert} blank or comment lines left out)` +
+        `${unlisted ? `; ${unlisted} more such lines are NOT listed: read the file before approving` : ""}:]\n${listed.join("\n")}`;
   return (
     `[diff of ${rel} not shown: ${why}. ${old === null ? "new file" : `was ${lineCount(old)} lines, ${Buffer.byteLength(old)} bytes, sha256 ${sha256(old)}`}; ` +
-    `becomes ${lineCount(content)} lines, ${Buffer.byteLength(content)} bytes, sha256 ${sha256(content)}. The new content starts:]\n${head}`
+    `becomes ${lineCount(content)} lines, ${Buffer.byteLength(content)} bytes, sha256 ${sha256(content)}. The new content starts:]\n${head}${rest}`
+  );
+}
+
+/**
+ * A new file's diff, written out: every line added, with no diff to compute whatever its length,
+ * byte for byte what jsdiff's createTwoFilesPatch makes of it.
+ */
+function creationPatch(content: string, rel: string): string {
+  const lines = content.split("\n");
+  const noEol = !content.endsWith("\n");
+  if (!noEol) lines.pop();
+  return (
+    `${"=".repeat(67)}\n--- /dev/null\n+++ b/${rel}\n@@ -0,0 +1,${lines.length} @@\n` +
+    lines.map((l) => `+${l}\n`).join("") +
+    (noEol ? "\\ No newline at end of file\n" : "")
   );
 }
 
@@ -43,6 +89,8 @@ function summary(old: string | null, content: string, rel: string, why: string):
 export function boundedPatch(old: string | null, content: string, rel: string): string {
   const lines = lineCount(old ?? "") + lineCount(content);
   const bytes = Buffer.byteLength(old ?? "") + Buffer.byteLength(content);
+  // A new file costs no diff: shown whole up to the byte limit, however many lines it has.
+  if (old === null && content !== "" && bytes <= DIFF_MAX_BYTES) return creationPatch(content, rel);
   if (lines > DIFF_MAX_LINES || bytes > DIFF_MAX_BYTES)
     return summary(old, content, rel, `the change spans ${lines} lines / ${bytes} bytes, above the diff limit`);
   const patch = diffLib().createTwoFilesPatch(
