@@ -92,7 +92,9 @@ function denied(path: string): string {
   const fix =
     st.mode & needs.bit
       ? `join group ${group} (\`sudo usermod -aG ${group} $USER\`, then log in again) or run as ${owner}`
-      : `only ${owner} may ${needs.what} it: run as ${owner}`;
+      : st.mode & (needs.bit << 3)
+        ? `only ${owner} may ${needs.what} it: run as ${owner}`
+        : `its mode lets nobody ${needs.what} it`;
   return `permission denied (${whose}); ${fix}`;
 }
 
