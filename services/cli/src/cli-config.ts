@@ -12,12 +12,12 @@ export interface CliConfig {
   mode?: PermissionMode;
 }
 
-export function cliConfigPath(env: NodeJS.ProcessEnv, home: string): string {
+function cliConfigPath(env: NodeJS.ProcessEnv, home: string): string {
   return join(env.XDG_CONFIG_HOME || join(home, ".config"), "boxmaker", "cli.json");
 }
 
 /** `path` under ~ when it is in the home directory: the way a person would type it. */
-export function tildeOf(path: string, home: string): string {
+function tildeOf(path: string, home: string): string {
   const r = home ? relative(home, path) : "..";
   return r && !r.startsWith("..") && !isAbsolute(r) ? `~/${r}` : path;
 }
