@@ -7,11 +7,8 @@ export class Up {
   stdout = "";
   stderr = "";
   readonly proc: ChildProcess;
-  constructor(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
-    this.proc = spawn(process.execPath, cliArgv(["up", ...args]), {
-      cwd,
-      env: { ...process.env, NO_COLOR: "1", ...env },
-    });
+  constructor(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) {
+    this.proc = spawn(process.execPath, cliArgv(["up", ...args]), { cwd, env: { ...env, NO_COLOR: "1" } });
     this.proc.stdout!.on("data", (b: Buffer) => (this.stdout += b.toString()));
     this.proc.stderr!.on("data", (b: Buffer) => (this.stderr += b.toString()));
   }

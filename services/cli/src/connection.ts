@@ -1,31 +1,24 @@
-import { DEFAULT_SOCKETS } from "@boxmaker/common/lite";
-import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
-import { DaemonUnreachable, UsageError } from "./errors.js";
+import { UsageError } from "./errors.js";
 import type { GlobalOptions } from "./global-options.js";
-
-/** --socket, then BOXMAKER_SOCKET, then the system default. */
-export function resolveSocket(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag || env.BOXMAKER_SOCKET || DEFAULT_SOCKETS.loopd;
-}
+import type { SocketChoice } from "./socket-choice.js";
 
 /**
  * Resolves once something accepts connections on the socket. A socket file
  * left behind by a dead daemon would otherwise surface as a gRPC UNAVAILABLE
  * that looks just like loopd reporting a dead brokerd.
  */
-function probe(socket: string): Promise<void> {
+function probe(choice: SocketChoice, record: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
-    const c = createConnection(socket);
+    const c = createConnection(choice.path);
     c.once("connect", () => {
       c.destroy();
       resolve();
     });
     c.once("error", (err: NodeJS.ErrnoException) => {
       c.destroy();
-      reject(
-        new DaemonUnreachable(socket, err.code === "ECONNREFUSED" ? "nothing is listening" : (err.code ?? err.message)),
-      );
+      // Loaded only here: a CLI that connects never pays for saying why it could not.
+      void import("./unreachable.js").then(({ unreachable }) => unreachable(choice, err, record)).then(reject, reject);
     });
   });
 }
@@ -40,10 +33,13 @@ export function parseTimeout(flag: string | undefined): number | undefined {
 }
 
 /** A typed LoopService client; loaded lazily so `--help` never pays for gRPC. */
-async function connect({ socket, timeoutMs }: GlobalOptions) {
-  if (!existsSync(socket)) throw new DaemonUnreachable(socket, "no such socket");
-  const [{ createClient, LoopService }] = await Promise.all([import("@boxmaker/common/client"), probe(socket)]);
-  return createClient(LoopService, socket, callLimits(timeoutMs));
+async function connect({ socket, stackRecord, timeoutMs }: GlobalOptions) {
+  const choice = await socket();
+  const [{ createClient, LoopService }] = await Promise.all([
+    import("@boxmaker/common/client"),
+    probe(choice, stackRecord),
+  ]);
+  return createClient(LoopService, choice.path, callLimits(timeoutMs));
 }
 
 /**

@@ -12,16 +12,13 @@ export class UsageError extends BoxmakerError {
   }
 }
 
-/** Nothing accepts connections on loopd's socket: exit 6, naming the socket and how to start the stack. */
+/** Nothing accepts connections on loopd's socket: exit 6 with one line (unreachable.ts says what and why). */
 export class DaemonUnreachable extends BoxmakerError {
   constructor(
     readonly socket: string,
-    detail: string,
+    message: string,
   ) {
-    super(
-      "DAEMON_UNREACHABLE",
-      `cannot reach loopd at ${socket} (${detail}); start the stack with \`boxmaker up\` or \`systemctl start boxmaker-loopd\`, or point --socket / BOXMAKER_SOCKET at it`,
-    );
+    super("DAEMON_UNREACHABLE", message);
   }
 }
 

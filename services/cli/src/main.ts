@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 import { messageOf } from "@boxmaker/common/lite";
 import { Command, CommanderError } from "commander";
-import { parseTimeout, resolveSocket } from "./connection.js";
+import { homedir, tmpdir } from "node:os";
+import { loadCliConfig } from "./cli-config.js";
+import { parseTimeout } from "./connection.js";
+import { chooseSocket } from "./socket-choice.js";
+import { stackRecordPath } from "./stack-record.js";
 import { DaemonUnreachable, UsageError } from "./errors.js";
 import { ExitCode, EXIT_CODES_HELP } from "./exit-codes.js";
 import { cliVersion } from "./version.js";
@@ -33,7 +37,10 @@ import { printErr } from "./render/terminal-safe.js";
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
   .version(cliVersion(), "-V, --version", "print boxmaker's version")
-  .option("--socket <path>", "loopd's socket (default: $BOXMAKER_SOCKET or /run/boxmaker/loopd.sock)")
+  .option(
+    "--socket <path>",
+    "loopd's socket (default: $BOXMAKER_SOCKET, cli.json's socket, the stack `boxmaker up` runs, /run/boxmaker/loopd.sock)",
+  )
   .option("--timeout <seconds>", "give up on loopd when it does not answer a call within this (default 30)")
   .showHelpAfterError()
   .exitOverride()
@@ -41,7 +48,13 @@ const program = new Command("boxmaker")
 
 const globals = (): GlobalOptions => {
   const o = program.opts<{ socket?: string; timeout?: string }>();
-  return { socket: resolveSocket(o.socket), timeoutMs: parseTimeout(o.timeout) };
+  const timeoutMs = parseTimeout(o.timeout);
+  // A broken cli.json is said even when --socket makes its socket moot: it holds the mode too.
+  const config = loadCliConfig(process.env, homedir());
+  const stackRecord = stackRecordPath(process.env, tmpdir(), process.getuid?.() ?? 0);
+  let choice: ReturnType<typeof chooseSocket> | undefined;
+  const socket = () => (choice ??= chooseSocket(o.socket, process.env, config, stackRecord));
+  return { socket, stackRecord, timeoutMs, mode: config.mode };
 };
 
 for (const register of [

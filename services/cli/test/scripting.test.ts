@@ -62,14 +62,14 @@ describe("boxmaker through pipes", () => {
   it("exits 6 with one line naming the socket and how to start the stack when loopd is missing", async () => {
     const socket = join(t.dir, "nope.sock");
     for (const via of [
-      { args: ["--socket", socket, "ls"], env: {} },
-      { args: ["status"], env: { BOXMAKER_SOCKET: socket } },
+      { args: ["--socket", socket, "ls"], env: {}, from: "--socket" },
+      { args: ["status"], env: { BOXMAKER_SOCKET: socket }, from: "BOXMAKER_SOCKET" },
     ]) {
       const r = await runCli(via.args, { env: via.env });
       expect(r.code).toBe(6);
       expect(r.stdout).toBe("");
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
-      expect(r.stderr).toContain(`cannot reach loopd at ${socket} (no such socket)`);
+      expect(r.stderr).toContain(`cannot reach loopd at ${socket} (from ${via.from}): no such socket`);
       expect(r.stderr).toContain("boxmaker up");
     }
     // A socket file nobody listens on (a crashed daemon) gets the same line, not a gRPC error.
@@ -77,7 +77,7 @@ describe("boxmaker through pipes", () => {
     const stale = await runCli(["ls"], { env: { BOXMAKER_SOCKET: join(t.dir, "stale.sock") } });
     expect(stale.code).toBe(6);
     expect(stale.stderr).toMatch(
-      /^boxmaker: cannot reach loopd at \S+stale\.sock \(nothing is listening\); start the stack/,
+      /^boxmaker: cannot reach loopd at \S+stale\.sock \(from BOXMAKER_SOCKET\): nobody is listening .*; no stack is running: start one with `boxmaker up`/,
     );
   });
 

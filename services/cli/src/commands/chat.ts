@@ -25,7 +25,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "one JSON event per line on stdout (the prompt stays on stderr)")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--history <n>", "messages of an existing session to show when resuming", "6")
-    .option("--mode <mode>", `permission mode: ${MODE_CHOICES} (default: ask, or the resumed session's)`);
+    .option(
+      "--mode <mode>",
+      `permission mode: ${MODE_CHOICES} (default: the resumed session's, else cli.json's mode, else ask)`,
+    );
   addBudgetOptions(cmd)
     .addHelpText(
       "after",
@@ -51,13 +54,15 @@ Examples:
     )
     .action(async (id: string | undefined, opts: ChatFlags) => {
       const budgets = budgetsFrom(opts);
-      const mode: ChatMode = { current: opts.mode === undefined ? undefined : modeFlag(opts.mode) };
+      const g = globals();
+      // cli.json's mode is for new sessions: a resumed one keeps its own unless --mode says otherwise.
+      const mode: ChatMode = { current: opts.mode !== undefined ? modeFlag(opts.mode) : id ? undefined : g.mode };
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const style = styleFor(process.stderr);
       const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;
-      await withClient(globals(), async (client) => {
+      await withClient(g, async (client) => {
         if (id) {
           const r = await client.getSession({ id });
           note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);

@@ -97,53 +97,56 @@ Examples:
         say(`workspace ${ws} holds ${DEMO_FILE}:`);
         printErr(indent(DEMO_BEFORE, s));
         const { SessionRole, ToolDecision } = await import("@boxmaker/common/client");
-        exit = await withClient({ socket: plan.layout.sockets.loopd }, async (client) => {
-          const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
-          printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
-          const { renderEvents, resumingEvents } = await import("../turn-stream.js");
-          const tty = Boolean(process.stdin.isTTY);
-          let onEvent: (ev: import("@boxmaker/common/client").SessionEvent) => void;
-          if (tty) {
-            const { InPlaceApprovals } = await import("../in-place-approval.js");
-            const approvals = new InPlaceApprovals(client, s);
-            onEvent = (ev) => approvals.handle(ev);
-          } else {
-            onEvent = (ev) => {
-              const e = ev.event;
-              if (e.case === "toolDecision" && e.value.decision === ToolDecision.STAGED && e.value.proposalId) {
-                const id = e.value.proposalId;
-                void (async () => {
-                  const { proposals } = await client.listProposals({ includeDecided: false });
-                  const p = proposals.find((x) => x.id === id);
-                  if (p)
-                    printErr(
-                      (await import("../render/proposal.js")).renderProposal(
-                        p,
-                        s,
-                        (await import("../render/columns.js")).widthOf(process.stderr),
-                      ),
-                    );
-                  say(`no terminal: approving ${id} automatically`);
-                  await client.decideProposal({ id, approve: true, reason: "" });
-                })();
-              }
-            };
-          }
-          const events = resumingEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), (afterSeq) =>
-            client.follow({ sessionId: session.id, afterSeq }),
-          );
-          const outcome = await renderEvents(events, {
-            json: false,
-            reasoning: true,
-            onEvent,
-          });
-          say(`${DEMO_FILE} now reads:`);
-          printErr(indent(readFileSync(join(ws, DEMO_FILE), "utf8"), s));
-          say(
-            `that was session ${session.id}. With a real model: \`boxmaker up --llama-server BIN --model GGUF\` in your project, then \`boxmaker chat\`.`,
-          );
-          return outcome;
-        });
+        exit = await withClient(
+          { socket: async () => ({ path: plan.layout.sockets.loopd, source: { kind: "own" } }) },
+          async (client) => {
+            const session = await client.createSession({ role: SessionRole.MAIN, title: "demo: fix the typo" });
+            printOut(`${s.bold(s.green("› "))}${DEMO_PROMPT}\n`);
+            const { renderEvents, resumingEvents } = await import("../turn-stream.js");
+            const tty = Boolean(process.stdin.isTTY);
+            let onEvent: (ev: import("@boxmaker/common/client").SessionEvent) => void;
+            if (tty) {
+              const { InPlaceApprovals } = await import("../in-place-approval.js");
+              const approvals = new InPlaceApprovals(client, s);
+              onEvent = (ev) => approvals.handle(ev);
+            } else {
+              onEvent = (ev) => {
+                const e = ev.event;
+                if (e.case === "toolDecision" && e.value.decision === ToolDecision.STAGED && e.value.proposalId) {
+                  const id = e.value.proposalId;
+                  void (async () => {
+                    const { proposals } = await client.listProposals({ includeDecided: false });
+                    const p = proposals.find((x) => x.id === id);
+                    if (p)
+                      printErr(
+                        (await import("../render/proposal.js")).renderProposal(
+                          p,
+                          s,
+                          (await import("../render/columns.js")).widthOf(process.stderr),
+                        ),
+                      );
+                    say(`no terminal: approving ${id} automatically`);
+                    await client.decideProposal({ id, approve: true, reason: "" });
+                  })();
+                }
+              };
+            }
+            const events = resumingEvents(client.send({ sessionId: session.id, text: DEMO_PROMPT }), (afterSeq) =>
+              client.follow({ sessionId: session.id, afterSeq }),
+            );
+            const outcome = await renderEvents(events, {
+              json: false,
+              reasoning: true,
+              onEvent,
+            });
+            say(`${DEMO_FILE} now reads:`);
+            printErr(indent(readFileSync(join(ws, DEMO_FILE), "utf8"), s));
+            say(
+              `that was session ${session.id}. With a real model: \`boxmaker up --llama-server BIN --model GGUF\` in your project, then \`boxmaker chat\`.`,
+            );
+            return outcome;
+          },
+        );
       } finally {
         await sup.stop(0);
         if (opts.keep) say(`kept ${dir}`);

@@ -22,7 +22,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "one JSON event per line on stdout")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--command <name>", "send the custom command NAME's prompt, with the arguments (see `boxmaker commands`)")
-    .option("--mode <mode>", `permission mode: ${MODE_CHOICES} (default: ask; see \`boxmaker mode --help\`)`);
+    .option(
+      "--mode <mode>",
+      `permission mode: ${MODE_CHOICES} (default: cli.json's mode, else ask; see \`boxmaker mode --help\`)`,
+    );
   addBudgetOptions(cmd)
     .addHelpText(
       "after",
@@ -36,13 +39,14 @@ Examples:
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
     )
     .action(async (words: string[], opts: RunFlags) => {
-      const mode = opts.mode === undefined ? undefined : modeFlag(opts.mode);
+      const g = globals();
+      const mode = opts.mode === undefined ? g.mode : modeFlag(opts.mode);
       let text = opts.command === undefined ? await readPrompt(words) : "";
       const budgets = budgetsFrom(opts);
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
-      await withClient(globals(), async (client) => {
+      await withClient(g, async (client) => {
         if (opts.command !== undefined) {
           text = await commandPrompt(client, opts.command, words);
         }

@@ -61,7 +61,10 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
       const { checkOverrides } = await import("../supervisor/configs.js");
       const { Supervisor } = await import("../supervisor/supervisor.js");
       const { ProgressLine } = await import("../supervisor/progress-line.js");
+      const { removeStackRecord, stackRecordPath, writeStackRecord } = await import("../stack-record.js");
 
+      const uid = process.getuid?.() ?? 0;
+      const record = stackRecordPath(process.env, tmpdir(), uid);
       let plan: ReturnType<typeof planUp>;
       let overrides: ReturnType<typeof checkOverrides> | undefined;
       try {
@@ -70,7 +73,7 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
           cwd: process.cwd(),
           home: homedir(),
           tmp: tmpdir(),
-          uid: process.getuid?.() ?? 0,
+          uid,
         });
         if (flags.overrides) overrides = checkOverrides(JSON.parse(readFileSync(flags.overrides, "utf8")));
       } catch (err) {
@@ -86,12 +89,21 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         out: (l) => printOut(`${l}\n`),
         err: (l) => printErr(`${l}\n`),
         progress: new ProgressLine(process.stderr),
+        // So a new shell's `boxmaker` finds this stack without BOXMAKER_SOCKET.
+        onReady: () => {
+          const { loopd } = plan.layout.sockets;
+          const { runtimeDir, stateDir } = plan.layout;
+          const problem = writeStackRecord(record, { loopdSocket: loopd, runtimeDir, stateDir, pid: process.pid }, uid);
+          if (problem)
+            printErr(`boxmaker up: not recorded in ${record} (${problem}); other shells need BOXMAKER_SOCKET\n`);
+        },
       });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
         if (signals > 1) {
           printErr(`boxmaker up: ${sig} again; exiting without waiting\n`);
+          removeStackRecord(record, process.pid);
           process.exit(ExitCode.interrupted);
         }
         printErr(`boxmaker up: ${sig}; stopping the stack\n`);
@@ -104,13 +116,16 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         await sup.start();
       } catch (err) {
         await sup.stop(1);
+        removeStackRecord(record, process.pid);
         if (signals > 0) {
           process.exitCode = ExitCode.ok;
           return;
         }
         throw err;
       }
-      process.exitCode = (await sup.done) === 0 ? ExitCode.ok : ExitCode.failed;
+      const code = await sup.done;
+      removeStackRecord(record, process.pid);
+      process.exitCode = code === 0 ? ExitCode.ok : ExitCode.failed;
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     });

@@ -1,5 +1,6 @@
 import { SOCKET_FILES } from "@boxmaker/common/lite";
 import { join } from "node:path";
+import { userRuntimeDir } from "../stack-record.js";
 
 /** Where `boxmaker up` puts everything: sockets under the runtime dir, the rest under the state dir. */
 export interface Layout {
@@ -37,10 +38,8 @@ export function layoutFor(runtimeDir: string, stateDir: string): Layout {
   };
 }
 
-/** $XDG_RUNTIME_DIR/boxmaker when there is one (per user, tmpfs, mode 0700), else a per-user temp dir. */
-export function defaultRuntimeDir(env: NodeJS.ProcessEnv, tmp: string, uid: number): string {
-  return env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "boxmaker") : join(tmp, `boxmaker-${uid}`);
-}
+/** The user's runtime dir, where the CLI also looks for the stack `up` recorded. */
+export const defaultRuntimeDir = userRuntimeDir;
 
 /** $XDG_STATE_HOME/boxmaker, else ~/.local/state/boxmaker (the XDG default). */
 export function defaultStateDir(env: NodeJS.ProcessEnv, home: string): string {

@@ -44,6 +44,8 @@ export interface SupervisorOptions {
   out: (line: string) => void;
   /** What happens while running: stderr. */
   err: (line: string) => void;
+  /** Called once every process is ready, before the summary says so. */
+  onReady?: () => void;
 }
 
 /**
@@ -111,6 +113,7 @@ export class Supervisor {
     }
     this.writeConfig("loopd", loopdConfig(layout, upstream, settings, canPark));
     await this.startProcess(this.daemonSpec("loopd", socketAccepts(layout.sockets.loopd)));
+    this.o.onReady?.();
     this.printSummary();
   }
 
