@@ -91,6 +91,7 @@ describe("boxmaker up --llama-sim", () => {
     const up = start(
       ["--llama-sim", "--sandbox", "none", "--runtime-dir", run, "--state-dir", state, "--workspace", ws],
       {
+        ...process.env,
         ...canaries,
         LANG: "C.UTF-8",
       },
