@@ -56,6 +56,7 @@ beforeAll(async () => {
     },
     slotAction: async () => ({ slot: 1 }),
     slotFiles: async () => ({}),
+    countTokens: async () => ({}),
     completeChannel: async function* () {},
   });
   await prepareSocketPath(sock);

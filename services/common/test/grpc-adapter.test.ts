@@ -37,10 +37,16 @@ const echoChannel: InferImpl["completeChannel"] = async function* (requests) {
 };
 
 async function serve(
-  impl: Omit<InferImpl, "completeChannel" | "slotFiles"> & Partial<Pick<InferImpl, "completeChannel" | "slotFiles">>,
+  impl: Omit<InferImpl, "completeChannel" | "slotFiles" | "countTokens"> &
+    Partial<Pick<InferImpl, "completeChannel" | "slotFiles" | "countTokens">>,
 ) {
   server = new grpc.Server();
-  addService(server, InferService, { completeChannel: echoChannel, slotFiles: async () => ({}), ...impl });
+  addService(server, InferService, {
+    completeChannel: echoChannel,
+    slotFiles: async () => ({}),
+    countTokens: async () => ({}),
+    ...impl,
+  });
   await prepareSocketPath(sock);
   await new Promise<void>((res, rej) =>
     server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),

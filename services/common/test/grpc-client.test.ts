@@ -46,6 +46,7 @@ async function serve(impl: Partial<InferImpl>) {
     status: async () => ({}),
     slotAction: async () => ({}),
     slotFiles: async () => ({}),
+    countTokens: async () => ({}),
     complete: async function* () {},
     completeChannel: async function* () {},
     ...impl,

@@ -7,6 +7,7 @@ import {
   cancelled,
   type CallContext,
   type CompleteRequest,
+  type CountTokensRequest,
   type ImplOf,
   type Logger,
   type SlotActionRequest,
@@ -15,6 +16,7 @@ import type { InferproxyConfig } from "./config.js";
 import type { CompletionEventInit } from "./completion-stream.js";
 import { CompletionRun } from "./completion-run.js";
 import { completeChannel } from "./complete-channel.js";
+import { countTokens, type CountTokensInit } from "./count-tokens.js";
 import { errorBodyOf, mapHttpError, type ErrorContext } from "./error-mapping.js";
 import { mapRequestFailure } from "./failure-mapping.js";
 import { HealthMonitor } from "./health-monitor.js";
@@ -140,7 +142,28 @@ export class InferProxy {
       status: () => this.status(),
       slotAction: (req, ctx) => this.slotAction(req, ctx),
       slotFiles: (req) => slotFilesReply(this.slotFiles, req),
+      countTokens: (req, ctx) => this.countTokens(req, ctx),
     };
+  }
+
+  /** Counts with the server's tokenizer; not under a slot lock: tokenizing holds no slot. */
+  async countTokens(req: CountTokensRequest, ctx: CallContext): Promise<CountTokensInit> {
+    this.requireSelfTest();
+    const errCtx = this.errCtx("token count");
+    try {
+      return await countTokens(req, {
+        client: this.client,
+        timeoutMs: this.cfg.request_timeout_ms,
+        signal: ctx.signal,
+        ctx: errCtx,
+      });
+    } catch (err) {
+      const f = mapRequestFailure(err, errCtx, this.servedModel());
+      if (f?.serverDown) this.monitor.markDown();
+      if (f) throw f.error;
+      if (ctx.signal.aborted) throw cancelled();
+      throw err;
+    }
   }
 
   private errCtx(what: string, slot?: number): ErrorContext {

@@ -31,6 +31,9 @@ export interface LoopDeps extends ToolDeps {
   afterResponse?: (s: Session, final: FinalMessage) => void;
 }
 
+/** Compactions after a refused prompt, per request, before the turn fails with the refusal. */
+const MAX_OVERFLOW_RECOVERIES = 2;
+
 /** Why the loop stopped on its own (an error or a cancellation ends it by throwing). */
 type Stop = { finishReason: "stop" | "length"; finalText: string } | { finishReason: "budget"; breach: Breach };
 
@@ -170,19 +173,21 @@ async function loop(
         throw err;
       }
     };
-    let final: FinalMessage;
+    let final: FinalMessage | undefined;
     let sentBytes = promptBytes(s.state);
-    try {
-      final = await request();
-    } catch (err) {
-      // The server says the prompt does not fit (and counted it). Spill, compact once and retry.
-      if (!isContextOverflow(err)) throw err;
-      recordPromptCount(s.state, sentBytes, err.details.nPromptTokens);
-      if (!(await deps.recoverOverflow?.(s, signal))) throw err;
-      sentBytes = promptBytes(s.state);
-      maxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
-      if (maxTokens < 1) return tokensLeft();
-      final = await request();
+    // The server says the prompt does not fit (and counted it): spill, compact and retry. Twice: a
+    // first compaction can leave the running turn's own results too big, which a second one cuts.
+    for (let recoveries = 0; !final; recoveries++) {
+      try {
+        final = await request();
+      } catch (err) {
+        if (!isContextOverflow(err) || recoveries >= MAX_OVERFLOW_RECOVERIES) throw err;
+        recordPromptCount(s.state, sentBytes, err.details.nPromptTokens);
+        if (!(await deps.recoverOverflow?.(s, signal))) throw err;
+        sentBytes = promptBytes(s.state);
+        maxTokens = budget.maxTokensForNextRequest(deps.maxTokens, estimateNewPromptTokens(s.state));
+        if (maxTokens < 1) return tokensLeft();
+      }
     }
     const t = final.timings;
     // What the slot now holds; the next request adds to it (compaction watches this).

@@ -8,6 +8,9 @@ import { systemMessageJson, userMessageJson } from "./messages.js";
 import type { Session } from "./session.js";
 import { blobRefs } from "./prepass/index.js";
 import { bytesPerToken, isMeasured, tokensSinceAnswer } from "./token-counts.js";
+import { cutMiddle, fitRequest, messageText, promptLimit } from "./compaction-fit.js";
+import { isContextOverflow } from "./completion.js";
+import { ServerTokens } from "./server-tokens.js";
 
 export interface CompactionSettings {
   /** Compact when the next request would fill more than this share of the slot's context. */
@@ -50,18 +53,27 @@ export type Spill = (
  * messages are carried verbatim, except that after an overflow a message too
  * big for the context is spilled to the blob store. Old epochs stay in the log.
  */
+/** What was appended since the last answer is counted by the server past this many bytes (below, the estimate is cheap and harmless). */
+const COUNT_SINCE_ABOVE_BYTES = 4_096;
+
+/** Tokens a message costs beyond its text (the template's role markers), as token-counts.ts reckons. */
+const PER_MESSAGE_TOKENS = 9;
+
 export class Compactor {
   private nCtx = new Map<number, number>();
+  private readonly tokens: ServerTokens;
 
   constructor(
-    private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "status">,
+    private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "status" | "countTokens">,
     private readonly log: Logger,
     private readonly settings: CompactionSettings,
     /** A function: read at each new epoch (project instructions may have changed). */
     private readonly systemPrompt: string | (() => string),
     private readonly maxTokens: number,
     private readonly spill?: Spill,
-  ) {}
+  ) {
+    this.tokens = new ServerTokens(infer, log);
+  }
 
   private promptNow(): string {
     return typeof this.systemPrompt === "function" ? this.systemPrompt() : this.systemPrompt;
@@ -81,16 +93,57 @@ export class Compactor {
   async maybeCompact(s: Session, signal: AbortSignal): Promise<CompactResult | undefined> {
     const st = s.state;
     // Asked before every request: from the epoch's running tallies, without walking its messages.
-    const since = tokensSinceAnswer(st);
+    let since = tokensSinceAnswer(st);
     const nCtx = await this.slotContext(st.slot, signal);
+    // Much appended (a tool result): the server counts it, as bytes say little about digits.
+    const counted =
+      nCtx && st.view.sinceAnswer.bytes > COUNT_SINCE_ABOVE_BYTES ? await this.countSince(st, signal) : undefined;
+    if (counted !== undefined) since = counted;
     if (!needsCompaction(st.contextTokens, since, this.maxTokens, nCtx, this.settings.threshold)) return undefined;
-    // What was appended since the last answer does not fit by itself (by the server's counts so far): spill it now.
-    if (isMeasured(st) && needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold))
-      return this.compact(s, signal, "large");
+    // What was appended since the last answer does not fit by itself (by the server's counts): spill it now.
+    if (
+      (counted !== undefined || isMeasured(st)) &&
+      needsCompaction(0, since, this.maxTokens, nCtx, this.settings.threshold)
+    )
+      return this.compactOrGoOn(s, signal, "large");
     // Never compact a session whose history is only the new message: there is nothing to fold.
     const messages = epochMessages(st);
     if (recentToKeep(messages, this.settings.keep_recent_messages).length === messages.length) return undefined;
-    return this.compact(s, signal, "auto");
+    return this.compactOrGoOn(s, signal, "auto");
+  }
+
+  /**
+   * A compaction before a request that fails is not the turn's end: the request
+   * goes as it is, and if the server refuses it, the overflow is recovered from
+   * with the count the refusal carries (recover). A compaction that failed the
+   * turn would fail every later turn the same way.
+   */
+  private async compactOrGoOn(
+    s: Session,
+    signal: AbortSignal,
+    reason: "auto" | "large",
+  ): Promise<CompactResult | undefined> {
+    try {
+      return await this.compact(s, signal, reason);
+    } catch (err) {
+      signal.throwIfAborted();
+      this.log.warn(
+        { session: s.id, reason, err: err instanceof Error ? err.message : String(err) },
+        "compaction failed; the request goes as it is",
+      );
+      return undefined;
+    }
+  }
+
+  /** The server's count of what was appended since the last answer, with each message's role markers. */
+  private async countSince(st: SessionState, signal: AbortSignal): Promise<number | undefined> {
+    const n = st.view.sinceAnswer.count;
+    const since = n ? epochMessages(st).slice(-n) : [];
+    const counts = await this.tokens.texts(
+      since.map((m) => messageText(m.json)),
+      signal,
+    );
+    return counts?.reduce((a, c) => a + c + PER_MESSAGE_TOKENS, 0);
   }
 
   /** After the server refused a prompt as too long: fold and spill whatever makes it fit. */
@@ -114,28 +167,13 @@ export class Compactor {
     const folded = messages.slice(0, messages.length - kept.length);
 
     // After an overflow (or before one), a carried message bigger than a quarter of the context goes to the blob store.
-    let spilled = 0;
-    const keptJson: string[] = [];
-    const spillAbove =
-      (reason === "overflow" || reason === "large") && nCtx
-        ? Math.max(2_048, quarterContextBytes(nCtx, bytesPerToken(st)))
-        : 0;
-    for (const m of kept) {
-      let json = m.json;
-      if (spillAbove && this.spill && Buffer.byteLength(json) > spillAbove) {
-        const msg = JSON.parse(json) as { role?: string; content?: unknown };
-        if (typeof msg.content === "string" && (msg.role === "user" || msg.role === "tool")) {
-          const r = await this.spill(s, msg.content, spillAbove, signal);
-          if (r.blocks) {
-            spilled += r.blocks;
-            msg.content = r.text;
-            json = JSON.stringify(msg);
-          }
-        }
-      }
-      keptJson.push(json);
-    }
-    if (folded.length === 0 && spilled === 0) return undefined;
+    const shrinking = (reason === "overflow" || reason === "large") && nCtx > 0;
+    const carriedMessages = shrinking
+      ? await this.shrinkKept(s, kept, nCtx, signal)
+      : { json: kept.map((m) => m.json), spilled: 0, cut: 0 };
+    const keptJson = carriedMessages.json;
+    const spilled = carriedMessages.spilled;
+    if (folded.length === 0 && spilled === 0 && carriedMessages.cut === 0) return undefined;
 
     const carried = boundFolds(foldsOf(st.epoch.systemJson), nCtx ? quarterContextBytes(nCtx, bytesPerToken(st)) : 0);
     let folds = carried;
@@ -166,6 +204,65 @@ export class Compactor {
     return out;
   }
 
+  /**
+   * The kept messages, each user message or tool result over a quarter of the
+   * context by the server's count spilled to the blob store (its large blocks),
+   * and what is still over cut to its start and end with a marker (its whole
+   * text stays in the session log, and a capped tool result's pointer is at
+   * its start). Without a count, bytes at the session's ratio decide, as before.
+   */
+  private async shrinkKept(
+    s: Session,
+    kept: readonly StoredMessage[],
+    nCtx: number,
+    signal: AbortSignal,
+  ): Promise<{ json: string[]; spilled: number; cut: number }> {
+    const quarter = Math.floor(nCtx / 4);
+    const out: string[] = [];
+    let spilled = 0;
+    let cut = 0;
+    for (const m of kept) {
+      const msg = JSON.parse(m.json) as { role?: string; content?: unknown };
+      if (typeof msg.content !== "string" || (msg.role !== "user" && msg.role !== "tool")) {
+        out.push(m.json);
+        continue;
+      }
+      let text = msg.content;
+      const bytes = Buffer.byteLength(text);
+      const first = (await this.tokens.texts([text], signal))?.[0];
+      const tokens = first ?? Math.ceil(bytes / bytesPerToken(s.state));
+      if (
+        tokens <= quarter &&
+        (first !== undefined || bytes <= Math.max(2_048, quarterContextBytes(nCtx, bytesPerToken(s.state))))
+      ) {
+        out.push(m.json);
+        continue;
+      }
+      if (this.spill) {
+        // The byte threshold this text's own bytes per token gives a quarter of the context.
+        const above = Math.max(1_024, Math.floor((quarter * bytes) / Math.max(1, tokens)));
+        const r = await this.spill(s, text, above, signal);
+        if (r.blocks) {
+          spilled += r.blocks;
+          text = r.text;
+        }
+      }
+      if (first !== undefined) {
+        const fit = await fitRequest({
+          build: (chars) => cutMiddle(text, chars),
+          count: async (t) => (await this.tokens.texts([t], signal))?.[0],
+          budget: text.length,
+          limit: quarter,
+          minBudget: 512,
+        });
+        if (fit.request !== text) cut++;
+        text = fit.request;
+      }
+      out.push(text === msg.content ? m.json : JSON.stringify({ ...msg, content: text }));
+    }
+    return { json: out, spilled, cut };
+  }
+
   private async summarise(
     st: SessionState,
     folded: readonly StoredMessage[],
@@ -175,30 +272,78 @@ export class Compactor {
     signal: AbortSignal,
   ): Promise<string> {
     const request = carried ? SUMMARY_REQUEST_AFTER_FOLDS : SUMMARY_REQUEST;
-    const base = buildMessagesJson(st);
-    const wholeTokens = Math.ceil(Buffer.byteLength(base) / bytesPerToken(st));
-    const fits = nCtx === 0 || (!mayNotFit && wholeTokens + 1024 + Math.min(this.maxTokens, 4096) < nCtx);
-    let messagesJson: string;
-    let toolsJson = st.epoch.toolsJson;
-    if (fits) {
-      // Reuses the slot's cached prefix: costs only the instruction and the answer.
-      messagesJson = `${base.slice(0, -1)},${userMessageJson(request)}]`;
-    } else {
-      // A transcript of the turns to fold, clipped to half the context.
-      const lines = clippedTranscript(folded, Math.floor((nCtx * bytesPerToken(st)) / 2));
+    const answerTokens = Math.min(this.maxTokens, 4096);
+    const limit = nCtx ? promptLimit(nCtx, answerTokens) : Number.POSITIVE_INFINITY;
+    // A transcript of the turns to fold, each message cut to its share of `budget` bytes.
+    const transcript = (budget: number): SummaryRequest => {
+      const lines = clippedTranscript(folded, budget);
       const earlier = carried ? `Earlier summary (kept as it is, do not repeat it):\n${carried}\n\n` : "";
-      messagesJson = `[${systemMessageJson(this.promptNow())},${userMessageJson(
-        `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
-      )}]`;
-      toolsJson = "";
+      return {
+        messagesJson: `[${systemMessageJson(this.promptNow())},${userMessageJson(
+          `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
+        )}]`,
+        toolsJson: "",
+      };
+    };
+    const fitTranscript = (budget: number) =>
+      fitRequest({
+        build: transcript,
+        count: (r) => (nCtx ? this.tokens.prompt(r.messagesJson, r.toolsJson, signal) : Promise.resolve(undefined)),
+        budget,
+        limit,
+        minBudget: 2_048,
+      });
+
+    let req: SummaryRequest | undefined;
+    let budget = Math.floor((nCtx * bytesPerToken(st)) / 2);
+    if (nCtx === 0 || !mayNotFit) {
+      const base = buildMessagesJson(st);
+      const wholeTokens = Math.ceil(Buffer.byteLength(base) / bytesPerToken(st));
+      if (nCtx === 0 || wholeTokens + 1024 + answerTokens < nCtx) {
+        // Reuses the slot's cached prefix: costs only the instruction and the answer, if the server agrees it fits.
+        const whole = {
+          messagesJson: `${base.slice(0, -1)},${userMessageJson(request)}]`,
+          toolsJson: st.epoch.toolsJson,
+        };
+        const n = nCtx ? await this.tokens.prompt(whole.messagesJson, whole.toolsJson, signal) : undefined;
+        if (n === undefined || n <= limit) req = whole;
+      }
     }
+    if (!req) {
+      const fit = await fitTranscript(budget);
+      req = fit.request;
+      budget = fit.budget;
+    }
+    let text = "";
+    // A refused request says how long it was: cut the transcript by that and ask again, twice at most.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        text = await this.askSummary(st, req, answerTokens, signal);
+        break;
+      } catch (err) {
+        if (!isContextOverflow(err) || attempt >= 2 || !nCtx) throw err;
+        const n = err.details.nPromptTokens;
+        budget = n > limit ? Math.max(2_048, Math.floor((budget * limit * 0.8) / n)) : Math.floor(budget * 0.7);
+        req = (await fitTranscript(budget)).request;
+      }
+    }
+    if (!text.trim()) throw new EmptySummaryError();
+    return text.trim();
+  }
+
+  private async askSummary(
+    st: SessionState,
+    req: SummaryRequest,
+    answerTokens: number,
+    signal: AbortSignal,
+  ): Promise<string> {
     let text = "";
     for await (const ev of this.infer.complete(
       {
         slot: st.slot,
-        messagesJson,
-        toolsJson,
-        maxTokens: Math.min(this.maxTokens, 4096),
+        messagesJson: req.messagesJson,
+        toolsJson: req.toolsJson,
+        maxTokens: answerTokens,
         thinkingCapTokens: 512,
         requestId: `${st.id}/compaction`,
       },
@@ -206,7 +351,11 @@ export class Compactor {
     )) {
       if (ev.event.case === "final") text = ev.event.value.content;
     }
-    if (!text.trim()) throw new EmptySummaryError();
-    return text.trim();
+    return text;
   }
+}
+
+interface SummaryRequest {
+  messagesJson: string;
+  toolsJson: string;
 }

@@ -96,6 +96,7 @@ async function serve(completeChannel: ImplOf<typeof InferService>["completeChann
     status: async () => ({}),
     slotAction: async () => ({}),
     slotFiles: async () => ({}),
+    countTokens: async () => ({}),
     complete: async function* () {
       completes++;
       yield { event: { case: "final", value: { content: "via Complete" } } };

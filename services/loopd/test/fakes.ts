@@ -45,6 +45,10 @@ export function fakeInfer(replies: ScriptedReply[], opts: { rememberMessages?: b
     requests,
     wholeArrays,
     forget: () => remembered.clear(),
+    // As an inferproxy that cannot count: compaction estimates from bytes.
+    countTokens: async (): Promise<never> => {
+      throw new Error("not counted");
+    },
     complete(
       req: MessageInitShape<typeof import("@boxmaker/common").CompleteRequestSchema>,
       callOpts?: { signal?: AbortSignal },

@@ -12,6 +12,7 @@ addService(server, InferService, {
   status: async () => ({}),
   slotAction: async () => ({}),
   slotFiles: async () => ({}),
+  countTokens: async () => ({}),
   completeChannel: async function* () {},
   complete: async function* () {
     yield { event: { case: "content", value: { text: `first ${process.hrtime.bigint()}` } } };

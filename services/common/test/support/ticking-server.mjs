@@ -10,6 +10,7 @@ addService(server, InferService, {
   status: async () => ({ serverState: name }),
   slotAction: async () => ({}),
   slotFiles: async () => ({}),
+  countTokens: async () => ({}),
   completeChannel: async function* () {},
   complete: async function* (_req, ctx) {
     for (let i = 0; !ctx.signal.aborted; i++) {

@@ -21,6 +21,7 @@ addService(server, InferService, {
   status: async () => ({}),
   slotAction: async () => ({}),
   slotFiles: async () => ({}),
+  countTokens: async () => ({}),
   complete: busyCompletion,
   completeChannel: (requests, ctx) => completeChannel(requests, ctx, busyCompletion),
 });

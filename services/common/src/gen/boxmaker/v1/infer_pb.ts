@@ -12,7 +12,66 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/infer.proto.
  */
 export const file_boxmaker_v1_infer: GenFile = /*@__PURE__*/
-  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wIvIBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCRIaChJ3YWl0X2Zvcl9zZXJ2ZXJfbXMYCSABKA0ihgEKDkNoYW5uZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAQSLQoFc3RhcnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3RIABIsCgZjYW5jZWwYAyABKAsyGi5ib3htYWtlci52MS5DaGFubmVsQ2FuY2VsSABCBgoEa2luZCIPCg1DaGFubmVsQ2FuY2VsIn4KDENoYW5uZWxFdmVudBIPCgdjYWxsX2lkGAEgASgEEi0KBWV2ZW50GAIgASgLMhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50SAASJgoDZW5kGAMgASgLMhcuYm94bWFrZXIudjEuQ2hhbm5lbEVuZEgAQgYKBGtpbmQiwQEKCkNoYW5uZWxFbmQSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEjcKCG1ldGFkYXRhGAMgAygLMiUuYm94bWFrZXIudjEuQ2hhbm5lbEVuZC5NZXRhZGF0YUVudHJ5EioKB2RldGFpbHMYBCABKAsyGS5ib3htYWtlci52MS5FcnJvckRldGFpbHMaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuUCCg9Db21wbGV0aW9uRXZlbnQSLwoIcHJvZ3Jlc3MYASABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgCIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYAyABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIvCgl0b29sX2NhbGwYBCABKAsyGi5ib3htYWtlci52MS5Ub29sQ2FsbERlbHRhSAASNQoMdGhpbmtpbmdfY2FwGAUgASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEioKBWZpbmFsGAYgASgLMhkuYm94bWFrZXIudjEuRmluYWxNZXNzYWdlSAASLAoHcGFydGlhbBgHIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAQgcKBWV2ZW50IlIKDlByb21wdFByb2dyZXNzEg0KBXRvdGFsGAEgASgNEg0KBWNhY2hlGAIgASgNEhEKCXByb2Nlc3NlZBgDIAEoDRIPCgd0aW1lX21zGAQgASgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIl8KDVRvb2xDYWxsRGVsdGESDQoFaW5kZXgYASABKA0SCgoCaWQYAiABKAkSDAoEdHlwZRgDIAEoCRIMCgRuYW1lGAQgASgJEhcKD2FyZ3VtZW50c19kZWx0YRgFIAEoCSJmChBUaGlua2luZ0NhcEZpcmVkEhgKEHJlYXNvbmluZ190b2tlbnMYASABKA0SFQoNY29tcGxldGlvbl9pZBgCIAEoCRIQCghhY2NlcHRlZBgDIAEoCBIPCgdtZXNzYWdlGAQgASgJImkKCFRvb2xDYWxsEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglhcmd1bWVudHMYBSABKAkSEwoLcGFyc2VfZXJyb3IYBiABKAkiagoHVGltaW5ncxIPCgdjYWNoZV9uGAEgASgNEhAKCHByb21wdF9uGAIgASgNEhEKCXByb21wdF9tcxgDIAEoARITCgtwcmVkaWN0ZWRfbhgEIAEoDRIUCgxwcmVkaWN0ZWRfbXMYBSABKAEiqwIKDEZpbmFsTWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDwoHY29udGVudBgCIAEoCRIZChFyZWFzb25pbmdfY29udGVudBgDIAEoCRIpCgp0b29sX2NhbGxzGAQgAygLMhUuYm94bWFrZXIudjEuVG9vbENhbGwSFQoNZmluaXNoX3JlYXNvbhgFIAEoCRIlCgd0aW1pbmdzGAYgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIVCg1jb21wbGV0aW9uX2lkGAcgASgJEg0KBW1vZGVsGAggASgJEhgKEHJlYXNvbmluZ190b2tlbnMYCSABKA0SFgoObWVzc2FnZXNfdG9rZW4YCiABKAkSGAoQdGVtcGxhdGVfd2FybmluZxgLIAEoCSIUChJJbmZlclN0YXR1c1JlcXVlc3QixAIKCFNlbGZUZXN0EgsKA3JhbhgBIAEoCBIOCgZwYXNzZWQYAiABKAgSIAoYZXhwZWN0ZWRfdGVtcGxhdGVfc2hhMjU2GAMgASgJEh4KFmFjdHVhbF90ZW1wbGF0ZV9zaGEyNTYYBCABKAkSFgoOZXhwZWN0ZWRfbl9jdHgYBSABKA0SFAoMYWN0dWFsX25fY3R4GAYgASgNEhwKFGV4cGVjdGVkX3RvdGFsX3Nsb3RzGAcgASgNEhoKEmFjdHVhbF90b3RhbF9zbG90cxgIIAEoDRISCgptaXNtYXRjaGVzGAkgAygJEhoKEmNoZWNrZWRfYXRfdW5peF9tcxgKIAEoAxIWCg5hY2NlcHRfY29tbWFuZBgLIAEoCRIRCgltb2RlbF9rZXkYDCABKAkSFgoOY29udHJhY3RfZW50cnkYDSABKAkiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0i5AEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCRIyCg50ZW1wbGF0ZV9wcm9iZRgHIAEoCzIaLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmUioAQKDVRlbXBsYXRlUHJvYmUSCwoDcmFuGAEgASgIEg0KBWVycm9yGAIgASgJEg8KB3ZlcmRpY3QYAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIWCg50b29sc19yZW5kZXJlZBgFIAEoCBIWCg50b29sc19wb3NpdGlvbhgGIAEoCRISCgp0b29sc19tb3ZlGAcgASgIEhUKDXByZWZpeF9zdGFibGUYCCABKAgSEgoKZGl2ZXJnZW5jZRgJIAEoCRIeChZyZXJlYWRfdG9rZW5zX3Blcl90dXJuGAogASgNEh0KFXByZWRpY3RlZF9yZXVzZV9yYXRpbxgLIAEoARItCgVzdGVwcxgMIAMoCzIeLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmVTdGVwEhEKCXJlYXNvbmluZxgNIAEoCRIfChdyZWFzb25pbmdfcmVyZWFkX3Rva2VucxgOIAEoDRIvCgZzaGFwZXMYDyADKAsyHy5ib3htYWtlci52MS5UZW1wbGF0ZVNoYXBlQ2hlY2sSEAoId2FybmluZ3MYECADKAkSGQoRcHJvYmVkX2F0X3VuaXhfbXMYESABKAMSFwoPdGVtcGxhdGVfc2hhMjU2GBIgASgJEhQKDHRvb2xzX3Rva2VucxgTIAEoDRIzCgpjb3JyZWN0aW9uGBQgASgLMh8uYm94bWFrZXIudjEuVGVtcGxhdGVDb3JyZWN0aW9uIqYBChJUZW1wbGF0ZUNvcnJlY3Rpb24SDQoFc3RhdGUYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBXJ1bGVzGAMgAygJEhAKCHRlbXBsYXRlGAQgASgJEhcKD3RlbXBsYXRlX3NoYTI1NhgFIAEoCRIdChVwcmVkaWN0ZWRfcmV1c2VfcmF0aW8YBiABKAESGAoQYWdyZWVpbmdfcmVuZGVycxgHIAEoDSJoChFUZW1wbGF0ZVByb2JlU3RlcBINCgVhZnRlchgBIAEoCRIVCg1wcm9tcHRfdG9rZW5zGAIgASgNEg4KBnJldXNlZBgDIAEoDRIOCgZyZXJlYWQYBCABKA0SDQoFZnJlc2gYBSABKA0iRAoSVGVtcGxhdGVTaGFwZUNoZWNrEg0KBXNoYXBlGAEgASgJEhAKCGFjY2VwdGVkGAIgASgIEg0KBWVycm9yGAMgASgJImAKEVNsb3RBY3Rpb25SZXF1ZXN0EgwKBHNsb3QYASABKA0SKwoGYWN0aW9uGAIgASgOMhsuYm94bWFrZXIudjEuU2xvdEFjdGlvbktpbmQSEAoIZmlsZW5hbWUYAyABKAkiXgoSU2xvdEFjdGlvblJlc3BvbnNlEgwKBHNsb3QYASABKA0SDgoGdG9rZW5zGAIgASgNEg0KBWJ5dGVzGAMgASgEEgoKAm1zGAQgASgBEg8KB2V2aWN0ZWQYBSADKAkiIQoQU2xvdEZpbGVzUmVxdWVzdBINCgVlcmFzZRgBIAMoCSJBCghTbG90RmlsZRIQCghmaWxlbmFtZRgBIAEoCRINCgVieXRlcxgCIAEoBBIUCgx1c2VkX3VuaXhfbXMYAyABKAMiqQEKEVNsb3RGaWxlc1Jlc3BvbnNlEg8KB21hbmFnZWQYASABKAgSCwoDZGlyGAIgASgJEhgKEHVubWFuYWdlZF9yZWFzb24YAyABKAkSJAoFZmlsZXMYBCADKAsyFS5ib3htYWtlci52MS5TbG90RmlsZRITCgt0b3RhbF9ieXRlcxgFIAEoBBIRCgljYXBfYnl0ZXMYBiABKAQSDgoGZXJhc2VkGAcgASgNKocBCg5TbG90QWN0aW9uS2luZBIgChxTTE9UX0FDVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGQoVU0xPVF9BQ1RJT05fS0lORF9TQVZFEAESHAoYU0xPVF9BQ1RJT05fS0lORF9SRVNUT1JFEAISGgoWU0xPVF9BQ1RJT05fS0lORF9FUkFTRRADMo8DCgxJbmZlclNlcnZpY2USSAoIQ29tcGxldGUSHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3QaHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnQwARJNCg9Db21wbGV0ZUNoYW5uZWwSGy5ib3htYWtlci52MS5DaGFubmVsUmVxdWVzdBoZLmJveG1ha2VyLnYxLkNoYW5uZWxFdmVudCgBMAESSwoGU3RhdHVzEh8uYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXNwb25zZRJNCgpTbG90QWN0aW9uEh4uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlcXVlc3QaHy5ib3htYWtlci52MS5TbG90QWN0aW9uUmVzcG9uc2USSgoJU2xvdEZpbGVzEh0uYm94bWFrZXIudjEuU2xvdEZpbGVzUmVxdWVzdBoeLmJveG1ha2VyLnYxLlNsb3RGaWxlc1Jlc3BvbnNlYgZwcm90bzM", [file_boxmaker_v1_errors]);
+  fileDesc("Chdib3htYWtlci92MS9pbmZlci5wcm90bxILYm94bWFrZXIudjEiTgoSQ291bnRUb2tlbnNSZXF1ZXN0EhUKDW1lc3NhZ2VzX2pzb24YASABKAkSEgoKdG9vbHNfanNvbhgCIAEoCRINCgV0ZXh0cxgDIAMoCSJBChNDb3VudFRva2Vuc1Jlc3BvbnNlEhUKDXByb21wdF90b2tlbnMYASABKA0SEwoLdGV4dF90b2tlbnMYAiADKA0ijgEKCFNhbXBsaW5nEhgKC3RlbXBlcmF0dXJlGAEgASgBSACIAQESEgoFdG9wX3AYAiABKAFIAYgBARISCgV0b3BfaxgDIAEoBUgCiAEBEhIKBW1pbl9wGAQgASgBSAOIAQFCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wIvIBCg9Db21wbGV0ZVJlcXVlc3QSDAoEc2xvdBgBIAEoDRIVCg1tZXNzYWdlc19qc29uGAIgASgJEhIKCnRvb2xzX2pzb24YAyABKAkSJwoIc2FtcGxpbmcYBCABKAsyFS5ib3htYWtlci52MS5TYW1wbGluZxISCgptYXhfdG9rZW5zGAUgASgNEhsKE3RoaW5raW5nX2NhcF90b2tlbnMYBiABKA0SEgoKcmVxdWVzdF9pZBgHIAEoCRIcChRhZnRlcl9tZXNzYWdlc190b2tlbhgIIAEoCRIaChJ3YWl0X2Zvcl9zZXJ2ZXJfbXMYCSABKA0ihgEKDkNoYW5uZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAQSLQoFc3RhcnQYAiABKAsyHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3RIABIsCgZjYW5jZWwYAyABKAsyGi5ib3htYWtlci52MS5DaGFubmVsQ2FuY2VsSABCBgoEa2luZCIPCg1DaGFubmVsQ2FuY2VsIn4KDENoYW5uZWxFdmVudBIPCgdjYWxsX2lkGAEgASgEEi0KBWV2ZW50GAIgASgLMhwuYm94bWFrZXIudjEuQ29tcGxldGlvbkV2ZW50SAASJgoDZW5kGAMgASgLMhcuYm94bWFrZXIudjEuQ2hhbm5lbEVuZEgAQgYKBGtpbmQiwQEKCkNoYW5uZWxFbmQSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEjcKCG1ldGFkYXRhGAMgAygLMiUuYm94bWFrZXIudjEuQ2hhbm5lbEVuZC5NZXRhZGF0YUVudHJ5EioKB2RldGFpbHMYBCABKAsyGS5ib3htYWtlci52MS5FcnJvckRldGFpbHMaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuUCCg9Db21wbGV0aW9uRXZlbnQSLwoIcHJvZ3Jlc3MYASABKAsyGy5ib3htYWtlci52MS5Qcm9tcHRQcm9ncmVzc0gAEisKCXJlYXNvbmluZxgCIAEoCzIWLmJveG1ha2VyLnYxLlRleHREZWx0YUgAEikKB2NvbnRlbnQYAyABKAsyFi5ib3htYWtlci52MS5UZXh0RGVsdGFIABIvCgl0b29sX2NhbGwYBCABKAsyGi5ib3htYWtlci52MS5Ub29sQ2FsbERlbHRhSAASNQoMdGhpbmtpbmdfY2FwGAUgASgLMh0uYm94bWFrZXIudjEuVGhpbmtpbmdDYXBGaXJlZEgAEioKBWZpbmFsGAYgASgLMhkuYm94bWFrZXIudjEuRmluYWxNZXNzYWdlSAASLAoHcGFydGlhbBgHIAEoCzIZLmJveG1ha2VyLnYxLkZpbmFsTWVzc2FnZUgAQgcKBWV2ZW50IlIKDlByb21wdFByb2dyZXNzEg0KBXRvdGFsGAEgASgNEg0KBWNhY2hlGAIgASgNEhEKCXByb2Nlc3NlZBgDIAEoDRIPCgd0aW1lX21zGAQgASgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIl8KDVRvb2xDYWxsRGVsdGESDQoFaW5kZXgYASABKA0SCgoCaWQYAiABKAkSDAoEdHlwZRgDIAEoCRIMCgRuYW1lGAQgASgJEhcKD2FyZ3VtZW50c19kZWx0YRgFIAEoCSJmChBUaGlua2luZ0NhcEZpcmVkEhgKEHJlYXNvbmluZ190b2tlbnMYASABKA0SFQoNY29tcGxldGlvbl9pZBgCIAEoCRIQCghhY2NlcHRlZBgDIAEoCBIPCgdtZXNzYWdlGAQgASgJImkKCFRvb2xDYWxsEg0KBWluZGV4GAEgASgNEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEbmFtZRgEIAEoCRIRCglhcmd1bWVudHMYBSABKAkSEwoLcGFyc2VfZXJyb3IYBiABKAkiagoHVGltaW5ncxIPCgdjYWNoZV9uGAEgASgNEhAKCHByb21wdF9uGAIgASgNEhEKCXByb21wdF9tcxgDIAEoARITCgtwcmVkaWN0ZWRfbhgEIAEoDRIUCgxwcmVkaWN0ZWRfbXMYBSABKAEiqwIKDEZpbmFsTWVzc2FnZRIUCgxtZXNzYWdlX2pzb24YASABKAkSDwoHY29udGVudBgCIAEoCRIZChFyZWFzb25pbmdfY29udGVudBgDIAEoCRIpCgp0b29sX2NhbGxzGAQgAygLMhUuYm94bWFrZXIudjEuVG9vbENhbGwSFQoNZmluaXNoX3JlYXNvbhgFIAEoCRIlCgd0aW1pbmdzGAYgASgLMhQuYm94bWFrZXIudjEuVGltaW5ncxIVCg1jb21wbGV0aW9uX2lkGAcgASgJEg0KBW1vZGVsGAggASgJEhgKEHJlYXNvbmluZ190b2tlbnMYCSABKA0SFgoObWVzc2FnZXNfdG9rZW4YCiABKAkSGAoQdGVtcGxhdGVfd2FybmluZxgLIAEoCSIUChJJbmZlclN0YXR1c1JlcXVlc3QixAIKCFNlbGZUZXN0EgsKA3JhbhgBIAEoCBIOCgZwYXNzZWQYAiABKAgSIAoYZXhwZWN0ZWRfdGVtcGxhdGVfc2hhMjU2GAMgASgJEh4KFmFjdHVhbF90ZW1wbGF0ZV9zaGEyNTYYBCABKAkSFgoOZXhwZWN0ZWRfbl9jdHgYBSABKA0SFAoMYWN0dWFsX25fY3R4GAYgASgNEhwKFGV4cGVjdGVkX3RvdGFsX3Nsb3RzGAcgASgNEhoKEmFjdHVhbF90b3RhbF9zbG90cxgIIAEoDRISCgptaXNtYXRjaGVzGAkgAygJEhoKEmNoZWNrZWRfYXRfdW5peF9tcxgKIAEoAxIWCg5hY2NlcHRfY29tbWFuZBgLIAEoCRIRCgltb2RlbF9rZXkYDCABKAkSFgoOY29udHJhY3RfZW50cnkYDSABKAkiXgoIU2xvdEluZm8SCgoCaWQYASABKA0SDQoFbl9jdHgYAiABKA0SFQoNaXNfcHJvY2Vzc2luZxgDIAEoCBIPCgdoZWxkX2J5GAQgASgJEg8KB3dhaXRpbmcYBSABKA0i5AEKE0luZmVyU3RhdHVzUmVzcG9uc2USFAoMc2VydmVyX3N0YXRlGAEgASgJEhIKCmJ1aWxkX2luZm8YAiABKAkSDQoFbW9kZWwYAyABKAkSKAoJc2VsZl90ZXN0GAQgASgLMhUuYm94bWFrZXIudjEuU2VsZlRlc3QSJAoFc2xvdHMYBSADKAsyFS5ib3htYWtlci52MS5TbG90SW5mbxIQCgh1cHN0cmVhbRgGIAEoCRIyCg50ZW1wbGF0ZV9wcm9iZRgHIAEoCzIaLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmUioAQKDVRlbXBsYXRlUHJvYmUSCwoDcmFuGAEgASgIEg0KBWVycm9yGAIgASgJEg8KB3ZlcmRpY3QYAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIWCg50b29sc19yZW5kZXJlZBgFIAEoCBIWCg50b29sc19wb3NpdGlvbhgGIAEoCRISCgp0b29sc19tb3ZlGAcgASgIEhUKDXByZWZpeF9zdGFibGUYCCABKAgSEgoKZGl2ZXJnZW5jZRgJIAEoCRIeChZyZXJlYWRfdG9rZW5zX3Blcl90dXJuGAogASgNEh0KFXByZWRpY3RlZF9yZXVzZV9yYXRpbxgLIAEoARItCgVzdGVwcxgMIAMoCzIeLmJveG1ha2VyLnYxLlRlbXBsYXRlUHJvYmVTdGVwEhEKCXJlYXNvbmluZxgNIAEoCRIfChdyZWFzb25pbmdfcmVyZWFkX3Rva2VucxgOIAEoDRIvCgZzaGFwZXMYDyADKAsyHy5ib3htYWtlci52MS5UZW1wbGF0ZVNoYXBlQ2hlY2sSEAoId2FybmluZ3MYECADKAkSGQoRcHJvYmVkX2F0X3VuaXhfbXMYESABKAMSFwoPdGVtcGxhdGVfc2hhMjU2GBIgASgJEhQKDHRvb2xzX3Rva2VucxgTIAEoDRIzCgpjb3JyZWN0aW9uGBQgASgLMh8uYm94bWFrZXIudjEuVGVtcGxhdGVDb3JyZWN0aW9uIqYBChJUZW1wbGF0ZUNvcnJlY3Rpb24SDQoFc3RhdGUYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBXJ1bGVzGAMgAygJEhAKCHRlbXBsYXRlGAQgASgJEhcKD3RlbXBsYXRlX3NoYTI1NhgFIAEoCRIdChVwcmVkaWN0ZWRfcmV1c2VfcmF0aW8YBiABKAESGAoQYWdyZWVpbmdfcmVuZGVycxgHIAEoDSJoChFUZW1wbGF0ZVByb2JlU3RlcBINCgVhZnRlchgBIAEoCRIVCg1wcm9tcHRfdG9rZW5zGAIgASgNEg4KBnJldXNlZBgDIAEoDRIOCgZyZXJlYWQYBCABKA0SDQoFZnJlc2gYBSABKA0iRAoSVGVtcGxhdGVTaGFwZUNoZWNrEg0KBXNoYXBlGAEgASgJEhAKCGFjY2VwdGVkGAIgASgIEg0KBWVycm9yGAMgASgJImAKEVNsb3RBY3Rpb25SZXF1ZXN0EgwKBHNsb3QYASABKA0SKwoGYWN0aW9uGAIgASgOMhsuYm94bWFrZXIudjEuU2xvdEFjdGlvbktpbmQSEAoIZmlsZW5hbWUYAyABKAkiXgoSU2xvdEFjdGlvblJlc3BvbnNlEgwKBHNsb3QYASABKA0SDgoGdG9rZW5zGAIgASgNEg0KBWJ5dGVzGAMgASgEEgoKAm1zGAQgASgBEg8KB2V2aWN0ZWQYBSADKAkiIQoQU2xvdEZpbGVzUmVxdWVzdBINCgVlcmFzZRgBIAMoCSJBCghTbG90RmlsZRIQCghmaWxlbmFtZRgBIAEoCRINCgVieXRlcxgCIAEoBBIUCgx1c2VkX3VuaXhfbXMYAyABKAMiqQEKEVNsb3RGaWxlc1Jlc3BvbnNlEg8KB21hbmFnZWQYASABKAgSCwoDZGlyGAIgASgJEhgKEHVubWFuYWdlZF9yZWFzb24YAyABKAkSJAoFZmlsZXMYBCADKAsyFS5ib3htYWtlci52MS5TbG90RmlsZRITCgt0b3RhbF9ieXRlcxgFIAEoBBIRCgljYXBfYnl0ZXMYBiABKAQSDgoGZXJhc2VkGAcgASgNKocBCg5TbG90QWN0aW9uS2luZBIgChxTTE9UX0FDVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGQoVU0xPVF9BQ1RJT05fS0lORF9TQVZFEAESHAoYU0xPVF9BQ1RJT05fS0lORF9SRVNUT1JFEAISGgoWU0xPVF9BQ1RJT05fS0lORF9FUkFTRRADMuEDCgxJbmZlclNlcnZpY2USSAoIQ29tcGxldGUSHC5ib3htYWtlci52MS5Db21wbGV0ZVJlcXVlc3QaHC5ib3htYWtlci52MS5Db21wbGV0aW9uRXZlbnQwARJNCg9Db21wbGV0ZUNoYW5uZWwSGy5ib3htYWtlci52MS5DaGFubmVsUmVxdWVzdBoZLmJveG1ha2VyLnYxLkNoYW5uZWxFdmVudCgBMAESSwoGU3RhdHVzEh8uYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuSW5mZXJTdGF0dXNSZXNwb25zZRJNCgpTbG90QWN0aW9uEh4uYm94bWFrZXIudjEuU2xvdEFjdGlvblJlcXVlc3QaHy5ib3htYWtlci52MS5TbG90QWN0aW9uUmVzcG9uc2USSgoJU2xvdEZpbGVzEh0uYm94bWFrZXIudjEuU2xvdEZpbGVzUmVxdWVzdBoeLmJveG1ha2VyLnYxLlNsb3RGaWxlc1Jlc3BvbnNlElAKC0NvdW50VG9rZW5zEh8uYm94bWFrZXIudjEuQ291bnRUb2tlbnNSZXF1ZXN0GiAuYm94bWFrZXIudjEuQ291bnRUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_boxmaker_v1_errors]);
+
+/**
+ * @generated from message boxmaker.v1.CountTokensRequest
+ */
+export type CountTokensRequest = Message<"boxmaker.v1.CountTokensRequest"> & {
+  /**
+   * JSON array of chat messages, as CompleteRequest's; empty = count no prompt.
+   *
+   * @generated from field: string messages_json = 1;
+   */
+  messagesJson: string;
+
+  /**
+   * JSON array of tool definitions, as CompleteRequest's; empty = no tools.
+   *
+   * @generated from field: string tools_json = 2;
+   */
+  toolsJson: string;
+
+  /**
+   * Plain texts, each counted alone (no template around it).
+   *
+   * @generated from field: repeated string texts = 3;
+   */
+  texts: string[];
+};
+
+/**
+ * Describes the message boxmaker.v1.CountTokensRequest.
+ * Use `create(CountTokensRequestSchema)` to create a new message.
+ */
+export const CountTokensRequestSchema: GenMessage<CountTokensRequest> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 0);
+
+/**
+ * @generated from message boxmaker.v1.CountTokensResponse
+ */
+export type CountTokensResponse = Message<"boxmaker.v1.CountTokensResponse"> & {
+  /**
+   * The prompt's tokens with the generation prompt; 0 when no messages were given.
+   *
+   * @generated from field: uint32 prompt_tokens = 1;
+   */
+  promptTokens: number;
+
+  /**
+   * One count per text, in order.
+   *
+   * @generated from field: repeated uint32 text_tokens = 2;
+   */
+  textTokens: number[];
+};
+
+/**
+ * Describes the message boxmaker.v1.CountTokensResponse.
+ * Use `create(CountTokensResponseSchema)` to create a new message.
+ */
+export const CountTokensResponseSchema: GenMessage<CountTokensResponse> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_infer, 1);
 
 /**
  * @generated from message boxmaker.v1.Sampling
@@ -44,7 +103,7 @@ export type Sampling = Message<"boxmaker.v1.Sampling"> & {
  * Use `create(SamplingSchema)` to create a new message.
  */
 export const SamplingSchema: GenMessage<Sampling> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 0);
+  messageDesc(file_boxmaker_v1_infer, 2);
 
 /**
  * @generated from message boxmaker.v1.CompleteRequest
@@ -130,7 +189,7 @@ export type CompleteRequest = Message<"boxmaker.v1.CompleteRequest"> & {
  * Use `create(CompleteRequestSchema)` to create a new message.
  */
 export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 1);
+  messageDesc(file_boxmaker_v1_infer, 3);
 
 /**
  * @generated from message boxmaker.v1.ChannelRequest
@@ -170,7 +229,7 @@ export type ChannelRequest = Message<"boxmaker.v1.ChannelRequest"> & {
  * Use `create(ChannelRequestSchema)` to create a new message.
  */
 export const ChannelRequestSchema: GenMessage<ChannelRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 2);
+  messageDesc(file_boxmaker_v1_infer, 4);
 
 /**
  * @generated from message boxmaker.v1.ChannelCancel
@@ -183,7 +242,7 @@ export type ChannelCancel = Message<"boxmaker.v1.ChannelCancel"> & {
  * Use `create(ChannelCancelSchema)` to create a new message.
  */
 export const ChannelCancelSchema: GenMessage<ChannelCancel> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 3);
+  messageDesc(file_boxmaker_v1_infer, 5);
 
 /**
  * @generated from message boxmaker.v1.ChannelEvent
@@ -221,7 +280,7 @@ export type ChannelEvent = Message<"boxmaker.v1.ChannelEvent"> & {
  * Use `create(ChannelEventSchema)` to create a new message.
  */
 export const ChannelEventSchema: GenMessage<ChannelEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 4);
+  messageDesc(file_boxmaker_v1_infer, 6);
 
 /**
  * @generated from message boxmaker.v1.ChannelEnd
@@ -259,7 +318,7 @@ export type ChannelEnd = Message<"boxmaker.v1.ChannelEnd"> & {
  * Use `create(ChannelEndSchema)` to create a new message.
  */
 export const ChannelEndSchema: GenMessage<ChannelEnd> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 5);
+  messageDesc(file_boxmaker_v1_infer, 7);
 
 /**
  * @generated from message boxmaker.v1.CompletionEvent
@@ -318,7 +377,7 @@ export type CompletionEvent = Message<"boxmaker.v1.CompletionEvent"> & {
  * Use `create(CompletionEventSchema)` to create a new message.
  */
 export const CompletionEventSchema: GenMessage<CompletionEvent> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 6);
+  messageDesc(file_boxmaker_v1_infer, 8);
 
 /**
  * @generated from message boxmaker.v1.PromptProgress
@@ -350,7 +409,7 @@ export type PromptProgress = Message<"boxmaker.v1.PromptProgress"> & {
  * Use `create(PromptProgressSchema)` to create a new message.
  */
 export const PromptProgressSchema: GenMessage<PromptProgress> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 7);
+  messageDesc(file_boxmaker_v1_infer, 9);
 
 /**
  * @generated from message boxmaker.v1.TextDelta
@@ -367,7 +426,7 @@ export type TextDelta = Message<"boxmaker.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 8);
+  messageDesc(file_boxmaker_v1_infer, 10);
 
 /**
  * @generated from message boxmaker.v1.ToolCallDelta
@@ -406,7 +465,7 @@ export type ToolCallDelta = Message<"boxmaker.v1.ToolCallDelta"> & {
  * Use `create(ToolCallDeltaSchema)` to create a new message.
  */
 export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 9);
+  messageDesc(file_boxmaker_v1_infer, 11);
 
 /**
  * @generated from message boxmaker.v1.ThinkingCapFired
@@ -440,7 +499,7 @@ export type ThinkingCapFired = Message<"boxmaker.v1.ThinkingCapFired"> & {
  * Use `create(ThinkingCapFiredSchema)` to create a new message.
  */
 export const ThinkingCapFiredSchema: GenMessage<ThinkingCapFired> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 10);
+  messageDesc(file_boxmaker_v1_infer, 12);
 
 /**
  * @generated from message boxmaker.v1.ToolCall
@@ -486,7 +545,7 @@ export type ToolCall = Message<"boxmaker.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 11);
+  messageDesc(file_boxmaker_v1_infer, 13);
 
 /**
  * @generated from message boxmaker.v1.Timings
@@ -523,7 +582,7 @@ export type Timings = Message<"boxmaker.v1.Timings"> & {
  * Use `create(TimingsSchema)` to create a new message.
  */
 export const TimingsSchema: GenMessage<Timings> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 12);
+  messageDesc(file_boxmaker_v1_infer, 14);
 
 /**
  * @generated from message boxmaker.v1.FinalMessage
@@ -602,7 +661,7 @@ export type FinalMessage = Message<"boxmaker.v1.FinalMessage"> & {
  * Use `create(FinalMessageSchema)` to create a new message.
  */
 export const FinalMessageSchema: GenMessage<FinalMessage> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 13);
+  messageDesc(file_boxmaker_v1_infer, 15);
 
 /**
  * @generated from message boxmaker.v1.InferStatusRequest
@@ -615,7 +674,7 @@ export type InferStatusRequest = Message<"boxmaker.v1.InferStatusRequest"> & {
  * Use `create(InferStatusRequestSchema)` to create a new message.
  */
 export const InferStatusRequestSchema: GenMessage<InferStatusRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 14);
+  messageDesc(file_boxmaker_v1_infer, 16);
 
 /**
  * @generated from message boxmaker.v1.SelfTest
@@ -702,7 +761,7 @@ export type SelfTest = Message<"boxmaker.v1.SelfTest"> & {
  * Use `create(SelfTestSchema)` to create a new message.
  */
 export const SelfTestSchema: GenMessage<SelfTest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 15);
+  messageDesc(file_boxmaker_v1_infer, 17);
 
 /**
  * @generated from message boxmaker.v1.SlotInfo
@@ -741,7 +800,7 @@ export type SlotInfo = Message<"boxmaker.v1.SlotInfo"> & {
  * Use `create(SlotInfoSchema)` to create a new message.
  */
 export const SlotInfoSchema: GenMessage<SlotInfo> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 16);
+  messageDesc(file_boxmaker_v1_infer, 18);
 
 /**
  * @generated from message boxmaker.v1.InferStatusResponse
@@ -793,7 +852,7 @@ export type InferStatusResponse = Message<"boxmaker.v1.InferStatusResponse"> & {
  * Use `create(InferStatusResponseSchema)` to create a new message.
  */
 export const InferStatusResponseSchema: GenMessage<InferStatusResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 17);
+  messageDesc(file_boxmaker_v1_infer, 19);
 
 /**
  * The template probe: probe conversations rendered by llama-server itself
@@ -937,7 +996,7 @@ export type TemplateProbe = Message<"boxmaker.v1.TemplateProbe"> & {
  * Use `create(TemplateProbeSchema)` to create a new message.
  */
 export const TemplateProbeSchema: GenMessage<TemplateProbe> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 18);
+  messageDesc(file_boxmaker_v1_infer, 20);
 
 /**
  * A corrected chat template, for llama-server's --chat-template-file (`boxmaker doctor --write-template`).
@@ -998,7 +1057,7 @@ export type TemplateCorrection = Message<"boxmaker.v1.TemplateCorrection"> & {
  * Use `create(TemplateCorrectionSchema)` to create a new message.
  */
 export const TemplateCorrectionSchema: GenMessage<TemplateCorrection> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 19);
+  messageDesc(file_boxmaker_v1_infer, 21);
 
 /**
  * One request of the probe conversation, against the request before it.
@@ -1045,7 +1104,7 @@ export type TemplateProbeStep = Message<"boxmaker.v1.TemplateProbeStep"> & {
  * Use `create(TemplateProbeStepSchema)` to create a new message.
  */
 export const TemplateProbeStepSchema: GenMessage<TemplateProbeStep> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 20);
+  messageDesc(file_boxmaker_v1_infer, 22);
 
 /**
  * One message shape Boxmaker sends, and whether the template renders it.
@@ -1076,7 +1135,7 @@ export type TemplateShapeCheck = Message<"boxmaker.v1.TemplateShapeCheck"> & {
  * Use `create(TemplateShapeCheckSchema)` to create a new message.
  */
 export const TemplateShapeCheckSchema: GenMessage<TemplateShapeCheck> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 21);
+  messageDesc(file_boxmaker_v1_infer, 23);
 
 /**
  * @generated from message boxmaker.v1.SlotActionRequest
@@ -1105,7 +1164,7 @@ export type SlotActionRequest = Message<"boxmaker.v1.SlotActionRequest"> & {
  * Use `create(SlotActionRequestSchema)` to create a new message.
  */
 export const SlotActionRequestSchema: GenMessage<SlotActionRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 22);
+  messageDesc(file_boxmaker_v1_infer, 24);
 
 /**
  * @generated from message boxmaker.v1.SlotActionResponse
@@ -1151,7 +1210,7 @@ export type SlotActionResponse = Message<"boxmaker.v1.SlotActionResponse"> & {
  * Use `create(SlotActionResponseSchema)` to create a new message.
  */
 export const SlotActionResponseSchema: GenMessage<SlotActionResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 23);
+  messageDesc(file_boxmaker_v1_infer, 25);
 
 /**
  * @generated from message boxmaker.v1.SlotFilesRequest
@@ -1171,7 +1230,7 @@ export type SlotFilesRequest = Message<"boxmaker.v1.SlotFilesRequest"> & {
  * Use `create(SlotFilesRequestSchema)` to create a new message.
  */
 export const SlotFilesRequestSchema: GenMessage<SlotFilesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 24);
+  messageDesc(file_boxmaker_v1_infer, 26);
 
 /**
  * @generated from message boxmaker.v1.SlotFile
@@ -1200,7 +1259,7 @@ export type SlotFile = Message<"boxmaker.v1.SlotFile"> & {
  * Use `create(SlotFileSchema)` to create a new message.
  */
 export const SlotFileSchema: GenMessage<SlotFile> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 25);
+  messageDesc(file_boxmaker_v1_infer, 27);
 
 /**
  * @generated from message boxmaker.v1.SlotFilesResponse
@@ -1256,7 +1315,7 @@ export type SlotFilesResponse = Message<"boxmaker.v1.SlotFilesResponse"> & {
  * Use `create(SlotFilesResponseSchema)` to create a new message.
  */
 export const SlotFilesResponseSchema: GenMessage<SlotFilesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_infer, 26);
+  messageDesc(file_boxmaker_v1_infer, 28);
 
 /**
  * @generated from enum boxmaker.v1.SlotActionKind
@@ -1357,6 +1416,21 @@ export const InferService: GenService<{
     methodKind: "unary";
     input: typeof SlotFilesRequestSchema;
     output: typeof SlotFilesResponseSchema;
+  },
+  /**
+   * Tokens by the served model's own tokenizer, not a guess from bytes (a
+   * Qwen tokenizer reads every digit alone: `seq` output costs about a token a
+   * byte where prose costs four or five bytes). A request's prompt is
+   * rendered by the server's chat template (POST /apply-template) and counted
+   * (POST /tokenize), as a completion would read it; texts are counted one by
+   * one. UNAVAILABLE while the server is down or loading.
+   *
+   * @generated from rpc boxmaker.v1.InferService.CountTokens
+   */
+  countTokens: {
+    methodKind: "unary";
+    input: typeof CountTokensRequestSchema;
+    output: typeof CountTokensResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_boxmaker_v1_infer, 0);
