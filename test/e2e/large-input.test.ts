@@ -159,3 +159,25 @@ describe("a whole big first message (simulator)", () => {
     expect(last.at(-1)!.content).toBe(text);
   });
 });
+
+describe("large input while brokerd is away", () => {
+  const t = useStack("bxlb-", { sim: { nCtx: 16384 }, loopd: { max_tokens: 512, peer_wait_ms: 1_000 } });
+
+  it("a paste that goes to the blob store fails naming brokerd, not the conversation's length, and logs nothing", async () => {
+    const id = await newSession(t.client);
+    expect(doneOf(await turn(t.client, id, "hello")).finishReason).toBe("stop");
+    const before = (await t.client.getSession({ id })).messages.length;
+    await t.stack.kill("brokerd");
+    const log = log300k();
+    const said = await turn(t.client, id, `What failed here?\n\n${log}`).then(
+      (evs) => JSON.stringify(evs.at(-1)?.event, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+      (err: unknown) => String(err),
+    );
+    expect(said, said).toMatch(/KB of input that goes to brokerd's blob store, and brokerd at \S+ did not come back/);
+    expect(said).toContain("nothing was sent or saved");
+    expect(said).not.toMatch(/the prompt is \d+ tokens/);
+    // No completion went to the server with the whole paste in it, and the session holds what it held.
+    expect(t.stack.sim.completions.filter((q) => JSON.stringify(q.body).includes(BURIED_ERROR))).toEqual([]);
+    expect((await t.client.getSession({ id })).messages.length).toBe(before);
+  }, 90_000);
+});

@@ -47,6 +47,21 @@ export class WallBudgetExceeded extends BoxmakerError {
   }
 }
 
+/**
+ * A message with large input to spill while brokerd (which keeps the blobs) is not answering:
+ * sent whole, it would fail as a prompt too long for the slot, blaming the conversation.
+ */
+export class BlobStoreUnavailable extends BoxmakerError {
+  constructor(bytes: number, why: string) {
+    super(
+      "BLOB_STORE_UNAVAILABLE",
+      `this message holds ${Math.round(bytes / 1024)} KB of input that goes to brokerd's blob store, and ${why}; ` +
+        "nothing was sent or saved: send it again once brokerd is back (boxmaker status shows it)",
+      { status: Status.UNAVAILABLE },
+    );
+  }
+}
+
 /** A turn (or its wait for a slot) stopped by the operator or by loopd shutting down. */
 export class TurnCancelled extends BoxmakerError {
   constructor(reason: string) {

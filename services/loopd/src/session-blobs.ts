@@ -1,6 +1,6 @@
 import { Status, messageOf, toRpcError, type BrokerService, type ClientOf, type Logger } from "@boxmaker/common";
 import { epochBlobRefs } from "./epoch-view.js";
-import { BlobHashMismatchError } from "./errors.js";
+import { BlobHashMismatchError, BlobStoreUnavailable } from "./errors.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
 import type { Session } from "./session.js";
 
@@ -21,8 +21,9 @@ export class SessionBlobs {
 
   /**
    * The pre-pass with its blobs stored: each spilled block goes to brokerd,
-   * which returns the same hash. When brokerd cannot take it, the text goes
-   * on whole (an overflow is then recovered from like any other).
+   * which returns the same hash. When brokerd refuses it, the text goes on
+   * whole (an overflow is then recovered from like any other); when brokerd
+   * is not there at all, the turn fails before anything is logged, naming it.
    */
   async spill(s: Session, text: string, thresholdBytes: number, signal: AbortSignal): Promise<PrepassResult> {
     const r = prepass(text, { threshold_bytes: thresholdBytes, excerpt_bytes: this.excerptBytes });
@@ -33,6 +34,10 @@ export class SessionBlobs {
       }
     } catch (err) {
       signal.throwIfAborted();
+      const status = toRpcError(err).status;
+      // brokerd away (its peer wait ran out): say so, rather than send what only fits as blobs.
+      if (status === Status.UNAVAILABLE || status === Status.DEADLINE_EXCEEDED)
+        throw new BlobStoreUnavailable(Buffer.byteLength(text), messageOf(err));
       this.log.warn(
         { session: s.id, err: messageOf(err) },
         "could not spill input to the blob store; sending it whole",
