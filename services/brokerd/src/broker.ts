@@ -98,9 +98,16 @@ export class Broker {
       rotateBytes: config.audit_log.rotate_bytes,
       keepFiles: config.audit_log.keep_files,
     });
-    const proposals = new ProposalStore(join(config.state_dir, "proposals"), (file, why) =>
-      opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
+    const proposals = new ProposalStore(
+      join(config.state_dir, "proposals"),
+      (file, why) => opts.log.warn({ file, why }, "a damaged proposal file was moved to proposals/quarantine/"),
+      config.proposals,
     );
+    if (proposals.pruned)
+      opts.log.info(
+        { deleted: proposals.pruned, kept: proposals.decided },
+        "decided proposals past their retention deleted",
+      );
     const netProxy = config.sandbox.net_proxy.enabled
       ? new NetProxy({
           config: config.sandbox.net_proxy,

@@ -333,6 +333,15 @@ export const brokerConfigSchema = Type.Object(
       { retention_days: Type.Integer({ minimum: 0, default: 90 }) },
       { additionalProperties: false, default: {} },
     ),
+    // Decided proposals (state_dir/proposals/decided/) are deleted once decided longer ago than
+    // keep_decided_days or beyond the newest keep_decided_max; pending ones stay. 0 keeps all.
+    proposals: Type.Object(
+      {
+        keep_decided_days: Type.Integer({ minimum: 0, default: 30 }),
+        keep_decided_max: Type.Integer({ minimum: 0, default: 10_000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     limits: Type.Object(
       {
         max_argument_bytes: positive(1024 * 1024),

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWrite, fsyncDir, messageOf } from "@boxmaker/common";
 import { BadProposalFile } from "./errors.js";
@@ -57,45 +57,108 @@ export function staleReason(
   return undefined;
 }
 
-/** Proposals on disk, one JSON file each, so a restart loses nothing a person has not decided. */
+/** What is kept in memory of a decided proposal: enough to list it and to read a network grant, never its diff. */
+export type ProposalSummary = Pick<
+  ProposalRecord,
+  "id" | "session_id" | "tool" | "state" | "created_unix_ms" | "decided_unix_ms" | "network"
+>;
+
+/** How long decided proposals stay on disk (pending ones always stay). */
+export interface ProposalRetention {
+  /** Decided longer ago than this is deleted; 0 keeps them for any time. */
+  keep_decided_days: number;
+  /** At most this many decided proposals are kept, the newest; 0 keeps any number. */
+  keep_decided_max: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const DECIDED = "decided";
+
+function summaryOf(p: ProposalRecord): ProposalSummary {
+  return {
+    id: p.id,
+    session_id: p.session_id,
+    tool: p.tool,
+    state: p.state,
+    created_unix_ms: p.created_unix_ms,
+    ...(p.decided_unix_ms !== undefined ? { decided_unix_ms: p.decided_unix_ms } : {}),
+    ...(p.network ? { network: p.network } : {}),
+  };
+}
+
+function readRecord(file: string, name: string): ProposalRecord {
+  const p = JSON.parse(readFileSync(file, "utf8")) as ProposalRecord;
+  if (
+    !p ||
+    typeof p !== "object" ||
+    typeof p.id !== "string" ||
+    typeof p.state !== "string" ||
+    typeof p.tool !== "string" ||
+    `${p.id}.json` !== name
+  ) {
+    throw new BadProposalFile();
+  }
+  return p;
+}
+
+const byAge = (a: ProposalSummary, b: ProposalSummary) =>
+  a.created_unix_ms - b.created_unix_ms || (a.id < b.id ? -1 : 1);
+
+/**
+ * Proposals on disk, one JSON file each, so a restart loses nothing a person
+ * has not decided. Pending ones are in `dir` and in memory whole; a decided one
+ * moves to `dir/decided/` and only its summary stays in memory (its diff is
+ * read back when asked for), so brokerd's heap no longer grows with every
+ * proposal ever made, and decided ones are kept as long as the retention says.
+ */
 export class ProposalStore {
-  private readonly byId = new Map<string, ProposalRecord>();
+  private readonly pendingById = new Map<string, ProposalRecord>();
+  private readonly decidedById = new Map<string, ProposalSummary>();
+  private readonly decidedDir: string;
+  private finishedSincePrune = 0;
 
   /** Files that could not be loaded, moved to `quarantine/` with why: one bad file never stops brokerd. */
   readonly quarantined: Array<{ file: string; why: string }> = [];
+  /** Decided proposals deleted by the retention since start. */
+  pruned = 0;
 
   constructor(
     private readonly dir: string,
     private readonly onQuarantine: (file: string, why: string) => void = () => {},
+    private readonly retention: ProposalRetention = { keep_decided_days: 0, keep_decided_max: 0 },
   ) {
-    mkdirSync(dir, { recursive: true, mode: 0o750 });
+    this.decidedDir = join(dir, DECIDED);
+    mkdirSync(this.decidedDir, { recursive: true, mode: 0o750 });
+    for (const f of readdirSync(this.decidedDir)) {
+      if (!f.endsWith(".json")) continue;
+      try {
+        this.decidedById.set(f.slice(0, -5), summaryOf(readRecord(join(this.decidedDir, f), f)));
+      } catch (err) {
+        this.quarantine(this.decidedDir, f, messageOf(err) || "unreadable");
+      }
+    }
     for (const f of readdirSync(dir)) {
       if (!f.endsWith(".json")) continue;
       try {
-        const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as ProposalRecord;
-        if (
-          !p ||
-          typeof p !== "object" ||
-          typeof p.id !== "string" ||
-          typeof p.state !== "string" ||
-          typeof p.tool !== "string" ||
-          `${p.id}.json` !== f
-        ) {
-          throw new BadProposalFile();
-        }
-        this.byId.set(p.id, p);
+        const p = readRecord(join(dir, f), f);
+        // Decided already (a crash between writing decided/ and removing this one): the decision stands.
+        if (this.decidedById.has(p.id)) this.removeTop(p.id);
+        else if (p.state === "pending") this.pendingById.set(p.id, p);
+        // A decided one in the top directory: written by a brokerd from before decided/.
+        else this.moveDecided(p);
       } catch (err) {
-        this.quarantine(f, messageOf(err) || "unreadable");
+        this.quarantine(dir, f, messageOf(err) || "unreadable");
       }
     }
+    this.prune();
   }
 
-  private quarantine(f: string, why: string): void {
+  private quarantine(from: string, f: string, why: string): void {
     const qdir = join(this.dir, "quarantine");
     mkdirSync(qdir, { recursive: true, mode: 0o750 });
     try {
-      renameSync(join(this.dir, f), join(qdir, `${f}.${Date.now()}`));
-      fsyncDir(this.dir);
+      renameSync(join(from, f), join(qdir, `${f}.${Date.now()}`));
+      fsyncDir(from);
     } catch {
       /* left in place; it is skipped again next start */
     }
@@ -111,37 +174,98 @@ export class ProposalStore {
       created_unix_ms: Date.now(),
       result: "",
     };
-    this.save(rec);
+    atomicWrite(join(this.dir, `${rec.id}.json`), JSON.stringify(rec, null, 1));
+    this.pendingById.set(rec.id, rec);
     return rec;
   }
 
+  /** The whole record; a decided one is read from disk (undefined once the retention deleted it). */
   get(id: string): ProposalRecord | undefined {
-    return this.byId.get(id);
+    const pending = this.pendingById.get(id);
+    if (pending) return pending;
+    if (!this.decidedById.has(id)) return undefined;
+    try {
+      return readRecord(join(this.decidedDir, `${id}.json`), `${id}.json`);
+    } catch {
+      return undefined;
+    }
   }
 
+  /** Whole records, oldest first; decided ones (read from disk) only when asked for. */
   list(filter: { sessionId?: string; includeDecided?: boolean }): ProposalRecord[] {
-    return [...this.byId.values()]
-      .filter(
-        (p) =>
-          (!filter.sessionId || p.session_id === filter.sessionId) && (filter.includeDecided || p.state === "pending"),
-      )
-      .sort((a, b) => a.created_unix_ms - b.created_unix_ms || (a.id < b.id ? -1 : 1));
+    const mine = (p: ProposalSummary) => !filter.sessionId || p.session_id === filter.sessionId;
+    const out = [...this.pendingById.values()].filter(mine);
+    if (filter.includeDecided)
+      for (const d of this.decidedById.values()) {
+        if (!mine(d)) continue;
+        const rec = this.get(d.id);
+        if (rec) out.push(rec);
+      }
+    return out.sort(byAge);
+  }
+
+  /** Every proposal of a session as its summary, from memory: what the network proxy reads per connection. */
+  summaries(sessionId: string): ProposalSummary[] {
+    const out: ProposalSummary[] = [];
+    for (const p of this.pendingById.values()) if (p.session_id === sessionId) out.push(summaryOf(p));
+    for (const d of this.decidedById.values()) if (d.session_id === sessionId) out.push(d);
+    return out.sort(byAge);
   }
 
   get pending(): number {
-    let n = 0;
-    for (const p of this.byId.values()) if (p.state === "pending") n++;
-    return n;
+    return this.pendingById.size;
+  }
+
+  /** Decided proposals kept on disk. */
+  get decided(): number {
+    return this.decidedById.size;
   }
 
   finish(p: ProposalRecord, state: Exclude<ProposalState, "pending">, result: string, reason?: string): ProposalRecord {
     const done: ProposalRecord = { ...p, state, result, decided_unix_ms: Date.now(), ...(reason ? { reason } : {}) };
-    this.save(done);
+    this.moveDecided(done);
+    // The retention is applied as decisions accumulate, not on a timer: an idle store does not grow.
+    if (++this.finishedSincePrune >= 100) this.prune();
     return done;
   }
 
-  private save(p: ProposalRecord): void {
-    atomicWrite(join(this.dir, `${p.id}.json`), JSON.stringify(p, null, 1));
-    this.byId.set(p.id, p);
+  /** Written to decided/ first, then removed from the top: a crash between leaves it decided, never pending. */
+  private moveDecided(done: ProposalRecord): void {
+    atomicWrite(join(this.decidedDir, `${done.id}.json`), JSON.stringify(done, null, 1));
+    this.pendingById.delete(done.id);
+    this.decidedById.set(done.id, summaryOf(done));
+    this.removeTop(done.id);
+  }
+
+  private removeTop(id: string): void {
+    try {
+      unlinkSync(join(this.dir, `${id}.json`));
+      fsyncDir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+  }
+
+  /** Deletes decided proposals past the retention: older than keep_decided_days, beyond keep_decided_max. */
+  prune(now = Date.now()): number {
+    this.finishedSincePrune = 0;
+    const { keep_decided_days: days, keep_decided_max: max } = this.retention;
+    const decided = [...this.decidedById.values()].sort(
+      (a, b) => (b.decided_unix_ms ?? b.created_unix_ms) - (a.decided_unix_ms ?? a.created_unix_ms),
+    );
+    const gone = decided.filter(
+      (d, i) => (days > 0 && now - (d.decided_unix_ms ?? d.created_unix_ms) > days * DAY_MS) || (max > 0 && i >= max),
+    );
+    for (const d of gone) {
+      try {
+        unlinkSync(join(this.decidedDir, `${d.id}.json`));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+      this.decidedById.delete(d.id);
+    }
+    if (gone.length) fsyncDir(this.decidedDir);
+    this.pruned += gone.length;
+    return gone.length;
   }
 }

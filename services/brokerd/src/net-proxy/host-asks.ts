@@ -1,5 +1,5 @@
 import type { PolicyRule } from "../config-types.js";
-import type { NetworkAsk, ProposalRecord, ProposalStore } from "../staging.js";
+import type { NetworkAsk, ProposalRecord, ProposalStore, ProposalSummary } from "../staging.js";
 import { connectionDecision } from "./allow.js";
 
 /** The call a command runs for: whose person is asked, and which call the proposal came from. */
@@ -20,7 +20,7 @@ export type ConnectionVerdict =
   /** Ask with nothing decided yet for this host:port in this session: a proposal is to be staged. */
   | { effect: "stage"; rule: string };
 
-const sameTarget = (p: ProposalRecord, session: string, host: string, port: number) =>
+const sameTarget = (p: ProposalSummary, session: string, host: string, port: number) =>
   p.network !== undefined && p.session_id === session && p.network.host === host && p.network.port === port;
 
 /**
@@ -35,7 +35,7 @@ export function connectionVerdict(
   rules: readonly PolicyRule[],
   target: { host: string; port: number; command: string },
   scope: CallScope | undefined,
-  proposals: readonly ProposalRecord[],
+  proposals: readonly ProposalSummary[],
 ): ConnectionVerdict {
   const { host, port } = target;
   const d = connectionDecision(rules, host, target.command);
@@ -103,7 +103,7 @@ export class HostAsks {
 
   verdict(target: NetworkAsk, scope: CallScope | undefined): ConnectionVerdict {
     if (!this.proposals || !scope) return connectionVerdict(this.rules, target, undefined, []);
-    const mine = this.proposals.list({ sessionId: scope.session, includeDecided: true });
+    const mine = this.proposals.summaries(scope.session);
     return connectionVerdict(this.rules, target, scope, mine);
   }
 
