@@ -1,6 +1,8 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { gitShapeOfWrite, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
+import { hookReason, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
@@ -166,12 +168,12 @@ export class PathGuard {
         `${input} is part of Boxmaker's own source, config or state; it is never writable`,
       );
     }
-    const reviewed = opts.write ? this.writeProtection(rel, abs, lexRel, lexical, input) : undefined;
+    const reviewed = opts.write ? this.writeProtection(rel, abs, lexRel, lexical, input, root) : undefined;
     return { input, abs, rel, root, exists: existsSync(abs), ...(reviewed ? { reviewed } : {}) };
   }
 
   /** Refuses a write git or a shell would later run; names the glob when a person must review it. */
-  private writeProtection(rel: string, abs: string, lexRel: string, lexical: string, input: string) {
+  private writeProtection(rel: string, abs: string, lexRel: string, lexical: string, input: string, root: string) {
     const never = this.protectedGlobs.firstMatch(rel, abs) ?? this.protectedGlobs.firstMatch(lexRel, lexical);
     if (never) {
       throw new Refused(
@@ -179,12 +181,30 @@ export class PathGuard {
         `${input} matches the protected path ${never}: a program outside the sandbox (git, a shell, an editor) runs or obeys it, so the model never writes it`,
       );
     }
-    return this.reviewedGlobs.firstMatch(rel, abs) ?? this.reviewedGlobs.firstMatch(lexRel, lexical);
+    const shape = gitShapeOfWrite(root, abs);
+    if (shape) {
+      const dir = `${relative(root, shape.dir) || "."}/`;
+      throw new Refused(
+        "path:git-shape",
+        shape.already
+          ? `${input} is inside ${dir}, which has git's shape (HEAD, objects/, refs/): git would take it for a repository and run hooks from it, so the model never writes in it`
+          : `${input} would make ${dir} a git repository git would run hooks from (HEAD, objects/ and refs/ together), so the model never writes it`,
+      );
+    }
+    return (
+      this.reviewedGlobs.firstMatch(rel, abs) ??
+      this.reviewedGlobs.firstMatch(lexRel, lexical) ??
+      hookReason(hookTargets(root), abs)
+    );
   }
 
-  /** Whether a workspace path is in either protected tier. */
-  isWorkspaceProtected(rel: string, abs: string): boolean {
-    return this.protectedGlobs.matches(rel, abs) || this.reviewedGlobs.matches(rel, abs);
+  /** Whether a workspace path is in either protected tier, or a file the repository's hooks run. */
+  isWorkspaceProtected(rel: string, abs: string, hooks?: HookTargets): boolean {
+    return (
+      this.protectedGlobs.matches(rel, abs) ||
+      this.reviewedGlobs.matches(rel, abs) ||
+      (hooks !== undefined && hookReason(hooks, abs) !== undefined)
+    );
   }
 
   isSecret(rel: string, abs: string): boolean {
@@ -215,7 +235,8 @@ export class PathGuard {
     const protectedIds = new Map<string, number>();
     const identities: { dev: number; ino: number }[] = [];
     let seen = 0;
-    const walk = (root: string, dir: string, depth: number, underReadOnly: boolean, underSecret: boolean) => {
+    const hooks = new Map(this.roots.map((r) => [r, hookTargets(r)]));
+    const walk = (root: string, dir: string, depth: number, aboveReadOnly: boolean, underSecret: boolean) => {
       let entries: Dirent[];
       try {
         entries = readdirSync(dir, { withFileTypes: true });
@@ -234,6 +255,13 @@ export class PathGuard {
           `the workspace has more than ${limit} entries, too many to find every secret file to hide from commands; no command runs (remove generated trees or narrow workspace_roots)`,
         );
       }
+      // A directory git would take for a repository is protected whole, whatever it is called.
+      const gitShaped = !aboveReadOnly && !underSecret && dir !== root && isGitShaped(entries.map((e) => e.name));
+      if (gitShaped) {
+        protectedIds.set(dir, idOf(dir).ino);
+        readOnly.push(dir);
+      }
+      const underReadOnly = aboveReadOnly || gitShaped;
       for (const e of entries) {
         const abs = join(dir, e.name);
         const rel = relative(root, abs);
@@ -243,7 +271,7 @@ export class PathGuard {
           else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true);
           continue;
         }
-        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs);
+        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs, hooks.get(root));
         if (isProtected) {
           protectedIds.set(abs, idOf(abs).ino);
           if (e.isDirectory() || e.isFile()) readOnly.push(abs);
