@@ -42,3 +42,48 @@ export function gitShapeOfWrite(root: string, abs: string): { dir: string; alrea
 
 /** Content git reads as a pointer to a repository elsewhere, were the file named `.git`. */
 export const pointsAtGitDir = (content: string): boolean => /^\s*gitdir:/i.test(content);
+
+/** What git makes in a repository's directory: a directory of only these is a repository and nothing else. */
+const GIT_DIR_NAMES = new Set(
+  [
+    "HEAD",
+    "objects",
+    "refs",
+    "config",
+    "hooks",
+    "info",
+    "description",
+    "branches",
+    "logs",
+    "packed-refs",
+    "index",
+    "commondir",
+    "FETCH_HEAD",
+    "ORIG_HEAD",
+    "MERGE_HEAD",
+    "COMMIT_EDITMSG",
+    "worktrees",
+    "modules",
+    "shallow",
+    "gitdir",
+    "lfs",
+    "rr-cache",
+    "sequencer",
+    "rebase-merge",
+    "rebase-apply",
+  ].map((n) => n.toLowerCase()),
+);
+
+/**
+ * What to take away from a directory a run gave git's shape: all of it when it
+ * holds nothing but git's own files (a `git init --bare`), else only the pieces
+ * git needs to call it a repository (`HEAD`, `commondir`), so that the person's
+ * files beside them (a `src/` that gained a HEAD and a refs/) stay where they are.
+ */
+export function gitShapePieces(dir: string): string[] {
+  const names = entriesOf(dir);
+  if (names.every((n) => GIT_DIR_NAMES.has(n.toLowerCase()))) return [dir];
+  return names
+    .filter((n) => n.toLowerCase() === "head" || n.toLowerCase() === "commondir")
+    .map((n) => `${dir}${sep}${n}`);
+}

@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { gitShapeOfWrite, isGitShaped } from "./git-shape.js";
+import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
 import { hookReason, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
@@ -46,6 +46,14 @@ export interface WorkspaceScan {
   pinned: string[];
   /** Each protected or reviewed path found (symlinks too) with its inode, to see what a run planted. */
   protectedIds: Map<string, number>;
+  /** Directories protected for having git's shape, whatever they are called. */
+  gitShaped: Set<string>;
+}
+
+/** A path a run planted; `gitShaped` names the directory it gave git's shape to. */
+export interface Planted {
+  path: string;
+  gitShaped?: string;
 }
 
 /** realpath of the longest existing prefix, then the rest appended: works for files not yet created. */
@@ -233,6 +241,7 @@ export class PathGuard {
     const hidden: WorkspaceScan["hidden"] = [];
     const readOnly: string[] = [];
     const protectedIds = new Map<string, number>();
+    const gitShaped = new Set<string>();
     const identities: { dev: number; ino: number }[] = [];
     let seen = 0;
     const hooks = new Map(this.roots.map((r) => [r, hookTargets(r)]));
@@ -256,12 +265,13 @@ export class PathGuard {
         );
       }
       // A directory git would take for a repository is protected whole, whatever it is called.
-      const gitShaped = !aboveReadOnly && !underSecret && dir !== root && isGitShaped(entries.map((e) => e.name));
-      if (gitShaped) {
+      const shaped = !aboveReadOnly && !underSecret && dir !== root && isGitShaped(entries.map((e) => e.name));
+      if (shaped) {
         protectedIds.set(dir, idOf(dir).ino);
         readOnly.push(dir);
+        gitShaped.add(dir);
       }
-      const underReadOnly = aboveReadOnly || gitShaped;
+      const underReadOnly = aboveReadOnly || shaped;
       for (const e of entries) {
         const abs = join(dir, e.name);
         const rel = relative(root, abs);
@@ -307,6 +317,7 @@ export class PathGuard {
       readOnly: readOnly.sort(byDepth),
       pinned: [...pinned].sort(byDepth),
       protectedIds,
+      gitShaped,
     };
   }
 
@@ -315,12 +326,14 @@ export class PathGuard {
    * with the one before: what a command (or an MCP server) planted for git or a
    * shell to run later, outside the sandbox.
    */
-  plantedSince(before: WorkspaceScan): string[] {
+  plantedSince(before: WorkspaceScan): Planted[] {
     const after = this.scan();
-    const planted: string[] = [];
+    const planted: Planted[] = [];
     for (const [p, ino] of after.protectedIds) {
       if (before.protectedIds.get(p) === ino || this.writtenByTools.get(p) === ino) continue;
-      if (!planted.some((q) => within(q, p))) planted.push(p);
+      if (planted.some((q) => within(q.path, p))) continue;
+      if (!after.gitShaped.has(p)) planted.push({ path: p });
+      else for (const piece of gitShapePieces(p)) planted.push({ path: piece, gitShaped: p });
     }
     return planted;
   }

@@ -189,12 +189,33 @@ describe.skipIf(!hasGit || !hasBwrap)("a repository made by a command", () => {
       else {
         // Left in place, it would be the repository git finds from there.
         expect(gitDirFrom(rg.ws, join(rg.ws, dir)), where).toBe(join(rg.ws, ".git"));
-        expect(out, where).toMatch(new RegExp(`${dir.replace(/\./g, "\\.")}: removed, a protected path`));
+        const d = dir.replace(/\./g, "\\.");
+        expect(out, where).toMatch(new RegExp(`${d}: removed, it gave ${d}/ git's shape .* git would run hooks from`));
       }
     }
     expect(escapes, `${escapes.length} of ${variants.length} ran code outside`).toEqual([]);
     expect(readdirSync(join(rg.dir, "state", "quarantine", "planted")).length).toBeGreaterThanOrEqual(variants.length);
   }, 180_000);
+
+  it("in a directory of the person's files, only the pieces that make it a repository are taken away", async () => {
+    r = await rig(allowCommands, ({ ws }) => {
+      gitRepo(ws);
+      mkdirSync(join(ws, "src", "objects"), { recursive: true });
+      writeFileSync(join(ws, "src", "app.ts"), "export {};\n");
+      writeFileSync(join(ws, "src", "objects", "a.ts"), "export {};\n");
+    });
+    const pwned = join(r.outside, "pwned");
+    const out = await command(
+      r,
+      `mkdir -p src/refs; printf 'ref: refs/heads/main\\n' > src/HEAD; printf '${hostileConfig(pwned).replace(/\n/g, "\\n").replace(/\t/g, "\\t")}' > src/config; echo done`,
+    );
+    expect(out).toMatch(/src\/HEAD: removed, it gave src\/ git's shape/);
+    personRunsGit(r.ws, join(r.ws, "src"));
+    expect(existsSync(pwned)).toBe(false);
+    expect(gitDirFrom(r.ws, join(r.ws, "src"))).toBe(join(r.ws, ".git"));
+    expect(readFileSync(join(r.ws, "src", "app.ts"), "utf8")).toBe("export {};\n");
+    expect(existsSync(join(r.ws, "src", "objects", "a.ts"))).toBe(true);
+  });
 
   it("a repository the person already had is read-only to commands", async () => {
     r = await rig(allowCommands, ({ ws }) => {
