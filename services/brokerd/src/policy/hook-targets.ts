@@ -88,15 +88,16 @@ function pathTokens(text: string): string[] {
   return [...out];
 }
 
-export function hookTargets(root: string): HookTargets {
+/** The hook targets of the repository whose work tree is `top`, kept to those inside the workspace `root`. */
+export function hookTargets(top: string, root = top): HookTargets {
   const files = new Map<string, string>();
   const dirs = new Map<string, string>();
-  const common = commonDirOf(root);
+  const common = commonDirOf(top);
   if (!common) return { files, dirs };
   const hookDirs = [join(common, "hooks")];
   const configured = hooksPathOf(head(join(common, "config")) ?? "");
   if (configured && !configured.startsWith("~")) {
-    const dir = real(resolve(root, configured));
+    const dir = real(resolve(top, configured));
     hookDirs.push(dir);
     if (within(root, dir) && dir !== root) dirs.set(dir, `core.hooksPath ${configured}`);
   }
@@ -125,7 +126,7 @@ export function hookTargets(root: string): HookTargets {
     if (text === undefined) continue;
     for (const t of pathTokens(text)) {
       const bare = t.replace(/^\/+/, "");
-      const candidates = new Set([resolve(root, bare), resolve(dirname(path), bare)]);
+      const candidates = new Set([resolve(top, bare), resolve(dirname(path), bare)]);
       if (isAbsolute(t)) candidates.add(resolve(t));
       for (const c of candidates) {
         const abs = real(c);
@@ -149,6 +150,31 @@ export function hookTargets(root: string): HookTargets {
 function existsAsDir(p: string): boolean {
   try {
     return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a write of `abs` is reviewed, if a hook runs it: the hooks of every
+ * repository whose work tree holds `abs` (the root's, a nested clone's, a
+ * submodule's), each found by its `.git`.
+ */
+export function hookReasonFor(root: string, abs: string): string | undefined {
+  for (let top = dirname(abs); within(root, top); top = dirname(top)) {
+    if (exists(join(top, ".git"))) {
+      const why = hookReason(hookTargets(top, root), abs);
+      if (why) return why;
+    }
+    if (top === root || dirname(top) === top) return undefined;
+  }
+  return undefined;
+}
+
+function exists(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
   } catch {
     return false;
   }

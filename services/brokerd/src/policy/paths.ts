@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "n
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
-import { hookReason, hookTargets, type HookTargets } from "./hook-targets.js";
+import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
@@ -202,16 +202,16 @@ export class PathGuard {
     return (
       this.reviewedGlobs.firstMatch(rel, abs) ??
       this.reviewedGlobs.firstMatch(lexRel, lexical) ??
-      hookReason(hookTargets(root), abs)
+      hookReasonFor(root, abs)
     );
   }
 
   /** Whether a workspace path is in either protected tier, or a file the repository's hooks run. */
-  isWorkspaceProtected(rel: string, abs: string, hooks?: HookTargets): boolean {
+  isWorkspaceProtected(rel: string, abs: string, hooks: readonly HookTargets[] = []): boolean {
     return (
       this.protectedGlobs.matches(rel, abs) ||
       this.reviewedGlobs.matches(rel, abs) ||
-      (hooks !== undefined && hookReason(hooks, abs) !== undefined)
+      hooks.some((h) => hookReason(h, abs) !== undefined)
     );
   }
 
@@ -244,8 +244,14 @@ export class PathGuard {
     const gitShaped = new Set<string>();
     const identities: { dev: number; ino: number }[] = [];
     let seen = 0;
-    const hooks = new Map(this.roots.map((r) => [r, hookTargets(r)]));
-    const walk = (root: string, dir: string, depth: number, aboveReadOnly: boolean, underSecret: boolean) => {
+    const walk = (
+      root: string,
+      dir: string,
+      depth: number,
+      aboveReadOnly: boolean,
+      underSecret: boolean,
+      outerHooks: readonly HookTargets[],
+    ) => {
       let entries: Dirent[];
       try {
         entries = readdirSync(dir, { withFileTypes: true });
@@ -272,16 +278,21 @@ export class PathGuard {
         gitShaped.add(dir);
       }
       const underReadOnly = aboveReadOnly || shaped;
+      // A repository here (the root's, a nested clone's, a submodule's) adds the files its hooks run, below it.
+      const hooks =
+        !underReadOnly && !underSecret && entries.some((e) => e.name === ".git")
+          ? [...outerHooks, hookTargets(dir, root)]
+          : outerHooks;
       for (const e of entries) {
         const abs = join(dir, e.name);
         const rel = relative(root, abs);
         if (underSecret) {
           // Inside a secret directory: every file in it is a secret by identity too.
           if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true);
+          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true, []);
           continue;
         }
-        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs, hooks.get(root));
+        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs, hooks);
         if (isProtected) {
           protectedIds.set(abs, idOf(abs).ino);
           if (e.isDirectory() || e.isFile()) readOnly.push(abs);
@@ -290,17 +301,17 @@ export class PathGuard {
         if (this.isSecret(rel, abs)) {
           if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
           if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true);
+          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true, []);
           continue;
         }
         if (e.isDirectory()) {
           if (depth >= 4 * MAX_INPUT_DEPTH)
             throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
-          walk(root, abs, depth + 1, underReadOnly || isProtected, false);
+          walk(root, abs, depth + 1, underReadOnly || isProtected, false, hooks);
         }
       }
     };
-    for (const r of this.roots) walk(r, r, 0, false, false);
+    for (const r of this.roots) walk(r, r, 0, false, false, []);
     this.secretIds.add(identities);
     const pinned = new Set<string>();
     const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));

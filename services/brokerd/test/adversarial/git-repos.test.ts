@@ -306,6 +306,27 @@ describe.skipIf(!hasGit)("a file the repository's own hook runs", () => {
     );
   }, 120_000);
 
+  it("a nested repository's hook counts too: the script it runs is staged and read-only", async () => {
+    r = await rig({ policy: { rules: [{ name: "cmds", tool: "run_command", effect: "allow" }] } }, ({ ws }) => {
+      gitRepo(ws);
+      const lib = join(ws, "vendor", "lib");
+      mkdirSync(join(lib, "build"), { recursive: true });
+      gitRepo(lib);
+      writeFileSync(join(lib, ".git", "hooks", "pre-commit"), "#!/bin/sh\n./build/check.sh\n");
+      chmodSync(join(lib, ".git", "hooks", "pre-commit"), 0o755);
+      writeFileSync(join(lib, "build", "check.sh"), "#!/bin/sh\ntrue\n");
+      chmodSync(join(lib, "build", "check.sh"), 0o755);
+    });
+    const pwned = join(r.outside, "pwned");
+    const path = "vendor/lib/build/check.sh";
+    const edit = await callIn(r, "auto", "edit_file", { path, old_text: "true", new_text: `touch ${pwned}` });
+    expect(edit.decision, edit.content).toBe(ToolDecision.STAGED);
+    expect(edit.rule).toBe("protected:vendor/lib/.git/hooks/pre-commit");
+    if (hasBwrap) expect(await command(r, `echo 'touch ${pwned}' >> ${path}; echo done`)).toContain("done");
+    personRunsGit(r.ws, join(r.ws, "vendor", "lib"));
+    expect(existsSync(pwned)).toBe(false);
+  });
+
   it("core.hooksPath outside the reviewed names makes its directory reviewed: a new hook there waits for a person", async () => {
     r = await rig({}, ({ ws }) => {
       gitRepo(ws);
