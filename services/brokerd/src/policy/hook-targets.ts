@@ -21,6 +21,13 @@ export interface HookTargets {
 const MAX_FILE_BYTES = 64 * 1024;
 const MAX_FILES = 64;
 const MAX_DEPTH = 3;
+const MANAGER_FILES = [
+  ".pre-commit-config.yaml",
+  "lefthook.yml",
+  ".lefthook.yml",
+  "lefthook-local.yml",
+  ".overcommit.yml",
+];
 
 const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
 
@@ -94,7 +101,9 @@ export function hookTargets(top: string, root = top): HookTargets {
   const dirs = new Map<string, string>();
   const common = commonDirOf(top);
   if (!common) return { files, dirs };
-  const hookDirs = [join(common, "hooks")];
+  // Hook managers' own directories hold what the hook git runs hands over to (husky's `_/h` finds
+  // `.husky/pre-commit` by name, not by a path a token could show).
+  const hookDirs = [join(common, "hooks"), join(top, ".husky"), join(top, ".githooks")];
   const configured = hooksPathOf(head(join(common, "config")) ?? "");
   if (configured && !configured.startsWith("~")) {
     const dir = real(resolve(top, configured));
@@ -115,6 +124,11 @@ export function hookTargets(top: string, root = top): HookTargets {
       const p = join(dir, n);
       queue.push({ path: p, by: within(root, p) ? relative(root, p) : p, depth: 0 });
     }
+  }
+  // Hook managers' configurations name the commands they run at a commit (`entry: tools/lint`, `run: ./x`).
+  for (const n of MANAGER_FILES) {
+    const p = join(top, n);
+    if (exists(p)) queue.push({ path: p, by: relative(root, p) || n, depth: 0 });
   }
   const read = new Set<string>();
   while (queue.length > 0 && read.size < MAX_FILES) {

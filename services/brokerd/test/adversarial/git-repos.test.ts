@@ -327,6 +327,32 @@ describe.skipIf(!hasGit)("a file the repository's own hook runs", () => {
     expect(existsSync(pwned)).toBe(false);
   });
 
+  it("what a hook manager's configuration runs is reviewed like what a hook runs", async () => {
+    const managed: [string, string, string][] = [
+      [
+        ".pre-commit-config.yaml",
+        "repos:\n- repo: local\n  hooks:\n  - id: fmt\n    entry: tools/fmt.sh\n",
+        "tools/fmt.sh",
+      ],
+      ["lefthook.yml", "pre-commit:\n  commands:\n    lint:\n      run: ./ci/lefthook-lint\n", "ci/lefthook-lint"],
+      [".husky/pre-commit", "sh hack/husky-check.sh\n", "hack/husky-check.sh"],
+    ];
+    r = await rig({}, ({ ws }) => {
+      gitRepo(ws);
+      for (const [config, text, file] of managed) {
+        mkdirSync(join(ws, config, ".."), { recursive: true });
+        writeFileSync(join(ws, config), text);
+        mkdirSync(join(ws, file, ".."), { recursive: true });
+        writeFileSync(join(ws, file), "#!/bin/sh\ntrue\n");
+      }
+    });
+    for (const [config, , path] of managed) {
+      const res = await callIn(r, "auto-edit", "write_file", { path, content: "#!/bin/sh\ntouch /tmp/x\n" });
+      expect(res.decision, `${path}: ${res.content}`).toBe(ToolDecision.STAGED);
+      expect(res.rule, path).toBe(`protected:${config}`);
+    }
+  });
+
   it("core.hooksPath outside the reviewed names makes its directory reviewed: a new hook there waits for a person", async () => {
     r = await rig({}, ({ ws }) => {
       gitRepo(ws);
