@@ -246,7 +246,9 @@ describe.skipIf(!hasGit)("a file the repository's own hook runs", () => {
 
   function setup(ws: string): void {
     gitRepo(ws);
-    const hook = ["#!/bin/sh", ...callers.map(([line]) => line.replace(/^exec /, "")), ""].join("\n");
+    // The last line names a script not written yet: whoever creates it writes a hook.
+    const lines = [...callers.map(([line]) => line.replace(/^exec /, "")), "test -x tools/later && tools/later"];
+    const hook = ["#!/bin/sh", ...lines, ""].join("\n");
     writeFileSync(join(ws, ".git", "hooks", "pre-commit"), hook);
     chmodSync(join(ws, ".git", "hooks", "pre-commit"), 0o755);
     for (const [, file] of callers) {
@@ -297,6 +299,17 @@ describe.skipIf(!hasGit)("a file the repository's own hook runs", () => {
         personRunsGit(rg.ws, rg.ws);
         if (ranOutside(pwned)) escapes.push(`a command appending to ${path}`);
       }
+    if (hasBwrap) {
+      const out = await command(
+        rg,
+        `printf '#!/bin/sh\\ntouch ${pwned}\\n' > tools/later; chmod +x tools/later; echo done`,
+      );
+      expect(out).toMatch(/tools\/later: removed/);
+      personRunsGit(rg.ws, rg.ws);
+      if (ranOutside(pwned)) escapes.push("a command creating tools/later");
+    }
+    const later = await callIn(rg, "auto", "write_file", { path: "tools/later", content: `touch ${pwned}\n` });
+    expect(later.decision, later.content).toBe(ToolDecision.STAGED);
     expect(escapes, `${escapes.length} ran code outside`).toEqual([]);
     personRunsGit(rg.ws, rg.ws);
     expect(existsSync(pwned)).toBe(false);
