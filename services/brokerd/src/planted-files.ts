@@ -1,5 +1,6 @@
 import { cpSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
+import type { Planted } from "./policy/paths.js";
 
 /**
  * Moves what a sandboxed run planted at a protected path (a `.git` file
@@ -9,7 +10,7 @@ import { join, relative } from "node:path";
  * it. Returns a line per path for the tool result and the audit trail.
  */
 export function quarantinePlanted(
-  planted: readonly string[],
+  planted: readonly Planted[],
   roots: readonly string[],
   stateDir: string,
   callId: string,
@@ -18,7 +19,7 @@ export function quarantinePlanted(
   const dest = join(stateDir, "quarantine", "planted", `${Date.now()}-${callId.replace(/[^\w.-]/g, "_").slice(0, 80)}`);
   mkdirSync(dest, { recursive: true, mode: 0o700 });
   const notes: string[] = [];
-  for (const p of planted) {
+  for (const { path: p, gitShaped } of planted) {
     const root = roots.find((r) => !relative(r, p).startsWith("..")) ?? roots[0] ?? "/";
     const rel = relative(root, p);
     const to = join(dest, `${roots.indexOf(root)}`, rel);
@@ -33,7 +34,10 @@ export function quarantinePlanted(
       cpSync(p, to, { recursive: true, verbatimSymlinks: true });
       rmSync(p, { recursive: true, force: true });
     }
-    notes.push(`${rel}: removed, a protected path the command created (kept in ${to})`);
+    const why = gitShaped
+      ? `it gave ${relative(root, gitShaped)}/ git's shape (HEAD, objects/, refs/), a repository git would run hooks from`
+      : "a protected path the command created";
+    notes.push(`${rel}: removed, ${why} (kept in ${to})`);
   }
   return notes;
 }

@@ -122,7 +122,13 @@ export const CLEAN_ENV: Readonly<Record<string, string>> = {
 
 export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
 
-const emptyScan = (): WorkspaceScan => ({ hidden: [], readOnly: [], pinned: [], protectedIds: new Map() });
+const emptyScan = (): WorkspaceScan => ({
+  hidden: [],
+  readOnly: [],
+  pinned: [],
+  protectedIds: new Map(),
+  gitShaped: new Set(),
+});
 
 /** A long-lived program (an MCP server over stdio) in the same sandbox as commands, with its own extra binds. */
 export interface WrapRequest {

@@ -1,6 +1,8 @@
 import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
+import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
@@ -44,6 +46,14 @@ export interface WorkspaceScan {
   pinned: string[];
   /** Each protected or reviewed path found (symlinks too) with its inode, to see what a run planted. */
   protectedIds: Map<string, number>;
+  /** Directories protected for having git's shape, whatever they are called. */
+  gitShaped: Set<string>;
+}
+
+/** A path a run planted; `gitShaped` names the directory it gave git's shape to. */
+export interface Planted {
+  path: string;
+  gitShaped?: string;
 }
 
 /** realpath of the longest existing prefix, then the rest appended: works for files not yet created. */
@@ -166,12 +176,12 @@ export class PathGuard {
         `${input} is part of Boxmaker's own source, config or state; it is never writable`,
       );
     }
-    const reviewed = opts.write ? this.writeProtection(rel, abs, lexRel, lexical, input) : undefined;
+    const reviewed = opts.write ? this.writeProtection(rel, abs, lexRel, lexical, input, root) : undefined;
     return { input, abs, rel, root, exists: existsSync(abs), ...(reviewed ? { reviewed } : {}) };
   }
 
   /** Refuses a write git or a shell would later run; names the glob when a person must review it. */
-  private writeProtection(rel: string, abs: string, lexRel: string, lexical: string, input: string) {
+  private writeProtection(rel: string, abs: string, lexRel: string, lexical: string, input: string, root: string) {
     const never = this.protectedGlobs.firstMatch(rel, abs) ?? this.protectedGlobs.firstMatch(lexRel, lexical);
     if (never) {
       throw new Refused(
@@ -179,12 +189,30 @@ export class PathGuard {
         `${input} matches the protected path ${never}: a program outside the sandbox (git, a shell, an editor) runs or obeys it, so the model never writes it`,
       );
     }
-    return this.reviewedGlobs.firstMatch(rel, abs) ?? this.reviewedGlobs.firstMatch(lexRel, lexical);
+    const shape = gitShapeOfWrite(root, abs);
+    if (shape) {
+      const dir = `${relative(root, shape.dir) || "."}/`;
+      throw new Refused(
+        "path:git-shape",
+        shape.already
+          ? `${input} is inside ${dir}, which has git's shape (HEAD, objects/, refs/): git would take it for a repository and run hooks from it, so the model never writes in it`
+          : `${input} would make ${dir} a git repository git would run hooks from (HEAD, objects/ and refs/ together), so the model never writes it`,
+      );
+    }
+    return (
+      this.reviewedGlobs.firstMatch(rel, abs) ??
+      this.reviewedGlobs.firstMatch(lexRel, lexical) ??
+      hookReasonFor(root, abs)
+    );
   }
 
-  /** Whether a workspace path is in either protected tier. */
-  isWorkspaceProtected(rel: string, abs: string): boolean {
-    return this.protectedGlobs.matches(rel, abs) || this.reviewedGlobs.matches(rel, abs);
+  /** Whether a workspace path is in either protected tier, or a file the repository's hooks run. */
+  isWorkspaceProtected(rel: string, abs: string, hooks: readonly HookTargets[] = []): boolean {
+    return (
+      this.protectedGlobs.matches(rel, abs) ||
+      this.reviewedGlobs.matches(rel, abs) ||
+      hooks.some((h) => hookReason(h, abs) !== undefined)
+    );
   }
 
   isSecret(rel: string, abs: string): boolean {
@@ -213,9 +241,17 @@ export class PathGuard {
     const hidden: WorkspaceScan["hidden"] = [];
     const readOnly: string[] = [];
     const protectedIds = new Map<string, number>();
+    const gitShaped = new Set<string>();
     const identities: { dev: number; ino: number }[] = [];
     let seen = 0;
-    const walk = (root: string, dir: string, depth: number, underReadOnly: boolean, underSecret: boolean) => {
+    const walk = (
+      root: string,
+      dir: string,
+      depth: number,
+      aboveReadOnly: boolean,
+      underSecret: boolean,
+      outerHooks: readonly HookTargets[],
+    ) => {
       let entries: Dirent[];
       try {
         entries = readdirSync(dir, { withFileTypes: true });
@@ -234,16 +270,29 @@ export class PathGuard {
           `the workspace has more than ${limit} entries, too many to find every secret file to hide from commands; no command runs (remove generated trees or narrow workspace_roots)`,
         );
       }
+      // A directory git would take for a repository is protected whole, whatever it is called.
+      const shaped = !aboveReadOnly && !underSecret && dir !== root && isGitShaped(entries.map((e) => e.name));
+      if (shaped) {
+        protectedIds.set(dir, idOf(dir).ino);
+        readOnly.push(dir);
+        gitShaped.add(dir);
+      }
+      const underReadOnly = aboveReadOnly || shaped;
+      // A repository here (the root's, a nested clone's, a submodule's) adds the files its hooks run, below it.
+      const hooks =
+        !underReadOnly && !underSecret && entries.some((e) => e.name === ".git")
+          ? [...outerHooks, hookTargets(dir, root)]
+          : outerHooks;
       for (const e of entries) {
         const abs = join(dir, e.name);
         const rel = relative(root, abs);
         if (underSecret) {
           // Inside a secret directory: every file in it is a secret by identity too.
           if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true);
+          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true, []);
           continue;
         }
-        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs);
+        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs, hooks);
         if (isProtected) {
           protectedIds.set(abs, idOf(abs).ino);
           if (e.isDirectory() || e.isFile()) readOnly.push(abs);
@@ -252,17 +301,17 @@ export class PathGuard {
         if (this.isSecret(rel, abs)) {
           if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
           if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true);
+          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true, []);
           continue;
         }
         if (e.isDirectory()) {
           if (depth >= 4 * MAX_INPUT_DEPTH)
             throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
-          walk(root, abs, depth + 1, underReadOnly || isProtected, false);
+          walk(root, abs, depth + 1, underReadOnly || isProtected, false, hooks);
         }
       }
     };
-    for (const r of this.roots) walk(r, r, 0, false, false);
+    for (const r of this.roots) walk(r, r, 0, false, false, []);
     this.secretIds.add(identities);
     const pinned = new Set<string>();
     const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));
@@ -279,6 +328,7 @@ export class PathGuard {
       readOnly: readOnly.sort(byDepth),
       pinned: [...pinned].sort(byDepth),
       protectedIds,
+      gitShaped,
     };
   }
 
@@ -287,12 +337,14 @@ export class PathGuard {
    * with the one before: what a command (or an MCP server) planted for git or a
    * shell to run later, outside the sandbox.
    */
-  plantedSince(before: WorkspaceScan): string[] {
+  plantedSince(before: WorkspaceScan): Planted[] {
     const after = this.scan();
-    const planted: string[] = [];
+    const planted: Planted[] = [];
     for (const [p, ino] of after.protectedIds) {
       if (before.protectedIds.get(p) === ino || this.writtenByTools.get(p) === ino) continue;
-      if (!planted.some((q) => within(q, p))) planted.push(p);
+      if (planted.some((q) => within(q.path, p))) continue;
+      if (!after.gitShaped.has(p)) planted.push({ path: p });
+      else for (const piece of gitShapePieces(p)) planted.push({ path: piece, gitShaped: p });
     }
     return planted;
   }

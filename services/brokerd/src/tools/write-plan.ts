@@ -1,8 +1,9 @@
 import { createRequire } from "node:module";
 import { runnableLineTest } from "@boxmaker/common";
 import { sha256 } from "../blobs.js";
+import { pointsAtGitDir } from "../policy/git-shape.js";
 import type { ResolvedPath } from "../policy/paths.js";
-import { ToolError } from "../errors.js";
+import { Refused, ToolError } from "../errors.js";
 import type { Plan, ToolContext } from "../tool-table.js";
 import { existsAt, readFileAt } from "./fs-read.js";
 import { writeFileAt } from "./fs-write.js";
@@ -116,6 +117,12 @@ export function planWrite(
   const p = ctx.guard.resolve(input, { write: true });
   const old = existsAt(p.root, p.rel) ? readFileAt(p.root, p.rel, ctx.config.limits.max_file_bytes).text : null;
   const content = next(old, p);
+  // A `gitdir:` file is a repository elsewhere to git once it is renamed `.git`; no source file starts so.
+  if (pointsAtGitDir(content))
+    throw new Refused(
+      "path:git-shape",
+      `${p.rel} would start with "gitdir:", what git reads as a pointer to a repository it would run hooks from, so the model never writes it`,
+    );
   const preview = boundedPatch(old, content, p.rel);
   return {
     paths: [p],
