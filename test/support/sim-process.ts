@@ -38,9 +38,13 @@ export class SimProcess {
     writeFileSync(script, JSON.stringify(turns));
     const loading = o.loadingMs ? ["--loading-ms", String(o.loadingMs)] : [];
     const slots = o.slots ? ["--slots", String(o.slots)] : [];
-    const proc = spawn(process.execPath, [simMain, "--socket", this.socketPath, "--script", script, ...loading, ...slots], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(
+      process.execPath,
+      [simMain, "--socket", this.socketPath, "--script", script, ...loading, ...slots],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.proc = proc;
     let out = "";
     const listening = new Promise<void>((resolve, reject) => {
