@@ -18,11 +18,14 @@ rec {
 
   slotSavePath = defaults.dirs.slotSave;
 
-  # Which slot each role's sessions run on with `slots` slots: the three-slot
-  # map (main 0, subagent 1, scheduled 2) with each role moved down to the
-  # last slot that exists. Two slots: subagents and scheduled work share slot
-  # 1, the main session keeps its own; one slot: everything on slot 0.
-  slotMapFor = slots: builtins.mapAttrs (_: id: if id < slots then id else if slots > 0 then slots - 1 else 0) defaults.slotIds;
+  # Which slot each role's sessions run on with `slots` slots: the table in
+  # stack-defaults.ts (slotMaps), which loopd and `boxmaker up` follow too.
+  # Two slots: subagents and scheduled work share slot 1, the main session
+  # keeps its own; one slot: everything on slot 0; more than the table names
+  # leave the rest idle (0 reaches the module's assertion).
+  slotMapFor = slots:
+    let largest = builtins.length (builtins.attrNames defaults.slotMaps);
+    in defaults.slotMaps.${toString (if slots < 1 then 1 else if slots > largest then largest else slots)};
 
   # Every setting the module gives llama-server, by all the names llama.cpp
   # takes for it (common/arg.cpp: short and long flags, the negated form, the

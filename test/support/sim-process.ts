@@ -31,14 +31,20 @@ export class SimProcess {
   /**
    * Starts a process playing `turns`; resolves once it listens (it clears a stale socket first).
    * `loadingMs`: it answers 503 "Loading model" for that long first, as llama-server does while loading.
+   * `slots`: its --slots (llama-server's --parallel), 3 when not given.
    */
-  async start(turns: Turn[], o: { loadingMs?: number } = {}): Promise<this> {
+  async start(turns: Turn[], o: { loadingMs?: number; slots?: number } = {}): Promise<this> {
     const script = join(this.dir, `sim-script-${Date.now()}.json`);
     writeFileSync(script, JSON.stringify(turns));
     const loading = o.loadingMs ? ["--loading-ms", String(o.loadingMs)] : [];
-    const proc = spawn(process.execPath, [simMain, "--socket", this.socketPath, "--script", script, ...loading], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const slots = o.slots ? ["--slots", String(o.slots)] : [];
+    const proc = spawn(
+      process.execPath,
+      [simMain, "--socket", this.socketPath, "--script", script, ...loading, ...slots],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.proc = proc;
     let out = "";
     const listening = new Promise<void>((resolve, reject) => {

@@ -40,8 +40,31 @@ export const DEFAULT_DIRS = {
   slotSave: `${STATE_DIR}/slots`,
 } as const;
 
-/** Which llama-server slot each kind of work is pinned to. */
-export const SLOT_IDS = { main: 0, subagent: 1, scheduled: 2 } as const;
+/** The kinds of work loopd pins to a slot each. */
+export type SlotRole = "main" | "subagent" | "scheduled";
+export type SlotMap = Readonly<Record<SlotRole, number>>;
+
+/**
+ * Which llama-server slot each kind of work runs on, by the server's slot
+ * count: the one table loopd (a map not given in its config), `boxmaker up`
+ * and the NixOS module (nix/lib.nix, from nix/stack-defaults.json) follow.
+ * Fewer slots than roles share the last one: two slots put subagents beside
+ * scheduled work (a scheduled session waits on its subagent, which then runs
+ * on its parent's hold), one slot puts everything on slot 0.
+ */
+export const SLOT_MAPS: Readonly<Record<1 | 2 | 3, SlotMap>> = {
+  1: { main: 0, subagent: 0, scheduled: 0 },
+  2: { main: 0, subagent: 1, scheduled: 1 },
+  3: { main: 0, subagent: 1, scheduled: 2 },
+};
+
+/** Which slot each kind of work is pinned to on the production layout (three slots). */
+export const SLOT_IDS = SLOT_MAPS[3];
+
+/** The map for a server with `totalSlots` slots; more than three leave the rest idle. */
+export function slotMapFor(totalSlots: number): SlotMap {
+  return SLOT_MAPS[Math.min(3, Math.max(1, Math.floor(totalSlots))) as 1 | 2 | 3];
+}
 
 /** The production llama-server contract, checked by inferproxy's self-test against GET /props. */
 export const LLAMA_CONTRACT = {
@@ -158,6 +181,7 @@ export function stackDefaultsJson(): string {
       sockets: DEFAULT_SOCKETS,
       dirs: DEFAULT_DIRS,
       slotIds: SLOT_IDS,
+      slotMaps: SLOT_MAPS,
       llamaContract: LLAMA_CONTRACT,
       kvCacheType: DEFAULT_KV_CACHE_TYPE,
       llamaFixedFlags: LLAMA_FIXED_FLAGS,

@@ -3,13 +3,13 @@ import {
   DEFAULT_DIRS,
   DEFAULT_SOCKETS,
   MAX_TOKENS_PER_REQUEST,
-  SLOT_IDS,
   logLevelSchema,
   type Static,
   Type,
 } from "@boxmaker/common";
 
 const count = (def: number) => Type.Integer({ minimum: 0, default: def });
+const optionalSlot = Type.Optional(Type.Integer({ minimum: 0 }));
 
 const budgetSchema = Type.Object(
   {
@@ -32,11 +32,16 @@ export const loopdConfigSchema = Type.Object(
     state_dir: Type.String({ minLength: 1, default: DEFAULT_DIRS.loopdState }),
     inferproxy_socket: Type.String({ minLength: 1, default: DEFAULT_SOCKETS.inferproxy }),
     brokerd_socket: Type.String({ minLength: 1, default: DEFAULT_SOCKETS.brokerd }),
-    // Which llama-server slot each role's sessions run on.
+    // Which llama-server slot each role's sessions run on. A role left out follows the server's slot count
+    // (stack-defaults' SLOT_MAPS: 3 slots main 0, subagent 1, scheduled 2; 2 slots main 0, the others 1; 1 slot
+    // all 0); a role given keeps its slot, and a slot the server lacks is refused (slot-map.ts).
     slots: Type.Object(
-      { main: count(SLOT_IDS.main), subagent: count(SLOT_IDS.subagent), scheduled: count(SLOT_IDS.scheduled) },
+      { main: optionalSlot, subagent: optionalSlot, scheduled: optionalSlot },
       { additionalProperties: false, default: {} },
     ),
+    // How often loopd asks inferproxy for the server's slot count (a restarted llama-server may have another
+    // --parallel); 0 asks only at start.
+    server_check_ms: count(5_000),
     system_prompt: Type.String({
       default:
         "You are Boxmaker, an agent on the operator's workstation. Use tools when they help. " +

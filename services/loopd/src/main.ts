@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import {
   BrokerService,
+  ConfigError,
   InferService,
   LoopService,
   addService,
@@ -21,6 +22,11 @@ import { CompletionChannel } from "./completion-channel.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
 import { reconcileParkedFiles } from "./parked-files-upkeep.js";
+import { ServerSlots } from "./server-slots.js";
+import { SlotMapCheck } from "./slot-map.js";
+
+/** How long start waits for inferproxy's self-test to say the server's slot count (a loading server says it later). */
+const START_CHECK_WAIT_MS = 5_000;
 
 // `--help`, `--version` and a mistyped flag end here, before anything is read or created.
 const configPath = daemonConfigPath(
@@ -48,7 +54,14 @@ runMain(async () => {
   const channel = new CompletionChannel(inferClient, config.peer_wait_ms);
   const infer = { ...inferClient, complete: channel.complete };
   const broker = createClient(BrokerService, config.brokerd_socket, peerWait("brokerd"));
-  const runner = new SessionRunner({ store, infer, broker, log, config });
+  const serverSlots = new ServerSlots(inferClient, new SlotMapCheck(config.slots), log, config.server_check_ms);
+  // A map naming a slot the server lacks would fail every turn of that role when it comes (a schedule at
+  // night): refuse it now, in one line. A server still loading is checked when its self-test has run.
+  await serverSlots.first(START_CHECK_WAIT_MS);
+  const refusal = serverSlots.check.refusal();
+  if (refusal) throw new ConfigError(refusal);
+  serverSlots.follow();
+  const runner = new SessionRunner({ store, infer, broker, log, config, serverSlots });
   const schedules = new Schedules(
     config.state_dir,
     config.schedules,
@@ -97,6 +110,7 @@ runMain(async () => {
       ),
     onStopping: async () => {
       clearInterval(idleSweep);
+      serverSlots.stop();
       upkeep?.stop();
       schedules.stop();
       await runner.drain("loopd is shutting down");

@@ -221,7 +221,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),
         diskUsage(d.sessionsDir, d.infer, d.broker, opts),
       ]);
-      const cfgSlots = Object.entries(runner.slotsConfig) as [SessionRoleName, number][];
+      const cfgSlots = Object.entries(runner.slotMap) as [SessionRoleName, number][];
       return {
         daemons: [
           { name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" },
@@ -242,6 +242,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         instructionsFile: runner.instructionsFile(),
         disk,
         cacheHealth: runner.cacheHealth.ofServer(),
+        slotMapProblem: runner.slotMapProblem(),
       };
     },
 

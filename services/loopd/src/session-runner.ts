@@ -8,6 +8,7 @@ import {
   type FinalMessage,
   type InferService,
   type Logger,
+  type SlotMap,
 } from "@boxmaker/common";
 import { runTurn, type LoopDeps } from "./agent-loop.js";
 import { abandonedTurnEvent, turnEndEvent, type TurnResult } from "./turn-end.js";
@@ -29,6 +30,7 @@ import { SPAWN_AGENT_TOOL, UPDATE_PLAN_TOOL } from "./loopd-tools.js";
 import { runUpdatePlan } from "./plan-tool.js";
 import { CacheHealth } from "./cache-health.js";
 import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
+import type { ServerSlots } from "./server-slots.js";
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -36,6 +38,8 @@ export interface RunnerDeps {
   broker: ClientOf<typeof BrokerService>;
   log: Logger;
   config: LoopdConfig;
+  /** The slot map held against the server's slot count. */
+  serverSlots: ServerSlots;
 }
 
 /**
@@ -172,23 +176,27 @@ export class SessionRunner {
   private readonly instructionsRefused = (path: string, reason: string) =>
     this.d.log.warn({ path, reason }, "project instructions not read");
 
-  get slotsConfig(): LoopdConfig["slots"] {
-    return this.d.config.slots;
+  /** The slot each role runs on now: the config's, else what the server's slot count gives. */
+  get slotMap(): SlotMap {
+    return this.d.serverSlots.check.map;
   }
 
-  slotFor(role: SessionRoleName): number {
-    return this.d.config.slots[role];
+  /** Why the configured map cannot run on this server, in one line; "" when it can. */
+  slotMapProblem(): string {
+    return this.d.serverSlots.check.refusal();
   }
 
   /** The epoch's tools array is fetched once, here, and frozen in the log. */
   async create(role: SessionRoleName, title: string, parentId = ""): Promise<Session> {
     // Idempotent: wait out a brokerd restart rather than refuse the session.
     const tools = await this.d.broker.getTools({}, { waitForReady: true, timeoutMs: 10_000 });
+    // A session keeps its slot for good: pin it by the server's count, not a guess at it.
+    await this.d.serverSlots.known();
     const s = this.d.store.create({
       role,
       title,
       parentId,
-      slot: this.slotFor(role),
+      slot: this.slotMap[role],
       systemJson: systemMessageJson(this.systemPrompt()),
       toolsJson: tools.toolsJson,
     });
@@ -252,6 +260,9 @@ export class SessionRunner {
     let end: EventBody;
     let failure: { err: unknown } | undefined;
     try {
+      // A slot the server lacks fails the turn now, in one line, not as the server's error after a wait in line.
+      const refusal = this.d.serverSlots.check.turnRefusal(s.state.role, slot);
+      if (refusal) throw failedPrecondition(refusal);
       const borrowed = lender !== undefined && this.slots.holder(slot) === lender.id;
       release = borrowed
         ? undefined

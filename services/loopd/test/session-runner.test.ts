@@ -3,6 +3,8 @@ import { RpcError, Status } from "@boxmaker/common";
 import type { LoopdConfig } from "../src/config.js";
 import { SessionRunner } from "../src/session-runner.js";
 import { SessionStore } from "../src/session-store.js";
+import { ServerSlots } from "../src/server-slots.js";
+import { SlotMapCheck } from "../src/slot-map.js";
 import { eventsSoFar, fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
@@ -32,6 +34,7 @@ function config(slots: LoopdConfig["slots"] = { main: 0, subagent: 1, scheduled:
     approval_wait_ms: 1_000,
     peer_wait_ms: 0,
     server_wait_ms: 120_000,
+    server_check_ms: 0,
     session_idle_ms: 0,
     compaction: { threshold: 0.85, keep_recent_messages: 8 },
     prepass: { enabled: false, threshold_bytes: 32_768, excerpt_bytes: 6_144 },
@@ -60,12 +63,14 @@ function runner(
     },
     putBlob: async () => ({ sha256: "" }),
   };
+  const cfg = config(slots);
   return new SessionRunner({
     store,
     infer: infer as never,
     broker: broker as never,
     log: silentLog,
-    config: config(slots),
+    config: cfg,
+    serverSlots: new ServerSlots(infer as never, new SlotMapCheck(cfg.slots), silentLog, 0),
   });
 }
 

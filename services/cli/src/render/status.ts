@@ -83,6 +83,8 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
     ]);
   }
   out.push(indent(table(rows, fit)));
+  // The map names a slot the server lacks: that role's turns fail at once, and a schedule says so only when it fires.
+  if (st.slotMapProblem) out.push(s.red(`  ${st.slotMapProblem}`));
 
   const b = st.broker;
   out.push("", s.bold("tools"));
