@@ -40,6 +40,8 @@ export interface ContractFacts {
   probeSummary: string;
   /** Who reported the server's values: inferproxy (through loopd), or llama-server itself when the stack is not up. */
   source: "inferproxy" | "llama-server";
+  /** Why llama-server was asked directly: the stack is not up, or loopd is but inferproxy did not answer it. */
+  askedDirectlyBecause: string;
 }
 
 function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
@@ -55,6 +57,7 @@ function factsOf(infer: InferStatusResponse | undefined): ContractFacts {
     probeVerdict: probe?.ran ? probe.verdict : "",
     probeSummary: probe?.ran ? probe.summary : (probe?.error ?? ""),
     source: "inferproxy" as const,
+    askedDirectlyBecause: "",
   };
   const contract = t && {
     template_sha256: t.expectedTemplateSha256,
@@ -88,19 +91,24 @@ export async function contractFacts(
   read: { file?: ContractFile; error?: string },
 ): Promise<ContractFacts> {
   let why: string;
+  // The short cause shown beside values asked of llama-server directly: loopd not
+  // answering is "the stack is not up"; loopd answering without inferproxy is not.
+  let because: string;
   try {
     const f = factsOf((await withClient(globals, (client) => client.status({}))).infer);
     if (f.serverState) return f;
     why = f.why;
+    because = f.why;
   } catch (err) {
     if (!(err instanceof DaemonUnreachable)) throw err;
     why = err.message;
+    because = "the stack is not up";
   }
   if (!read.file) return { ...factsOf(undefined), why: `${why}; and ${read.error}` };
-  return serverFacts(read.file, why);
+  return serverFacts(read.file, why, because);
 }
 
-async function serverFacts(file: ContractFile, loopdWhy: string): Promise<ContractFacts> {
+async function serverFacts(file: ContractFile, loopdWhy: string, because: string): Promise<ContractFacts> {
   const up = (file.json.upstream ?? {}) as { socket_path?: unknown; url?: unknown };
   const url = typeof up.url === "string" ? up.url : undefined;
   const socketPath = typeof up.socket_path === "string" ? up.socket_path : DEFAULT_SOCKETS.llama;
@@ -116,6 +124,7 @@ async function serverFacts(file: ContractFile, loopdWhy: string): Promise<Contra
     probeVerdict: "",
     probeSummary: "",
     source: "llama-server" as const,
+    askedDirectlyBecause: because,
     contract: file.contract,
     differs: [],
     server: undefined,

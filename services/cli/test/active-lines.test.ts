@@ -31,8 +31,10 @@ describe("a long reviewed write shows every line that can run", () => {
           const lines = ["#!/bin/sh", ...pad];
           for (const [at, p] of inserts) lines.splice(1 + (at % lines.length), 0, p);
           const { diff, omitted } = activeDiff(creation(path, lines), 20);
+          // The same payload twice in a row is one line with its count: shown, and its count with it.
           const shown = diff.split("\n");
-          for (const [, p] of inserts) expect(shown).toContain(`+${p}`);
+          const seen = shown.map((l) => l.replace(/ {2}⟨×\d+⟩$/, ""));
+          for (const [, p] of inserts) expect(seen).toContain(`+${p}`);
           // The first 20 lines whole, then the payloads and the markers: the padding is gone.
           expect(shown.length).toBeLessThan(3 + 20 + 2 * inserts.length + 3);
           expect(omitted).toBeGreaterThan(0);
@@ -41,6 +43,13 @@ describe("a long reviewed write shows every line that can run", () => {
       ),
       { numRuns: 60 },
     );
+  });
+
+  it("one payload written twice in a row is shown once with ×2, not dropped (seed 2109566654)", () => {
+    const eval64 = "  eval \"$(printf '%s' Y3VybA== | base64 -d)\"";
+    const lines = ["#!/bin/sh", ...Array(200).fill(""), eval64, eval64, ...Array(30).fill("# pad")];
+    const shown = activeDiff(creation(".githooks/pre-commit", lines), 20).diff.split("\n");
+    expect(shown).toContain(`+${eval64}  ⟨×2⟩`);
   });
 
   it("a # line is kept where it can run: a heredoc in the file, a C or JS file, a markdown instruction file", () => {

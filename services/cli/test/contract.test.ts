@@ -129,8 +129,11 @@ describe("boxmaker contract against a server that does not match", () => {
     // The restarted daemon reads the file accept wrote.
     stack.configs.inferproxy = JSON.parse(readFileSync(config, "utf8"));
     await stack.startDaemon("inferproxy");
+    // Until loopd reaches the restarted inferproxy, show asks llama-server directly and says why.
+    const viaStack = `config ${config}: the contract inferproxy holds the server to`;
     let show = await stack.cli(["contract", "show", "--config", config]);
-    for (let i = 0; i < 100 && !show.stdout.includes("verdict: matches"); i++) {
+    for (let i = 0; i < 150 && !show.stdout.includes(viaStack); i++) {
+      if (show.stdout.includes("asked directly")) expect(show.stdout).not.toContain("the stack is not up");
       await new Promise((r) => setTimeout(r, 100));
       show = await stack.cli(["contract", "show", "--config", config]);
     }
@@ -192,6 +195,7 @@ describe("boxmaker contract before the stack is up (the install step)", () => {
     const show = await runCli([...noLoopd(), "contract", "show", "--config", config]);
     expect(show.code).toBe(0);
     expect(show.stdout).toContain("verdict: matches");
+    expect(show.stdout).toContain("(asked directly: the stack is not up)");
   });
 
   it("a server that is loading, or none at all: exit 6 saying why, and accept writes nothing", async () => {

@@ -172,7 +172,7 @@ function renderShow(f: ContractFacts, configPath: string, read: { file?: Contrac
   out.push(
     f.server
       ? `llama-server at ${f.upstream || "?"}${f.model ? `, serving ${f.model}` : ""}` +
-          (f.source === "llama-server" ? " (asked directly: the stack is not up)" : "")
+          (f.source === "llama-server" ? ` (asked directly: ${f.askedDirectlyBecause})` : "")
       : `llama-server: ${f.why}`,
   );
   if (f.modelKey) {
