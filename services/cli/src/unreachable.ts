@@ -36,17 +36,27 @@ function causeOf(path: string, err: NodeJS.ErrnoException): string {
   }
 }
 
+/**
+ * For a socket the person chose (flag, environment, CLI config): how to use the
+ * running stack instead, and how to correct the choice. One place per source.
+ */
+function remedy(source: SocketChoice["source"]): { use: string; fix: string } | undefined {
+  switch (source.kind) {
+    case "flag":
+      return { use: "pass that to --socket, or leave --socket out", fix: ", or correct --socket" };
+    case "env":
+      return { use: "unset BOXMAKER_SOCKET to use it", fix: ", or correct BOXMAKER_SOCKET" };
+    case "config":
+      return { use: `remove "socket" from ${source.file} to use it`, fix: `, or correct "socket" in ${source.file}` };
+    default:
+      return undefined;
+  }
+}
+
 function whatToDo(choice: SocketChoice, err: NodeJS.ErrnoException, running: StackRecord | undefined): string {
   const { source } = choice;
   if (running && running.loopdSocket !== choice.path) {
-    const use =
-      source.kind === "flag"
-        ? "pass that to --socket, or leave --socket out"
-        : source.kind === "env"
-          ? "unset BOXMAKER_SOCKET to use it"
-          : source.kind === "config"
-            ? `remove "socket" from ${source.file} to use it`
-            : "pass it to --socket";
+    const use = remedy(source)?.use ?? "pass it to --socket";
     return `the stack \`boxmaker up\` started (pid ${running.pid}) is at ${running.loopdSocket}: ${use}`;
   }
   if (source.kind === "up")
@@ -54,14 +64,7 @@ function whatToDo(choice: SocketChoice, err: NodeJS.ErrnoException, running: Sta
   // The socket is there and someone serves it: starting another stack is no answer.
   if (err.code === "EACCES" || err.code === "EPERM")
     return "or point --socket / BOXMAKER_SOCKET at a stack of your own";
-  const fix =
-    source.kind === "flag"
-      ? ", or correct --socket"
-      : source.kind === "env"
-        ? ", or correct BOXMAKER_SOCKET"
-        : source.kind === "config"
-          ? `, or correct "socket" in ${source.file}`
-          : "";
+  const fix = remedy(source)?.fix ?? "";
   return `no stack is running: start one with \`boxmaker up\` or \`systemctl start boxmaker-loopd\`${fix}`;
 }
 

@@ -158,12 +158,17 @@ export class InferProxy {
         ctx: errCtx,
       });
     } catch (err) {
-      const f = mapRequestFailure(err, errCtx, this.servedModel());
-      if (f?.serverDown) this.monitor.markDown();
-      if (f) throw f.error;
-      if (ctx.signal.aborted) throw cancelled();
-      throw err;
+      this.failWith(err, errCtx, ctx.signal);
     }
+  }
+
+  /** A failed server call as the RpcError it means; a server gone away is marked down on the way. */
+  private failWith(err: unknown, errCtx: ErrorContext, signal: AbortSignal): never {
+    const f = mapRequestFailure(err, errCtx, this.servedModel());
+    if (f?.serverDown) this.monitor.markDown();
+    if (f) throw f.error;
+    if (signal.aborted) throw cancelled();
+    throw err;
   }
 
   private errCtx(what: string, slot?: number): ErrorContext {
@@ -304,11 +309,7 @@ export class InferProxy {
       if (action.action === "restore") await this.slotFiles.touch(action.filename);
       return result;
     } catch (err) {
-      const f = mapRequestFailure(err, errCtx, this.servedModel());
-      if (f?.serverDown) this.monitor.markDown();
-      if (f) throw f.error;
-      if (ctx.signal.aborted) throw cancelled();
-      throw err;
+      this.failWith(err, errCtx, ctx.signal);
     } finally {
       release();
     }
