@@ -18,6 +18,22 @@ rec {
 
   slotSavePath = defaults.dirs.slotSave;
 
+  # A daemon's config file as the module installs it: written, then checked at
+  # build by the daemon that reads it (`--check-config`: the checks it makes at
+  # start that need no machine), so nixos-rebuild refuses a key it does not
+  # know or a schedule that can never fire, instead of the unit exiting 2
+  # hours later. `writeText` and `runCommand` are nixpkgs' (passed in: this
+  # file stays builtins only).
+  checkedConfigFile = { writeText, runCommand, exe, name, value }:
+    let unchecked = writeText "boxmaker-${name}-unchecked.json" (builtins.toJSON value);
+    in runCommand "boxmaker-${name}.json" { } ''
+      if ! ${exe} --check-config ${unchecked}; then
+        echo "services.boxmaker: ${name} refuses the config this system gives it (the line above): fix services.boxmaker.settings.${name}, or the option that sets that key" >&2
+        exit 1
+      fi
+      cp ${unchecked} $out
+    '' // { inherit unchecked; };
+
   # Which slot each role's sessions run on with `slots` slots: the table in
   # stack-defaults.ts (slotMaps), which loopd and `boxmaker up` follow too.
   # Two slots: subagents and scheduled work share slot 1, the main session

@@ -19,7 +19,11 @@ let
   boxLib = import ./lib.nix;
   inherit (lib) mkOption mkEnableOption mkIf types literalExpression;
 
-  json = name: value: pkgs.writeText "boxmaker-${name}.json" (builtins.toJSON value);
+  json = name: value: boxLib.checkedConfigFile {
+    inherit (pkgs) writeText runCommand;
+    exe = lib.getExe' cfg.package "boxmaker-${name}";
+    inherit name value;
+  };
   configFiles = {
     inferproxy = json "inferproxy" (boxLib.inferproxyConfig cfg);
     brokerd = json "brokerd" (boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; socatPath = "${pkgs.socat}/bin/socat"; });

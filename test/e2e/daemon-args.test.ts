@@ -73,7 +73,9 @@ describe("a daemon's command line", () => {
       const r = await run(name, args);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(
-        new RegExp(`^${name}: .+ \\(valid: --config FILE, --version, --help\\); see ${name} --help\\n$`),
+        new RegExp(
+          `^${name}: .+ \\(valid: --config FILE, --check-config FILE, --version, --help\\); see ${name} --help\\n$`,
+        ),
       );
       expect(r.stdout).toBe("");
       expect(existsSync(stack), `${name} ${args.join(" ")} created ${stack}`).toBe(false);
@@ -88,10 +90,37 @@ describe("a daemon's command line", () => {
       expect(r.code).toBe(0);
       expect(r.stderr).toBe("");
       expect(r.stdout).toMatch(new RegExp(`^usage: ${name} \\[--config FILE\\]\\n`));
-      for (const word of ["--config FILE", `$BOXMAKER_${name.toUpperCase()}_CONFIG`, "--version", "--help"])
+      for (const word of [
+        "--config FILE",
+        "--check-config FILE",
+        `$BOXMAKER_${name.toUpperCase()}_CONFIG`,
+        "--version",
+        "--help",
+      ])
         expect(r.stdout).toContain(word);
       expect(existsSync(stack)).toBe(false);
     }
+  });
+
+  it.each(NAMES)("%s --check-config checks the file as a start would, creating nothing", async (name) => {
+    const good = join(tmp.dir, `${name}.json`);
+    writeFileSync(good, JSON.stringify(configFor(name, stack, ws)));
+    const ok = await run(name, ["--check-config", good]);
+    expect(ok, ok.stderr).toMatchObject({ code: 0, stdout: `${good}: ok\n`, stderr: "" });
+    const bad = join(tmp.dir, "bad.json");
+    writeFileSync(bad, JSON.stringify({ ...configFor(name, stack, ws), log_levle: "debug" }));
+    const no = await run(name, ["--check-config", bad]);
+    expect(no).toMatchObject({ code: 2, stdout: "", stderr: `${bad}: key "log_levle" is not a known setting\n` });
+    // The same line a start on that file exits with.
+    const start = await run(name, ["--config", bad]);
+    expect(start).toMatchObject({ code: 2, stderr: no.stderr });
+    const missing = await run(name, ["--check-config", join(tmp.dir, "nope.json")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("nope.json: cannot read");
+    const both = await run(name, ["--check-config", good, "--config", good]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe(`${name}: --check-config names the file to check; leave --config out\n`);
+    expect(existsSync(stack), `${name} --check-config created ${stack}`).toBe(false);
   });
 
   it("a daemon still starts on the config its environment variable names", async () => {

@@ -64,6 +64,8 @@ let
     coreutils = fakeDrv { name = "coreutils-0"; };
     curl = fakeDrv { name = "curl-0"; mainProgram = "curl"; };
     writeText = name: text: fakeDrv { inherit name text; };
+    # Its text is the build script, so a test can see what the build runs.
+    runCommand = name: env: script: fakeDrv { inherit name; text = script; };
     writeShellScript = name: text: fakeDrv { inherit name text; };
     # nixpkgs' pkgs.formats.json type: any JSON value.
     formats.json = { }: {
@@ -182,9 +184,16 @@ let
 
   cfg = checked.services.boxmaker;
   boxLib = import ../../nix/lib.nix;
-  # The config files as the module writes them (same names, same JSON, hence
-  # the same stand-in store paths as in ExecStart).
-  configFile = name: value: pkgs.writeText "boxmaker-${name}.json" (builtins.toJSON value);
+  # The config files as the module writes them (same function, same JSON,
+  # hence the same stand-in store paths as in ExecStart): the JSON, and the
+  # build step that checks it with the daemon's own --check-config.
+  configFile = name: value:
+    let f = boxLib.checkedConfigFile {
+      inherit (pkgs) writeText runCommand;
+      exe = "${boxmakerPackage.outPath}/bin/boxmaker-${name}";
+      inherit name value;
+    };
+    in { storePath = f.outPath; text = builtins.toJSON value; build = f.text; unchecked = f.unchecked.outPath; };
 in
 {
   services = plain checked.systemd.services;
@@ -193,7 +202,7 @@ in
   environment = plain checked.environment;
   warnings = checked.warnings;
   package = boxmakerPackage.outPath;
-  configFiles = lib.optionalAttrs cfg.enable (lib.mapAttrs (n: v: plain (configFile n v)) {
+  configFiles = lib.optionalAttrs cfg.enable (lib.mapAttrs configFile {
     inferproxy = boxLib.inferproxyConfig cfg;
     brokerd = boxLib.brokerdConfig { inherit cfg; bwrapPath = "${pkgs.bubblewrap}/bin/bwrap"; socatPath = "${pkgs.socat}/bin/socat"; };
     loopd = boxLib.loopdConfig cfg;

@@ -4,13 +4,18 @@
 // units are the one source of truth, and every NixOS-specific difference is
 // normalised in one place (NIXOS_SPECIFIC in ./units.ts). Bad option values
 // must stop the evaluation with the module's own assertion messages.
-import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { DEFAULT_KV_CACHE_TYPE, parseConfig, type ConfigSchema } from "@boxmaker/common";
 import { configSchema as inferproxySchema } from "../../services/inferproxy/src/config.js";
 import { brokerConfigSchema } from "../../services/brokerd/src/config.js";
 import { loopdConfigSchema } from "../../services/loopd/src/config.js";
 import { requires } from "../support/requirements.js";
+import { daemonMain } from "../support/stack.js";
+import { tempDir } from "../support/tmp.js";
 import { execStart, readUnit } from "../deploy/unit-file.js";
 import {
   differences,
@@ -456,6 +461,77 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
       ],
     ])("type errors: %j", (boxmaker, message) => {
       expect(evalError(boxmaker)).toContain(`A definition for option \`${message}`);
+    });
+
+    describe("settings the daemon would refuse fail the build, with the daemon's own line", () => {
+      const tmp = tempDir("bxnix-check-");
+      afterAll(() => tmp.cleanup());
+      /** What the build step runs: the daemon's --check-config on the file the module renders for it. */
+      const checkAsBuilt = (ev: Evaluation, d: (typeof daemons)[number]) => {
+        const file = ev.configFiles[d]!;
+        expect(file.build).toContain(`${ev.package}/bin/boxmaker-${d} --check-config ${file.unchecked}`);
+        expect(file.build).toContain(`cp ${file.unchecked} $out`);
+        const path = join(tmp.dir, `${d}-${Math.random().toString(36).slice(2)}.json`);
+        writeFileSync(path, file.text);
+        const r = spawnSync(process.execPath, [daemonMain(d), "--check-config", path], { encoding: "utf8" });
+        return { status: r.status, out: r.stdout, err: r.stderr.replaceAll(path, "<file>") };
+      };
+
+      it("what the module renders from its options passes every daemon's check", () => {
+        for (const boxmaker of [
+          { enable: true, llamaServer: withModel },
+          {
+            enable: true,
+            llamaServer: withModel,
+            slots: 2,
+            schedules: [{ id: "daily", cron: "0 7 * * 1-5", prompt: "summarise the inbox" }],
+            policy: { rules: [{ tool: "run_command", effect: "allow", commandPrefixes: ["git status"] }] },
+            sandbox: { network: true, netProxy: { enable: true } },
+          },
+          { enable: true, llamaServer: { enable: false }, upstream: { url: "http://127.0.0.1:8080" } },
+        ]) {
+          const ev = evalModule(boxmaker);
+          for (const d of daemons)
+            expect(checkAsBuilt(ev, d), `${d} of ${JSON.stringify(boxmaker)}`).toMatchObject({ status: 0, err: "" });
+        }
+      });
+
+      it.each([
+        ["loopd", { loopd: { budgetz: { max_iterations: 3 } } }, 'key "budgetz" is not a known setting'],
+        ["loopd", { loopd: { budgets: { max_iterationz: 3 } } }, 'key "budgets.max_iterationz" is not a known setting'],
+        [
+          "loopd",
+          { loopd: { schedules: [{ id: "hourly", cron: "61 * * * *", prompt: "x" }] } },
+          'key "schedules.0.cron": not a cron expression: "61 * * * *"',
+        ],
+        [
+          "loopd",
+          { loopd: { schedules: [{ id: "weekly", cron: "0 7 * *", prompt: "x" }] } },
+          'key "schedules.0.cron": not a cron expression: "0 7 * *" has 4 fields',
+        ],
+        [
+          "loopd",
+          {
+            loopd: {
+              schedules: [
+                { id: "a", cron: "0 7 * * *", prompt: "x" },
+                { id: "a", cron: "0 8 * * *", prompt: "y" },
+              ],
+            },
+          },
+          'key "schedules.1.id" is "a", the id of schedules.0 too',
+        ],
+        ["brokerd", { brokerd: { limitz: {} } }, 'key "limitz" is not a known setting'],
+        ["brokerd", { brokerd: { policy: { rules: [{ tool: "rn_command", effect: "allow" }] } } }, "rn_command"],
+        ["inferproxy", { inferproxy: { liveness_timeout_ms: -5 } }, 'key "liveness_timeout_ms"'],
+      ] as const)("%s: %j", (d, settings, line) => {
+        const ev = evalModule({ enable: true, llamaServer: withModel, settings });
+        const r = checkAsBuilt(ev, d);
+        expect(r.status, r.err).toBe(2);
+        expect(r.err).toContain(line);
+        // One line, as systemd and the build log show it.
+        expect(r.err.trimEnd().split("\n")).toHaveLength(1);
+      });
     });
 
     it("an option the module does not have", () => {

@@ -42,7 +42,8 @@ export interface Evaluation {
   environment: { systemPackages: string[]; variables: Record<string, string> };
   warnings: string[];
   package: string;
-  configFiles: Record<string, { storePath: string; text: string }>;
+  /** Each daemon's config file: its store path, JSON, the build script that checks it, and the unchecked file it checks. */
+  configFiles: Record<string, { storePath: string; text: string; build: string; unchecked: string }>;
 }
 
 /** The error text of an evaluation that must fail (the test fails if it succeeds). */

@@ -20,7 +20,7 @@ import { checkHomeWorkspace } from "./home-workspace.js";
 import { unwritableRoots } from "./workspace-writable.js";
 import { PathGuard } from "./policy/paths.js";
 import { protectionOf } from "./policy/protected-paths.js";
-import { checkRules } from "./policy/rule-check.js";
+import { checkBrokerConfig } from "./config-check.js";
 import { unsandboxedWarning } from "./unsandboxed-warning.js";
 import { BLOB_READERS } from "./result-cap.js";
 import { Sandbox } from "./sandbox.js";
@@ -126,10 +126,7 @@ export class Broker {
       netProxy,
     );
     const table = builtinTable(config.extra_core_tools);
-    checkRules(config.policy.rules, {
-      names: [...table.core(), ...table.extended()].map((t) => t.name),
-      mcpServers: Object.keys(config.mcp_servers),
-    });
+    checkBrokerConfig(config, table);
     const mcp = await openMcpServers(config, table, opts.log, { sandbox, roots: guard.roots });
     const broker = new Broker(
       config,

@@ -9,7 +9,7 @@ import {
   daemonConfigPath,
 } from "@boxmaker/common";
 import { Broker } from "./broker.js";
-import { loadBrokerConfig } from "./config.js";
+import { loadCheckedBrokerConfig } from "./config-check.js";
 import { brokerService } from "./service.js";
 
 // `--help`, `--version` and a mistyped flag end here, before anything is read or created.
@@ -18,12 +18,13 @@ const configPath = daemonConfigPath(
     name: "brokerd",
     envVar: "BOXMAKER_BROKERD_CONFIG",
     about: "Boxmaker's tool broker: runs the agent's tool calls under policy, in the sandbox.",
+    check: (path) => void loadCheckedBrokerConfig(path),
   },
   import.meta.url,
 );
 
 runMain(async () => {
-  const config = loadBrokerConfig(configPath);
+  const config = loadCheckedBrokerConfig(configPath);
   const log = createLogger("brokerd", config.log_level);
   // Before the audit log, blobs and proposals are opened: two brokers would each compact and rotate them.
   const lock = await lockStateDir(config.state_dir, { daemon: "brokerd", socket: config.socket, key: "state_dir" });

@@ -22,6 +22,7 @@ const configPath = daemonConfigPath(
     name: "inferproxy",
     envVar: "BOXMAKER_INFERPROXY_CONFIG",
     about: "Boxmaker's model proxy: the one client of llama-server, checking it against the contract.",
+    check: (path) => checkContractTable(loadConfig(configSchema, path).contracts, path),
   },
   import.meta.url,
 );

@@ -8,14 +8,13 @@ import {
   addService,
   createClient,
   createLogger,
-  loadConfig,
   lockStateDir,
   messageOf,
   runMain,
   startDaemon,
   daemonConfigPath,
 } from "@boxmaker/common";
-import { loopdConfigSchema, type LoopdConfig } from "./config.js";
+import { loadLoopdConfig } from "./config-check.js";
 import { SessionStore } from "./session-store.js";
 import { SessionRunner } from "./session-runner.js";
 import { CompletionChannel } from "./completion-channel.js";
@@ -34,12 +33,13 @@ const configPath = daemonConfigPath(
     name: "loopd",
     envVar: "BOXMAKER_LOOPD_CONFIG",
     about: "Boxmaker's agent loop: sessions, turns, schedules; serves the CLI on its socket.",
+    check: (path) => void loadLoopdConfig(path),
   },
   import.meta.url,
 );
 
 runMain(async () => {
-  const config = loadConfig<LoopdConfig>(loopdConfigSchema, configPath);
+  const config = loadLoopdConfig(configPath);
   const log = createLogger("loopd", config.log_level);
   // Before anything reads or writes a session: a second loopd on these logs would lose turns.
   const lock = await lockStateDir(config.state_dir, { daemon: "loopd", socket: config.socket, key: "state_dir" });
