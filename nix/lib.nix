@@ -18,6 +18,43 @@ rec {
 
   slotSavePath = defaults.dirs.slotSave;
 
+  # The memory llama-server needs, as the CLI's `boxmaker memory-plan`
+  # computes it (services/cli/src/memory/memory-plan.ts; test/nix checks the
+  # two agree): the weights, the KV cache llama.cpp allocates for every slot's
+  # context (the whole context padded to 256, then each slot's share), and a
+  # stated compute margin. `facts` is what `boxmaker memory-plan MODEL --nix`
+  # prints: layers, kvHeads (one number, or one per layer), headSizeK/V,
+  # weightsBytes. The element sizes are stack-defaults' kvCacheTypes.
+  memoryPlan = { facts, slots, contextPerSlot, kvCacheType, computeMarginMiB }:
+    let
+      pad = n: (n + 255) / 256 * 256;
+      perSlot = pad ((pad (slots * contextPerSlot)) / slots);
+      cells = perSlot * slots;
+      kvHeads = if builtins.isList facts.kvHeads then builtins.foldl' builtins.add 0 facts.kvHeads else facts.kvHeads * facts.layers;
+      t = defaults.kvCacheTypes.${kvCacheType};
+      kBytes = cells * kvHeads * facts.headSizeK * t.bytes / t.block;
+      vBytes = cells * kvHeads * facts.headSizeV * t.bytes / t.block;
+      computeBytes = computeMarginMiB * 1024 * 1024;
+      refusedHead =
+        if facts.headSizeK - facts.headSizeK / t.block * t.block != 0 then "K head size ${toString facts.headSizeK}"
+        else if facts.headSizeV - facts.headSizeV / t.block * t.block != 0 then "V head size ${toString facts.headSizeV}"
+        else null;
+    in {
+      inherit cells kBytes vBytes computeBytes;
+      cellsPerSlot = perSlot;
+      kvBytes = kBytes + vBytes;
+      totalBytes = facts.weightsBytes + kBytes + vBytes + computeBytes;
+      refusal = if refusedHead == null then null
+        else "llama-server refuses kvCacheType ${kvCacheType} for this model: its ${refusedHead} is not a multiple of ${kvCacheType}'s block of ${toString t.block}";
+    };
+
+  # Bytes as "12.34 GiB" (integer arithmetic, rounded to the hundredth).
+  gib = bytes:
+    let
+      c = (bytes * 100 + 536870912) / 1073741824;
+      frac = c - c / 100 * 100;
+    in "${toString (c / 100)}.${if frac < 10 then "0" else ""}${toString frac} GiB";
+
   # A daemon's config file as the module installs it: written, then checked at
   # build by the daemon that reads it (`--check-config`: the checks it makes at
   # start that need no machine), so nixos-rebuild refuses a key it does not

@@ -74,6 +74,12 @@ let
   modelKey = if cfg.llamaServer.alias != null then cfg.llamaServer.alias else baseNameOf (toString cfg.llamaServer.model);
   templateSha256FromFile = boxLib.templateFileSha256 cfg.llamaServer.chatTemplateFile;
 
+  plan = if cfg.llamaServer.modelFacts == null then null else boxLib.memoryPlan {
+    facts = cfg.llamaServer.modelFacts;
+    inherit (cfg) slots contextPerSlot kvCacheType computeMarginMiB;
+  };
+  budgetBytes = if cfg.memoryBudgetMiB == null then null else cfg.memoryBudgetMiB * 1024 * 1024;
+
   # An option defined in the configuration, not left at its default (mkOptionDefault's priority, 1500).
   isSet = path: (lib.attrByPath path { highestPrio = 1500; } options.services.boxmaker).highestPrio < 1500;
   secondSpellings = lib.concatMap (k:
@@ -212,6 +218,24 @@ in
           (or `contract.templateSha256`) too.
         '';
       };
+      modelFacts = mkOption {
+        type = types.nullOr (types.submodule {
+          options = {
+            layers = mkOption { type = types.ints.positive; description = "The model's layers (`<arch>.block_count`)."; };
+            kvHeads = mkOption { type = types.either types.ints.unsigned (types.listOf types.ints.unsigned); description = "KV heads, one number or one per layer (0 for a layer without attention)."; };
+            headSizeK = mkOption { type = types.ints.positive; description = "K head size (`<arch>.attention.key_length`)."; };
+            headSizeV = mkOption { type = types.ints.positive; description = "V head size (`<arch>.attention.value_length`)."; };
+            weightsBytes = mkOption { type = types.ints.unsigned; description = "The file's tensor data, in bytes."; };
+          };
+        });
+        default = null;
+        description = ''
+          What the memory plan needs of the model file, which evaluation cannot read (it is outside
+          the store): paste what `boxmaker memory-plan MODEL.gguf --nix` prints. With it, a
+          kvCacheType llama-server would refuse for this model is an evaluation error, and
+          `memoryBudgetMiB` is checked.
+        '';
+      };
       alias = mkOption {
         type = types.nullOr types.str;
         default = null;
@@ -276,9 +300,25 @@ in
       description = "Tokens of context per slot: llama-server gets `--ctx-size` slots × contextPerSlot (each slot its own share, `--no-kv-unified`), and inferproxy expects `n_ctx_per_slot` = contextPerSlot.";
     };
     kvCacheType = mkOption {
-      type = types.enum [ "f32" "f16" "bf16" "q8_0" "q4_0" "q4_1" "iq4_nl" "q5_0" "q5_1" ];
+      type = types.enum (builtins.attrNames boxLib.defaults.kvCacheTypes);
       default = boxLib.defaults.kvCacheType;
       description = "llama-server's KV cache type (`--cache-type-k` and `--cache-type-v`). q8_0 needs half the memory of f16 for the same context; quantized V needs flash attention, which the unit turns on.";
+    };
+    memoryBudgetMiB = mkOption {
+      type = types.nullOr types.ints.positive;
+      default = null;
+      example = 106496;
+      description = ''
+        The memory llama-server may use, in MiB (the GPU's, or what a unified-memory machine leaves
+        it beside everything else resident). With `llamaServer.modelFacts` the module computes the
+        plan (weights + KV cache for slots × contextPerSlot of kvCacheType + computeMarginMiB) and
+        warns at evaluation when it does not fit, saying by how much and what one slot costs.
+      '';
+    };
+    computeMarginMiB = mkOption {
+      type = types.ints.unsigned;
+      default = 2048;
+      description = "Room the memory plan leaves for llama-server's compute buffers, which the backend sizes at load (llama-server logs them as `compute buffer size`).";
     };
     livenessWindowMs = mkOption {
       type = types.nullOr types.ints.positive;
@@ -396,6 +436,10 @@ in
           && !(isSet [ "contract" "templateSha256" ]) && !(lib.any (c: c.model == modelKey) cfg.contracts));
         message = "services.boxmaker.llamaServer.chatTemplateFile ${toString cfg.llamaServer.chatTemplateFile} is outside the Nix store, so its sha256 cannot be computed here and inferproxy would refuse every completion against the recorded template's: give the file as a Nix path (./chat-template.jinja), or name its sha256 in contract.templateSha256 or a contracts entry for model \"${modelKey}\" (`boxmaker contract show` prints both).";
       }
+      {
+        assertion = plan == null || plan.refusal == null;
+        message = "services.boxmaker: ${if plan == null || plan.refusal == null then "" else plan.refusal} (llama.cpp checks this at load): choose another kvCacheType.";
+      }
     ] ++ map (message: { assertion = false; inherit message; }) (boxLib.llamaSettingClashes cfg ++ secondSpellings)
     ++ map (role: {
       assertion = cfg.slotMap.${role} < cfg.slots;
@@ -409,6 +453,10 @@ in
       "services.boxmaker.slots = ${toString cfg.slots}, but slotMap uses only slot(s) ${lib.concatMapStringsSep ", " toString used}: slot(s) ${lib.concatMapStringsSep ", " toString idle} hold KV memory no session uses."
     ++ lib.optional (cfg.llamaServer.enable && boxLib.sleepsWhenIdle cfg)
       "services.boxmaker.llamaServer sets --sleep-idle-seconds: llama-server then unloads the model after that long idle, and every slot's cache with it, so each session re-reads its whole prompt after a pause (parking already frees the slots without losing their caches). Remove it unless the GPU must be free when idle."
+    ++ lib.optional (plan != null && budgetBytes != null && plan.totalBytes > budgetBytes)
+      "services.boxmaker: llama-server needs ${boxLib.gib plan.totalBytes} (weights ${boxLib.gib cfg.llamaServer.modelFacts.weightsBytes} + KV cache ${boxLib.gib plan.kvBytes} for ${toString cfg.slots} × ${toString plan.cellsPerSlot} tokens of ${cfg.kvCacheType} + compute margin ${boxLib.gib plan.computeBytes}), ${boxLib.gib (plan.totalBytes - budgetBytes)} over memoryBudgetMiB (${boxLib.gib budgetBytes}); each slot's context costs ${boxLib.gib (plan.kvBytes / cfg.slots)}: fewer slots, a smaller contextPerSlot or kvCacheType."
+    ++ lib.optional (plan == null && cfg.memoryBudgetMiB != null && cfg.llamaServer.enable)
+      "services.boxmaker.memoryBudgetMiB is set but llamaServer.modelFacts is not, so nothing is checked against it: add what `boxmaker memory-plan MODEL.gguf --nix` prints."
     ++ lib.optional (cfg.llamaServer.enable && cfg.llamaServer.package != null && backends == [ ])
       "services.boxmaker.llamaServer.package has no GPU backend (no vulkanSupport, cudaSupport or rocmSupport): llama-server runs the model on the CPU.";
 

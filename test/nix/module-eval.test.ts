@@ -14,7 +14,8 @@ import { configSchema as inferproxySchema } from "../../services/inferproxy/src/
 import { brokerConfigSchema } from "../../services/brokerd/src/config.js";
 import { loopdConfigSchema } from "../../services/loopd/src/config.js";
 import { requires } from "../support/requirements.js";
-import { daemonMain } from "../support/stack.js";
+import { daemonMain, repoRoot } from "../support/stack.js";
+import { memoryPlan, type ModelFacts } from "../../services/cli/src/memory/memory-plan.js";
 import { tempDir } from "../support/tmp.js";
 import { execStart, readUnit } from "../deploy/unit-file.js";
 import {
@@ -318,6 +319,103 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
       const plain = evalModule({ enable: true, llamaServer: withModel });
       expect(llamaFlags(plain).has("--chat-template-file")).toBe(false);
       expect(configOf(plain, "inferproxy").contracts).toEqual([]);
+    });
+  });
+
+  describe("the memory plan: modelFacts against memoryBudgetMiB, computed as `boxmaker memory-plan` does", () => {
+    // The 30B-A3B shape: 48 layers, 4 KV heads of 128, 17.3 GB of weights.
+    const facts = { layers: 48, kvHeads: 4, headSizeK: 128, headSizeV: 128, weightsBytes: 17_300_000_000 };
+    const tsFacts = (f: typeof facts | (Omit<typeof facts, "kvHeads"> & { kvHeads: number[] })): ModelFacts => ({
+      name: "",
+      architecture: "x",
+      layers: f.layers,
+      kvHeads: Array.isArray(f.kvHeads) ? f.kvHeads : Array(f.layers).fill(f.kvHeads),
+      headSizeK: f.headSizeK,
+      headSizeV: f.headSizeV,
+      weightsBytes: f.weightsBytes,
+      trainedContext: 0,
+      kvUnknown: "",
+      notes: [],
+    });
+
+    it("over the budget: a warning with the figures, what one slot costs and what to change", () => {
+      const ev = evalModule({
+        enable: true,
+        llamaServer: { ...withModel, modelFacts: facts },
+        memoryBudgetMiB: 32 * 1024,
+      });
+      expect(ev.warnings).toContain(
+        "services.boxmaker: llama-server needs 37.24 GiB (weights 16.11 GiB + KV cache 19.13 GiB for 3 × 131072 tokens of q8_0 + compute margin 2.00 GiB), 5.24 GiB over memoryBudgetMiB (32.00 GiB); each slot's context costs 6.38 GiB: fewer slots, a smaller contextPerSlot or kvCacheType.",
+      );
+      const fits = evalModule({
+        enable: true,
+        llamaServer: { ...withModel, modelFacts: facts },
+        memoryBudgetMiB: 32 * 1024,
+        slots: 2,
+      });
+      expect(fits.warnings.filter((w) => w.includes("memoryBudgetMiB"))).toEqual([]);
+      const unchecked = evalModule({ enable: true, llamaServer: withModel, memoryBudgetMiB: 32 * 1024 });
+      expect(unchecked.warnings.join("\n")).toContain("memoryBudgetMiB is set but llamaServer.modelFacts is not");
+    });
+
+    it("a KV type llama-server would refuse for the model's heads fails the evaluation", () => {
+      const err = evalError({
+        enable: true,
+        llamaServer: { ...withModel, modelFacts: { ...facts, headSizeK: 16, headSizeV: 16 } },
+      });
+      expect(err).toContain(
+        "- services.boxmaker: llama-server refuses kvCacheType q8_0 for this model: its K head size 16 is not a multiple of q8_0's block of 32",
+      );
+      evalModule({
+        enable: true,
+        kvCacheType: "f16",
+        llamaServer: { ...withModel, modelFacts: { ...facts, headSizeK: 16, headSizeV: 16 } },
+      });
+    });
+
+    it("Nix's plan and the CLI's agree, for generated models and layouts", () => {
+      fc.assert(
+        fc.property(
+          fc.record({
+            layers: fc.integer({ min: 1, max: 96 }),
+            heads: fc.oneof(
+              fc.integer({ min: 1, max: 16 }),
+              fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 1, maxLength: 96 }),
+            ),
+            head: fc.constantFrom(64, 96, 128, 256),
+            weightsBytes: fc.integer({ min: 0, max: 2 ** 40 }),
+            slots: fc.integer({ min: 1, max: 4 }),
+            contextPerSlot: fc.integer({ min: 1, max: 262_144 }),
+            kvCacheType: fc.constantFrom(
+              ...(["f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"] as const),
+            ),
+            computeMarginMiB: fc.integer({ min: 0, max: 8192 }),
+          }),
+          (g) => {
+            const kvHeads = Array.isArray(g.heads) ? g.heads : g.heads;
+            const layers = Array.isArray(g.heads) ? g.heads.length : g.layers;
+            const f = { layers, kvHeads, headSizeK: g.head, headSizeV: g.head, weightsBytes: g.weightsBytes };
+            const expr = `(import ${repoRoot}/nix/lib.nix).memoryPlan (builtins.fromJSON ''${JSON.stringify({ facts: f, slots: g.slots, contextPerSlot: g.contextPerSlot, kvCacheType: g.kvCacheType, computeMarginMiB: g.computeMarginMiB })}'')`;
+            const r = spawnSync("nix-instantiate", ["--eval", "--strict", "--json", "-E", expr], { encoding: "utf8" });
+            expect(r.status, r.stderr).toBe(0);
+            const nix = JSON.parse(r.stdout);
+            const ts = memoryPlan(tsFacts(f as never), {
+              slots: g.slots,
+              ctxPerSlot: g.contextPerSlot,
+              kvTypeK: g.kvCacheType,
+              kvTypeV: g.kvCacheType,
+              computeMarginBytes: g.computeMarginMiB * 1024 ** 2,
+              capBytes: 0,
+            });
+            expect({ cells: nix.cellsPerSlot, kv: nix.kvBytes, total: nix.totalBytes }).toEqual({
+              cells: ts.cellsPerSlot,
+              kv: ts.kvBytes,
+              total: ts.totalBytes,
+            });
+          },
+        ),
+        { numRuns: 25 },
+      );
     });
   });
 

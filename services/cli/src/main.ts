@@ -31,6 +31,7 @@ import { register as registerChanges } from "./commands/changes.js";
 import { register as registerDemo } from "./commands/demo.js";
 import { register as registerContract } from "./commands/contract.js";
 import { register as registerDoctor } from "./commands/doctor.js";
+import { register as registerMemoryPlan } from "./commands/memory-plan.js";
 import { register as registerHooks } from "./commands/hooks.js";
 import { printErr } from "./render/terminal-safe.js";
 
@@ -74,6 +75,7 @@ for (const register of [
   registerStatus,
   registerContract,
   registerDoctor,
+  registerMemoryPlan,
   registerTools,
   registerCommands,
   registerSchedule,

@@ -85,6 +85,25 @@ export const LLAMA_CONTRACT = {
 export const DEFAULT_KV_CACHE_TYPE = "q8_0";
 
 /**
+ * llama-server's --cache-type-k/-v values and what an element costs: bytes
+ * per block of `block` elements (ggml's type traits). A quantised type's
+ * block must divide the model's head size, or llama-server refuses to load.
+ * The CLI's memory plan and the NixOS module's (nix/lib.nix) read this one table.
+ */
+export const KV_CACHE_TYPES = {
+  f32: { bytes: 4, block: 1 },
+  f16: { bytes: 2, block: 1 },
+  bf16: { bytes: 2, block: 1 },
+  q8_0: { bytes: 34, block: 32 },
+  q5_1: { bytes: 24, block: 32 },
+  q5_0: { bytes: 22, block: 32 },
+  q4_1: { bytes: 20, block: 32 },
+  q4_0: { bytes: 18, block: 32 },
+  iq4_nl: { bytes: 18, block: 32 },
+} as const;
+export type KvCacheType = keyof typeof KV_CACHE_TYPES;
+
+/**
  * llama-server's flags besides socket, model, slots, context, KV type and
  * slot-save path (which a deployment may choose). Boxmaker relies on each:
  */
@@ -184,6 +203,7 @@ export function stackDefaultsJson(): string {
       slotMaps: SLOT_MAPS,
       llamaContract: LLAMA_CONTRACT,
       kvCacheType: DEFAULT_KV_CACHE_TYPE,
+      kvCacheTypes: KV_CACHE_TYPES,
       llamaFixedFlags: LLAMA_FIXED_FLAGS,
       sampling: DEFAULT_SAMPLING,
       maxTokensPerRequest: MAX_TOKENS_PER_REQUEST,

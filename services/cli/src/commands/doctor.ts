@@ -1,3 +1,4 @@
+import { DEFAULT_KV_CACHE_TYPE } from "@boxmaker/common/lite";
 import type { Command } from "commander";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
@@ -5,6 +6,7 @@ import type { GlobalOptions } from "../global-options.js";
 import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
+import { type PlanFlags, planExit, servedPlan } from "./memory-plan.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -18,6 +20,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       "write the corrected chat template the probe offers (for llama-server's --chat-template-file); refuses to replace a file unless --force",
     )
     .option("--force", "with --write-template: replace FILE if it exists")
+    .option("--model <file>", "the GGUF file for the memory plan, when llama-server does not name it by path")
+    .option("--kv-type <type>", `the KV cache type the server runs (the memory plan assumes ${DEFAULT_KV_CACHE_TYPE})`)
+    .option("--cap <size>", "the memory llama-server may use, e.g. 104GiB: exit 1 when the plan does not fit")
     .addHelpText(
       "after",
       `
@@ -33,12 +38,16 @@ writes it. Start llama-server with --chat-template-file FILE (NixOS:
 services.boxmaker.llamaServer.chatTemplateFile), then run
 \`boxmaker contract accept\` (its sha256 is the new template's).
 
+The memory plan (\`boxmaker memory-plan\`) is read from the served model's
+GGUF file with the slots and context the self-test read from the server.
+
 Examples:
   boxmaker doctor
+  boxmaker doctor --cap 104GiB
   boxmaker doctor --json | jq '.template_probe.verdict'
   boxmaker doctor --write-template /etc/boxmaker/chat-template.jinja`,
     )
-    .action(async (opts: { json?: boolean; writeTemplate?: string; force?: boolean }) => {
+    .action(async (opts: PlanFlags & { json?: boolean; writeTemplate?: string; force?: boolean; model?: string }) => {
       const st = await withClient(globals(), (client) => client.status({}));
       const probe = st.infer?.templateProbe;
       if (opts.writeTemplate !== undefined) {
@@ -46,6 +55,15 @@ Examples:
         printOut(writeCorrectedTemplate(probe, opts.writeTemplate, opts.force === true));
         return;
       }
+      const infer = st.infer;
+      const memory = servedPlan(
+        {
+          model: infer?.model ?? "",
+          slots: infer?.selfTest?.actualTotalSlots ?? 0,
+          ctxPerSlot: infer?.selfTest?.actualNCtx ?? 0,
+        },
+        opts,
+      );
       await output(opts, {
         json: async (jsonOf) => {
           const { TemplateProbeSchema, CacheHealthSchema } = await import("@boxmaker/common/client");
@@ -54,7 +72,8 @@ Examples:
             document:
               `{"model":${JSON.stringify(st.infer?.model ?? "")},` +
               `"template_probe":${part(probe && jsonOf(TemplateProbeSchema, probe))},` +
-              `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))}}`,
+              `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))},` +
+              `"memory_plan":${JSON.stringify(memory.json)}}`,
           };
         },
         text: async () => {
@@ -62,9 +81,10 @@ Examples:
           const s = styleFor(process.stdout);
           // Two writes: the probe's table holds the server's words, which must not pair with the next line.
           printOut(renderProbeTable(probe, st.infer?.model ?? "", s));
-          return `\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n`;
+          return `\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n\n${memory.text}`;
         },
       });
-      process.exitCode = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
+      const probeExit = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
+      process.exitCode = probeExit === ExitCode.ok && memory.plan ? planExit(memory.plan) : probeExit;
     });
 }
