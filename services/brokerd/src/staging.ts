@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite, fsyncDir, messageOf } from "@boxmaker/common";
+import { atomicWrite, fsyncDir, messageOf, pastRetention } from "@boxmaker/common";
 import { BadProposalFile } from "./errors.js";
 
 /** `withdrawn`: the turn that staged it was cancelled while it waited; it can no longer be decided. */
@@ -71,7 +71,6 @@ export interface ProposalRetention {
   keep_decided_max: number;
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 const DECIDED = "decided";
 
 function summaryOf(p: ProposalRecord): ProposalSummary {
@@ -249,12 +248,12 @@ export class ProposalStore {
   /** Deletes decided proposals past the retention: older than keep_decided_days, beyond keep_decided_max. */
   prune(now = Date.now()): number {
     this.finishedSincePrune = 0;
-    const { keep_decided_days: days, keep_decided_max: max } = this.retention;
-    const decided = [...this.decidedById.values()].sort(
-      (a, b) => (b.decided_unix_ms ?? b.created_unix_ms) - (a.decided_unix_ms ?? a.created_unix_ms),
-    );
-    const gone = decided.filter(
-      (d, i) => (days > 0 && now - (d.decided_unix_ms ?? d.created_unix_ms) > days * DAY_MS) || (max > 0 && i >= max),
+    const { keep_decided_days: keepDays, keep_decided_max: keepMax } = this.retention;
+    const gone = pastRetention(
+      this.decidedById.values(),
+      (d) => d.decided_unix_ms ?? d.created_unix_ms,
+      { keepDays, keepMax },
+      now,
     );
     for (const d of gone) {
       try {
