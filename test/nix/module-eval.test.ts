@@ -354,6 +354,23 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     );
   });
 
+  it("retention options feed brokerd's checkpoints and proposals keys; unset, brokerd's defaults apply", () => {
+    const set = evalModule({
+      enable: true,
+      llamaServer: withModel,
+      retention: { checkpointDays: 7, checkpointSessions: 50, decidedProposalDays: 0 },
+    });
+    const b = configOf(set, "brokerd");
+    expect(b.checkpoints).toEqual({ keep_days: 7, keep_sessions: 50 });
+    // One left null is brokerd's own default; 0 (keep any age) is a value, not "unset".
+    expect(b.proposals).toEqual({ keep_decided_days: 0, keep_decided_max: 10_000 });
+    const unset = evalModule({ enable: true, llamaServer: withModel });
+    const text = JSON.parse(unset.configFiles.brokerd!.text) as Record<string, unknown>;
+    expect(text).not.toHaveProperty("checkpoints");
+    expect(text).not.toHaveProperty("proposals");
+    expect(configOf(unset, "brokerd").checkpoints).toEqual({ keep_days: 30, keep_sessions: 1_000 });
+  });
+
   it("toolsUser: brokerd (and every tool) acts as the operator's account, the other daemons stay boxmaker", () => {
     const mine = evalModule({
       enable: true,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWrite, fsyncDir, messageOf, pastRetention } from "@boxmaker/common";
 import { BadProposalFile } from "./errors.js";
@@ -113,6 +113,8 @@ const byAge = (a: ProposalSummary, b: ProposalSummary) =>
 export class ProposalStore {
   private readonly pendingById = new Map<string, ProposalRecord>();
   private readonly decidedById = new Map<string, ProposalSummary>();
+  /** Bytes on disk of the decided ones, for `status`: summed as they come and go, never a directory walk. */
+  private decidedFileBytes = 0;
   private readonly decidedDir: string;
   private finishedSincePrune = 0;
 
@@ -131,7 +133,9 @@ export class ProposalStore {
     for (const f of readdirSync(this.decidedDir)) {
       if (!f.endsWith(".json")) continue;
       try {
-        this.decidedById.set(f.slice(0, -5), summaryOf(readRecord(join(this.decidedDir, f), f)));
+        const file = join(this.decidedDir, f);
+        this.decidedById.set(f.slice(0, -5), summaryOf(readRecord(file, f)));
+        this.decidedFileBytes += statSync(file).size;
       } catch (err) {
         this.quarantine(this.decidedDir, f, messageOf(err) || "unreadable");
       }
@@ -220,6 +224,15 @@ export class ProposalStore {
     return this.decidedById.size;
   }
 
+  /** Their bytes on disk. */
+  get decidedBytes(): number {
+    return Math.max(0, this.decidedFileBytes);
+  }
+
+  get keep(): ProposalRetention {
+    return this.retention;
+  }
+
   finish(p: ProposalRecord, state: Exclude<ProposalState, "pending">, result: string, reason?: string): ProposalRecord {
     const done: ProposalRecord = { ...p, state, result, decided_unix_ms: Date.now(), ...(reason ? { reason } : {}) };
     this.moveDecided(done);
@@ -230,7 +243,9 @@ export class ProposalStore {
 
   /** Written to decided/ first, then removed from the top: a crash between leaves it decided, never pending. */
   private moveDecided(done: ProposalRecord): void {
-    atomicWrite(join(this.decidedDir, `${done.id}.json`), JSON.stringify(done, null, 1));
+    const text = JSON.stringify(done, null, 1);
+    atomicWrite(join(this.decidedDir, `${done.id}.json`), text);
+    if (!this.decidedById.has(done.id)) this.decidedFileBytes += Buffer.byteLength(text);
     this.pendingById.delete(done.id);
     this.decidedById.set(done.id, summaryOf(done));
     this.removeTop(done.id);
@@ -256,8 +271,10 @@ export class ProposalStore {
       now,
     );
     for (const d of gone) {
+      const file = join(this.decidedDir, `${d.id}.json`);
+      this.decidedFileBytes -= statSync(file, { throwIfNoEntry: false })?.size ?? 0;
       try {
-        unlinkSync(join(this.decidedDir, `${d.id}.json`));
+        unlinkSync(file);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       }
