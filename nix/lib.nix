@@ -170,6 +170,8 @@ rec {
     { daemon = "brokerd"; key = [ "sandbox" "net_proxy" "enabled" ]; option = [ "sandbox" "netProxy" "enable" ]; }
     { daemon = "brokerd"; key = [ "mcp_servers" ]; option = [ "mcpServers" ]; }
     { daemon = "brokerd"; key = [ "log_level" ]; option = [ "logLevel" ]; }
+    { daemon = "loopd"; key = [ "session_logs" "compress_archived_after_days" ]; option = [ "retention" "archivedLogDays" ]; }
+    { daemon = "loopd"; key = [ "session_logs" "compress_idle_after_days" ]; option = [ "retention" "idleLogDays" ]; }
     { daemon = "brokerd"; key = [ "checkpoints" "keep_days" ]; option = [ "retention" "checkpointDays" ]; }
     { daemon = "brokerd"; key = [ "checkpoints" "keep_sessions" ]; option = [ "retention" "checkpointSessions" ]; }
     { daemon = "brokerd"; key = [ "proposals" "keep_decided_days" ]; option = [ "retention" "decidedProposalDays" ]; }
@@ -243,7 +245,7 @@ rec {
     log_level = cfg.logLevel;
   } // brokerdRetention (cfg.retention or { })) cfg.settings.brokerd;
 
-  loopdConfig = cfg: merge {
+  loopdConfig = cfg: merge ({
     socket = sockets.loopd;
     state_dir = defaults.dirs.loopdState;
     inferproxy_socket = sockets.inferproxy;
@@ -261,5 +263,11 @@ rec {
     parking.enabled = cfg.llamaServer.enable;
     schedules = map (s: { inherit (s) id cron prompt; }) cfg.schedules;
     log_level = cfg.logLevel;
-  } cfg.settings.loopd;
+  } // (
+    let
+      r = cfg.retention or { };
+      logs = withoutNulls { compress_archived_after_days = r.archivedLogDays or null; compress_idle_after_days = r.idleLogDays or null; };
+    in
+    if logs == { } then { } else { session_logs = logs; }
+  )) cfg.settings.loopd;
 }

@@ -340,6 +340,18 @@ in
         defaultText = literalExpression "null (brokerd's default, 30)";
         description = "brokerd's `proposals.keep_decided_days`: a decided proposal is deleted this many days after its decision (pending ones always stay). 0 keeps any age.";
       };
+      archivedLogDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (loopd's default, 30)";
+        description = "loopd's `session_logs.compress_archived_after_days`: an archived session's log is compressed (gzip, never deleted; read back when the session is shown) this many days after its last record. 0 never compresses.";
+      };
+      idleLogDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (loopd's default, 90)";
+        description = "loopd's `session_logs.compress_idle_after_days`: any session's log is compressed this many days after its last record (read back plain when the session is used again). 0 never compresses.";
+      };
       decidedProposalMax = mkOption {
         type = types.nullOr types.ints.unsigned;
         default = null;

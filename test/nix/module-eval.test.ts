@@ -354,7 +354,7 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     );
   });
 
-  it("retention options feed brokerd's checkpoints and proposals keys; unset, brokerd's defaults apply", () => {
+  it("retention options feed brokerd's checkpoints and proposals keys and loopd's session_logs; unset, the daemons' defaults apply", () => {
     const set = evalModule({
       enable: true,
       llamaServer: withModel,
@@ -369,6 +369,20 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     expect(text).not.toHaveProperty("checkpoints");
     expect(text).not.toHaveProperty("proposals");
     expect(configOf(unset, "brokerd").checkpoints).toEqual({ keep_days: 30, keep_sessions: 1_000 });
+    expect(JSON.parse(unset.configFiles.loopd!.text)).not.toHaveProperty("session_logs");
+    expect(configOf(unset, "loopd").session_logs).toEqual({
+      compress_archived_after_days: 30,
+      compress_idle_after_days: 90,
+    });
+    const logs = evalModule({
+      enable: true,
+      llamaServer: withModel,
+      retention: { archivedLogDays: 3, idleLogDays: 0 },
+    });
+    expect(configOf(logs, "loopd").session_logs).toEqual({
+      compress_archived_after_days: 3,
+      compress_idle_after_days: 0,
+    });
   });
 
   it("toolsUser: brokerd (and every tool) acts as the operator's account, the other daemons stay boxmaker", () => {

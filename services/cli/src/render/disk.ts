@@ -37,6 +37,11 @@ export function diskRows(d: DiskUsage | undefined, s: Style): string[][] {
 
 /** What a retention keeps, in words: "kept 30 days, the newest 1000 sessions" ("kept for good" when unbounded). */
 function keptFor(r: StoreRetention): string {
+  // Compressed logs lose nothing: said so, so nobody reads "30 days" as a deletion.
+  if (r.action === "compressed")
+    return r.keepDays
+      ? `compressed ${r.keepDays} day${r.keepDays === 1 ? "" : "s"} after their last record, never deleted`
+      : "never compressed (no limit set)";
   const parts = [
     ...(r.keepDays ? [`${r.keepDays} day${r.keepDays === 1 ? "" : "s"}`] : []),
     ...(r.keepMax ? [`the newest ${r.keepMax} ${r.keepMaxUnit}`] : []),

@@ -105,7 +105,17 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
     );
   }
   out.push("", s.bold("disk"));
-  out.push(indent(table([...diskRows(st.disk, s), ...retentionRows(st.broker?.retention ?? [], s)], fit)));
+  out.push(
+    indent(
+      table(
+        [
+          ...diskRows(st.disk, s),
+          ...retentionRows([...(st.disk?.retention ?? []), ...(st.broker?.retention ?? [])], s),
+        ],
+        fit,
+      ),
+    ),
+  );
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
     ...wrapWords(
