@@ -91,7 +91,13 @@ export class SessionStore {
       const known = st && this.index.unchanged(f, st.size, st.mtimeMs);
       if (known) this.dormant.set(known.id, { file: f, path, summary: known });
       // Compressed since the index was last written (loopd did not stop cleanly): read it back plain.
-      else plain.add(basename(restoreLog(path)));
+      else
+        try {
+          plain.add(basename(restoreLog(path)));
+        } catch (err) {
+          // One unreadable file never stops loopd: it is left exactly as it is, for a person to look at.
+          this.log.error({ path, why: messageOf(err) }, "compressed session log cannot be read; left as it is");
+        }
     }
     for (const f of [...plain].sort()) {
       const path = join(this.dir, f);
@@ -170,9 +176,10 @@ export class SessionStore {
     if (s) return s;
     const d = this.dormant.get(id);
     if (!d) return undefined;
-    this.dormant.delete(id);
     // A compressed log is brought back plain the moment its session is needed: it reads and appends as before.
+    // Before it leaves the listing: a restore that fails (a full disk) leaves the session listed, and compressed.
     const path = d.path.endsWith(COMPRESSED) ? restoreLog(d.path) : d.path;
+    this.dormant.delete(id);
     return this.loadFile(path, basename(path), [], [], d.lastSeq);
   }
 

@@ -135,4 +135,16 @@ describe("session logs of unused sessions are compressed, never deleted", () => 
     expect(again.get(id)?.state.history).toHaveLength(50);
     expect(readdirSync(sessions()).filter((f) => f.startsWith(id))).toEqual([`${id}.jsonl`]);
   });
+
+  it("a compressed log that cannot be read is left as it is, and every other session loads", () => {
+    const first = new SessionStore(tmp.dir, silentLog);
+    first.loadAll();
+    const ok = seed(first, "fine", Date.now());
+    first.closeAll();
+    const bad = join(sessions(), "s-damaged.jsonl.gz");
+    writeFileSync(bad, "not gzip at all");
+    const store = restarted();
+    expect(store.get(ok)?.state.history).toHaveLength(50);
+    expect(readFileSync(bad, "utf8")).toBe("not gzip at all");
+  });
 });
