@@ -6,8 +6,9 @@ import { atomicWrite, fsyncDir } from "@boxmaker/common";
 /**
  * A session log put away compressed, and brought back when the session is
  * used: `<id>.jsonl` becomes `<id>.jsonl.gz` beside it, byte for byte the
- * same log once decompressed. Nothing is ever dropped: a log of JSON lines
- * compresses to about a tenth, which is the whole point of keeping it.
+ * same log once decompressed. Nothing is ever dropped; a log of JSON lines
+ * takes a third to a quarter of the space compressed (3.6x measured on a
+ * session of source-file reads).
  *
  * Each step leaves a whole log behind whatever crashes: the compressed copy
  * is written and checked before the plain one is removed (and the reverse),
