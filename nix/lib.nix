@@ -223,6 +223,12 @@ rec {
     { daemon = "brokerd"; key = [ "sandbox" "net_proxy" "enabled" ]; option = [ "sandbox" "netProxy" "enable" ]; }
     { daemon = "brokerd"; key = [ "mcp_servers" ]; option = [ "mcpServers" ]; }
     { daemon = "brokerd"; key = [ "log_level" ]; option = [ "logLevel" ]; }
+    { daemon = "loopd"; key = [ "session_logs" "compress_archived_after_days" ]; option = [ "retention" "archivedLogDays" ]; }
+    { daemon = "loopd"; key = [ "session_logs" "compress_idle_after_days" ]; option = [ "retention" "idleLogDays" ]; }
+    { daemon = "brokerd"; key = [ "checkpoints" "keep_days" ]; option = [ "retention" "checkpointDays" ]; }
+    { daemon = "brokerd"; key = [ "checkpoints" "keep_sessions" ]; option = [ "retention" "checkpointSessions" ]; }
+    { daemon = "brokerd"; key = [ "proposals" "keep_decided_days" ]; option = [ "retention" "decidedProposalDays" ]; }
+    { daemon = "brokerd"; key = [ "proposals" "keep_decided_max" ]; option = [ "retention" "decidedProposalMax" ]; }
   ];
 
   # A recursive merge of `over` into `base`; enough for the freeform settings.
@@ -257,7 +263,15 @@ rec {
     log_level = cfg.logLevel;
   } // (if cfg.livenessWindowMs == null then { } else { liveness_timeout_ms = cfg.livenessWindowMs; })) cfg.settings.inferproxy;
 
-  brokerdConfig = { cfg, bwrapPath, socatPath }: merge {
+  # The retention options set, as brokerd's keys; one left null is brokerd's default.
+  brokerdRetention = r:
+    let
+      nonEmpty = name: attrs: if attrs == { } then { } else { ${name} = attrs; };
+    in
+    nonEmpty "checkpoints" (withoutNulls { keep_days = r.checkpointDays or null; keep_sessions = r.checkpointSessions or null; })
+    // nonEmpty "proposals" (withoutNulls { keep_decided_days = r.decidedProposalDays or null; keep_decided_max = r.decidedProposalMax or null; });
+
+  brokerdConfig = { cfg, bwrapPath, socatPath }: merge ({
     socket = sockets.brokerd;
     state_dir = defaults.dirs.brokerdState;
     workspace_roots = cfg.workspaceRoots;
@@ -282,9 +296,9 @@ rec {
       timeout_ms = s.timeoutMs;
     }) cfg.mcpServers;
     log_level = cfg.logLevel;
-  } cfg.settings.brokerd;
+  } // brokerdRetention (cfg.retention or { })) cfg.settings.brokerd;
 
-  loopdConfig = cfg: merge {
+  loopdConfig = cfg: merge ({
     socket = sockets.loopd;
     state_dir = defaults.dirs.loopdState;
     inferproxy_socket = sockets.inferproxy;
@@ -302,5 +316,11 @@ rec {
     parking.enabled = cfg.llamaServer.enable;
     schedules = map (s: { inherit (s) id cron prompt; }) cfg.schedules;
     log_level = cfg.logLevel;
-  } cfg.settings.loopd;
+  } // (
+    let
+      r = cfg.retention or { };
+      logs = withoutNulls { compress_archived_after_days = r.archivedLogDays or null; compress_idle_after_days = r.idleLogDays or null; };
+    in
+    if logs == { } then { } else { session_logs = logs; }
+  )) cfg.settings.loopd;
 }

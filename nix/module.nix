@@ -363,6 +363,47 @@ in
       maxThinkingTokens = mkOption { type = types.ints.unsigned; default = boxLib.defaults.budgets.max_thinking_tokens; description = "Reasoning tokens per turn before thinking is ended: once a turn has thought this much, each further request of the turn gets a thinking cap of 1."; };
     };
 
+    # What the stores a retention bounds keep (docs/operations.md, "Disk upkeep"); null leaves the
+    # daemon's own default, which `boxmaker status` shows beside each store's size.
+    retention = {
+      checkpointDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (brokerd's default, 30)";
+        description = "brokerd's `checkpoints.keep_days`: a session whose last change is older than this many days loses its checkpoints (`boxmaker undo` can no longer restore them). 0 keeps any age.";
+      };
+      checkpointSessions = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (brokerd's default, 1000)";
+        description = "brokerd's `checkpoints.keep_sessions`: the checkpoints of at most this many sessions stay, the most recently changed. 0 keeps any number.";
+      };
+      decidedProposalDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (brokerd's default, 30)";
+        description = "brokerd's `proposals.keep_decided_days`: a decided proposal is deleted this many days after its decision (pending ones always stay). 0 keeps any age.";
+      };
+      archivedLogDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (loopd's default, 30)";
+        description = "loopd's `session_logs.compress_archived_after_days`: an archived session's log is compressed (gzip, never deleted; read back when the session is shown) this many days after its last record. 0 never compresses.";
+      };
+      idleLogDays = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (loopd's default, 90)";
+        description = "loopd's `session_logs.compress_idle_after_days`: any session's log is compressed this many days after its last record (read back plain when the session is used again). 0 never compresses.";
+      };
+      decidedProposalMax = mkOption {
+        type = types.nullOr types.ints.unsigned;
+        default = null;
+        defaultText = literalExpression "null (brokerd's default, 10000)";
+        description = "brokerd's `proposals.keep_decided_max`: at most this many decided proposals stay, the newest. 0 keeps any number.";
+      };
+    };
+
     workspaceRoots = mkOption {
       type = types.listOf types.str;
       default = [ ];

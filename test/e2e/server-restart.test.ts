@@ -263,7 +263,82 @@ describe("a turn survives a llama-server SIGKILL with a stale socket and a faile
     await restarted;
     const done = doneOf(events);
     expect(done.finalText).toBe("the whole answer");
-    const phases = retries(events).map((r) => r.phase);
-    expect(phases).toEqual(["waiting", "resent"]);
+    const [waiting, resent, ...more] = retries(events);
+    expect(more).toEqual([]);
+    // Announced once, with how long it will wait (the default window: the CLI says it and how to stop).
+    expect(waiting).toMatchObject({ phase: "waiting", attempt: 1, waitMs: 120_000 });
+    expect(resent).toMatchObject({ phase: "resent", attempt: 1 });
+    // The cut reply is nowhere and the answer is logged once.
+    const msgs = (await logged(c, id)).filter((m) => m.role !== "system");
+    expect(msgs.map((m) => `${m.role}:${m.content}`)).toEqual([
+      "user:one",
+      "assistant:first answer",
+      "user:two",
+      "assistant:the whole answer",
+    ]);
   }, 90_000);
+});
+
+/**
+ * The same SIGKILL, its socket file deleted, and no restart at all: the turn
+ * waits once, for server_wait_ms, and ends in one line naming llama-server —
+ * not a wait per retry, not the wall budget.
+ */
+describe("a llama-server process killed for good", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let sim: SimProcess;
+  let stack: Stack;
+  let c: LoopClient;
+
+  beforeAll(async () => {
+    tmp = tempDir("bxsg-");
+    const socketPath = join(tmp.dir, "llama.sock");
+    sim = await new SimProcess(socketPath, tmp.dir).start([
+      { content: "first answer" },
+      { content: Array.from({ length: 400 }, (_, i) => `w${i} `), tokenDelayMs: 25 },
+    ]);
+    stack = await new Stack(tmp.dir, {
+      upstream: { socketPath, contract: simProcessContract },
+      inferproxy: { health_poll_ms: 200 },
+      loopd: { server_wait_ms: 2_000 },
+    }).start();
+    c = loopClient(stack.sockets.loopd);
+  });
+
+  afterAll(async () => {
+    c?.close();
+    await stack?.stop();
+    await sim?.kill();
+    tmp?.cleanup();
+  });
+
+  it("the turn waits once for the window and fails in one line naming llama-server; the log keeps only what was answered", async () => {
+    const id = await newSession(c, "gone for good");
+    doneOf(await turn(c, id, "one"));
+
+    const events: SessionEvent[] = [];
+    let killed: Promise<void> | undefined;
+    for await (const ev of c.send({ sessionId: id, text: "two" })) {
+      events.push(ev);
+      if (!killed && ev.event.case === "content") {
+        killed = (async () => {
+          await sim.kill();
+          rmSync(sim.socketPath);
+        })();
+      }
+    }
+    await killed;
+    const end = events.at(-1)!.event;
+    expect(end.case).toBe("turnFailed");
+    if (end.case !== "turnFailed") return;
+    expect(end.value.code).toBe("UNAVAILABLE");
+    expect(end.value.message).toMatch(
+      /^llama-server at \S+ did not come back within 2 s \(state: down\); the turn waited once, for 2 s \(loopd server_wait_ms\), and gives up$/,
+    );
+    expect(end.value.message.split("\n")).toHaveLength(1);
+    expect(retries(events)).toMatchObject([{ phase: "waiting", attempt: 1, waitMs: 2_000 }]);
+    expect(events.filter((e) => e.event.case === "turnFailed")).toHaveLength(1);
+    const msgs = (await logged(c, id)).filter((m) => m.role !== "system");
+    expect(msgs.map((m) => `${m.role}:${m.content}`)).toEqual(["user:one", "assistant:first answer", "user:two"]);
+  }, 60_000);
 });

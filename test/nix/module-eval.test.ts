@@ -457,6 +457,37 @@ describe.skipIf(!ok)("the NixOS module, evaluated", () => {
     );
   });
 
+  it("retention options feed brokerd's checkpoints and proposals keys and loopd's session_logs; unset, the daemons' defaults apply", () => {
+    const set = evalModule({
+      enable: true,
+      llamaServer: withModel,
+      retention: { checkpointDays: 7, checkpointSessions: 50, decidedProposalDays: 0 },
+    });
+    const b = configOf(set, "brokerd");
+    expect(b.checkpoints).toEqual({ keep_days: 7, keep_sessions: 50 });
+    // One left null is brokerd's own default; 0 (keep any age) is a value, not "unset".
+    expect(b.proposals).toEqual({ keep_decided_days: 0, keep_decided_max: 10_000 });
+    const unset = evalModule({ enable: true, llamaServer: withModel });
+    const text = JSON.parse(unset.configFiles.brokerd!.text) as Record<string, unknown>;
+    expect(text).not.toHaveProperty("checkpoints");
+    expect(text).not.toHaveProperty("proposals");
+    expect(configOf(unset, "brokerd").checkpoints).toEqual({ keep_days: 30, keep_sessions: 1_000 });
+    expect(JSON.parse(unset.configFiles.loopd!.text)).not.toHaveProperty("session_logs");
+    expect(configOf(unset, "loopd").session_logs).toEqual({
+      compress_archived_after_days: 30,
+      compress_idle_after_days: 90,
+    });
+    const logs = evalModule({
+      enable: true,
+      llamaServer: withModel,
+      retention: { archivedLogDays: 3, idleLogDays: 0 },
+    });
+    expect(configOf(logs, "loopd").session_logs).toEqual({
+      compress_archived_after_days: 3,
+      compress_idle_after_days: 0,
+    });
+  });
+
   it("toolsUser: brokerd (and every tool) acts as the operator's account, the other daemons stay boxmaker", () => {
     const mine = evalModule({
       enable: true,

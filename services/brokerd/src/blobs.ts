@@ -233,6 +233,23 @@ export class BlobStore {
     return { pinned: hashes.size, missing: [...hashes].filter((h) => !this.index.has(h)).length };
   }
 
+  /** Deletes every stored blob not in `keep` (the checkpoints' content once their changes are gone); returns how many. */
+  removeUnless(keep: ReadonlySet<string>): number {
+    let n = 0;
+    for (const [h, e] of [...this.index]) {
+      if (keep.has(h)) continue;
+      try {
+        unlinkSync(this.pathOf(h));
+      } catch {
+        // already gone: drop it from the index all the same
+      }
+      this.index.delete(h);
+      this.total -= e.bytes;
+      n++;
+    }
+    return n;
+  }
+
   stat(): BlobStat {
     return {
       blobs: this.index.size,

@@ -60,7 +60,12 @@ export class Broker {
   ) {
     // Computed once: the epoch's array depends on the config alone, never on MCP servers.
     this.toolsArray = buildToolsArray(table.core());
-    this.checkpoints = new Checkpoints(join(config.state_dir, "checkpoints"));
+    this.checkpoints = new Checkpoints(join(config.state_dir, "checkpoints"), config.checkpoints);
+    if (this.checkpoints.pruned)
+      log.info(
+        { deleted: this.checkpoints.pruned, kept: this.checkpoints.stat().changes },
+        "checkpoints of sessions past their retention deleted",
+      );
     this.tools = new ToolSearch(table, log);
     this.hooks = new Hooks({
       hooks: config.hooks,
@@ -198,7 +203,43 @@ export class Broker {
       sandbox: `${this.sandbox.state}: ${this.sandbox.detail}`,
       mcpServers: this.mcp.status(),
       toolsSha256: this.toolsArray.sha256,
+      retention: this.retention(),
     };
+  }
+
+  /** The stores a retention bounds, as `status` shows them: what is kept, its size, the limits. */
+  private retention() {
+    const cp = this.checkpoints.stat();
+    const keep = this.checkpoints.retention;
+    const pk = this.proposals.keep;
+    return [
+      {
+        store: "checkpoints",
+        dir: join(this.config.state_dir, "checkpoints"),
+        entries: cp.changes,
+        entriesUnit: `change${cp.changes === 1 ? "" : "s"} in ${cp.sessions} session${cp.sessions === 1 ? "" : "s"}`,
+        bytes: BigInt(cp.bytes),
+        keepDays: keep.keep_days,
+        keepMax: keep.keep_sessions,
+        keepMaxUnit: "sessions",
+        action: "deleted",
+        letGo: BigInt(cp.pruned),
+        keys: "checkpoints.keep_days, checkpoints.keep_sessions",
+      },
+      {
+        store: "decided proposals",
+        dir: join(this.config.state_dir, "proposals", "decided"),
+        entries: this.proposals.decided,
+        entriesUnit: this.proposals.decided === 1 ? "proposal" : "proposals",
+        bytes: BigInt(this.proposals.decidedBytes),
+        keepDays: pk.keep_decided_days,
+        keepMax: pk.keep_decided_max,
+        keepMaxUnit: "proposals",
+        action: "deleted",
+        letGo: BigInt(this.proposals.pruned),
+        keys: "proposals.keep_decided_days, proposals.keep_decided_max",
+      },
+    ];
   }
 
   async close(): Promise<void> {

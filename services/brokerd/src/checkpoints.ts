@@ -7,6 +7,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  statSync,
   unlinkSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -16,7 +17,7 @@ import { existsAt, readFileAt } from "./tools/fs-read.js";
 import { components, fdPath, openDirAt } from "./tools/fs-walk.js";
 import { writeFileAt } from "./tools/fs-write.js";
 import { boundedPatch } from "./tools/write-plan.js";
-import { messageOf } from "@boxmaker/common";
+import { atomicWrite, messageOf, pastRetention, type Retention } from "@boxmaker/common";
 
 /** One applied write or edit: the file's content before and after, kept in an uncapped blob store. */
 export interface ChangeRecord {
@@ -44,6 +45,25 @@ export interface UndoOutcome {
 
 type LogLine = { t: "change"; c: ChangeRecord } | { t: "undone"; id: string; at: number };
 
+/** How long a session's checkpoints stay (config `checkpoints`): by its last change, and how many sessions. */
+export interface CheckpointRetention {
+  /** A session whose last change (or undo) is older than this loses its checkpoints; 0 keeps any age. */
+  keep_days: number;
+  /** The checkpoints of at most this many sessions stay, the most recently changed; 0 keeps any number. */
+  keep_sessions: number;
+}
+
+/** What `status` shows of the store: what is kept, its size, and what the retention let go since start. */
+export interface CheckpointStat {
+  changes: number;
+  sessions: number;
+  bytes: number;
+  pruned: number;
+}
+
+/** Changes recorded between two applications of the retention: an idle store does not grow, so no timer. */
+const PRUNE_EVERY = 100;
+
 /**
  * Checkpoints: every applied write keeps the file's previous content, so a
  * person can list a session's changes and undo them. Undo refuses a file that
@@ -54,8 +74,14 @@ export class Checkpoints {
   private readonly byId = new Map<string, ChangeRecord>();
   private readonly file: string;
   readonly blobs: BlobStore;
+  private recordedSincePrune = 0;
+  /** Changes deleted by the retention since start. */
+  pruned = 0;
 
-  constructor(dir: string) {
+  constructor(
+    dir: string,
+    readonly retention: CheckpointRetention = { keep_days: 0, keep_sessions: 0 },
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o750 });
     this.file = join(dir, "changes.jsonl");
     // Uncapped: a checkpoint that was evicted could not be undone.
@@ -82,6 +108,7 @@ export class Checkpoints {
         if (c) c.undone_unix_ms = r.at;
       }
     }
+    this.prune();
   }
 
   record(
@@ -99,7 +126,51 @@ export class Checkpoints {
     this.append({ t: "change", c: rec });
     this.changes.push(rec);
     this.byId.set(rec.id, rec);
+    if (++this.recordedSincePrune >= PRUNE_EVERY) this.prune();
     return rec;
+  }
+
+  /**
+   * Deletes the checkpoints of sessions past the retention, whole: a session
+   * is judged by its last change or undo, so one still being changed is never
+   * touched, and `undo` of a kept session has all its changes. The log is
+   * rewritten with what stays (atomically: a crash leaves the old one), then
+   * the content no kept change names is deleted.
+   */
+  prune(now = Date.now()): number {
+    this.recordedSincePrune = 0;
+    const last = new Map<string, number>();
+    for (const c of this.changes) {
+      const at = Math.max(c.applied_unix_ms, c.undone_unix_ms ?? 0);
+      if (at > (last.get(c.session_id) ?? 0)) last.set(c.session_id, at);
+    }
+    const r: Retention = { keepDays: this.retention.keep_days, keepMax: this.retention.keep_sessions };
+    const gone = new Set(pastRetention(last.keys(), (id) => last.get(id) ?? 0, r, now));
+    if (!gone.size) return 0;
+    const kept = this.changes.filter((c) => !gone.has(c.session_id));
+    const dropped = this.changes.length - kept.length;
+    atomicWrite(this.file, kept.map((c) => `${JSON.stringify({ t: "change", c } satisfies LogLine)}\n`).join(""));
+    this.changes.splice(0, this.changes.length, ...kept);
+    this.byId.clear();
+    for (const c of kept) this.byId.set(c.id, c);
+    const named = new Set<string>();
+    for (const c of kept) {
+      named.add(c.after_sha256);
+      if (c.before_sha256) named.add(c.before_sha256);
+    }
+    this.blobs.removeUnless(named);
+    this.pruned += dropped;
+    return dropped;
+  }
+
+  stat(): CheckpointStat {
+    const log = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+    return {
+      changes: this.changes.length,
+      sessions: new Set(this.changes.map((c) => c.session_id)).size,
+      bytes: log + this.blobs.stat().bytes,
+      pruned: this.pruned,
+    };
   }
 
   /** A session's changes, oldest first. */

@@ -342,6 +342,15 @@ export const brokerConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    // Checkpoints (state_dir/checkpoints/): a session's are deleted, whole, once its last change is
+    // older than keep_days or it is beyond the keep_sessions most recently changed. 0 keeps all.
+    checkpoints: Type.Object(
+      {
+        keep_days: Type.Integer({ minimum: 0, default: 30 }),
+        keep_sessions: Type.Integer({ minimum: 0, default: 1_000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     limits: Type.Object(
       {
         max_argument_bytes: positive(1024 * 1024),

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWrite, fsyncDir, messageOf } from "@boxmaker/common";
+import { atomicWrite, fsyncDir, messageOf, pastRetention } from "@boxmaker/common";
 import { BadProposalFile } from "./errors.js";
 
 /** `withdrawn`: the turn that staged it was cancelled while it waited; it can no longer be decided. */
@@ -71,7 +71,6 @@ export interface ProposalRetention {
   keep_decided_max: number;
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 const DECIDED = "decided";
 
 function summaryOf(p: ProposalRecord): ProposalSummary {
@@ -114,6 +113,8 @@ const byAge = (a: ProposalSummary, b: ProposalSummary) =>
 export class ProposalStore {
   private readonly pendingById = new Map<string, ProposalRecord>();
   private readonly decidedById = new Map<string, ProposalSummary>();
+  /** Bytes on disk of the decided ones, for `status`: summed as they come and go, never a directory walk. */
+  private decidedFileBytes = 0;
   private readonly decidedDir: string;
   private finishedSincePrune = 0;
 
@@ -132,7 +133,9 @@ export class ProposalStore {
     for (const f of readdirSync(this.decidedDir)) {
       if (!f.endsWith(".json")) continue;
       try {
-        this.decidedById.set(f.slice(0, -5), summaryOf(readRecord(join(this.decidedDir, f), f)));
+        const file = join(this.decidedDir, f);
+        this.decidedById.set(f.slice(0, -5), summaryOf(readRecord(file, f)));
+        this.decidedFileBytes += statSync(file).size;
       } catch (err) {
         this.quarantine(this.decidedDir, f, messageOf(err) || "unreadable");
       }
@@ -221,6 +224,15 @@ export class ProposalStore {
     return this.decidedById.size;
   }
 
+  /** Their bytes on disk. */
+  get decidedBytes(): number {
+    return Math.max(0, this.decidedFileBytes);
+  }
+
+  get keep(): ProposalRetention {
+    return this.retention;
+  }
+
   finish(p: ProposalRecord, state: Exclude<ProposalState, "pending">, result: string, reason?: string): ProposalRecord {
     const done: ProposalRecord = { ...p, state, result, decided_unix_ms: Date.now(), ...(reason ? { reason } : {}) };
     this.moveDecided(done);
@@ -231,7 +243,9 @@ export class ProposalStore {
 
   /** Written to decided/ first, then removed from the top: a crash between leaves it decided, never pending. */
   private moveDecided(done: ProposalRecord): void {
-    atomicWrite(join(this.decidedDir, `${done.id}.json`), JSON.stringify(done, null, 1));
+    const text = JSON.stringify(done, null, 1);
+    atomicWrite(join(this.decidedDir, `${done.id}.json`), text);
+    if (!this.decidedById.has(done.id)) this.decidedFileBytes += Buffer.byteLength(text);
     this.pendingById.delete(done.id);
     this.decidedById.set(done.id, summaryOf(done));
     this.removeTop(done.id);
@@ -249,16 +263,18 @@ export class ProposalStore {
   /** Deletes decided proposals past the retention: older than keep_decided_days, beyond keep_decided_max. */
   prune(now = Date.now()): number {
     this.finishedSincePrune = 0;
-    const { keep_decided_days: days, keep_decided_max: max } = this.retention;
-    const decided = [...this.decidedById.values()].sort(
-      (a, b) => (b.decided_unix_ms ?? b.created_unix_ms) - (a.decided_unix_ms ?? a.created_unix_ms),
-    );
-    const gone = decided.filter(
-      (d, i) => (days > 0 && now - (d.decided_unix_ms ?? d.created_unix_ms) > days * DAY_MS) || (max > 0 && i >= max),
+    const { keep_decided_days: keepDays, keep_decided_max: keepMax } = this.retention;
+    const gone = pastRetention(
+      this.decidedById.values(),
+      (d) => d.decided_unix_ms ?? d.created_unix_ms,
+      { keepDays, keepMax },
+      now,
     );
     for (const d of gone) {
+      const file = join(this.decidedDir, `${d.id}.json`);
+      this.decidedFileBytes -= statSync(file, { throwIfNoEntry: false })?.size ?? 0;
       try {
-        unlinkSync(join(this.decidedDir, `${d.id}.json`));
+        unlinkSync(file);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       }

@@ -12,11 +12,11 @@ export function fsyncDir(dir: string): void {
 }
 
 /** Temp file, fsync, rename, fsync the directory: after a crash the file is the old or the new one, whole. */
-export function atomicWrite(file: string, text: string, mode = 0o640): void {
+export function atomicWrite(file: string, text: string | Uint8Array, mode = 0o640): void {
   const tmp = `${file}.tmp`;
   const fd = openSync(tmp, "w", mode);
   try {
-    const data = Buffer.from(text);
+    const data = typeof text === "string" ? Buffer.from(text) : text;
     let off = 0;
     while (off < data.length) off += writeSync(fd, data, off, data.length - off);
     fsyncSync(fd);

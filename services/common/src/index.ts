@@ -24,3 +24,4 @@ export { runnableLineTest } from "./runnable-lines.js";
 export * from "./contract-model.js";
 export * from "./enum-names.js";
 export * from "./state-dir-lock.js";
+export * from "./retention.js";

@@ -62,6 +62,17 @@ export const loopdConfigSchema = Type.Object(
     // to be back and pass its self-test, once per outage; a server still away then ends the turn. A model load is
     // seconds to a minute: the default covers a restart of a large model with room to spare.
     server_wait_ms: Type.Integer({ minimum: 1, default: 120_000 }),
+    // Session logs of sessions nobody uses are compressed (gzip, beside the log), never deleted: `boxmaker rm` is how a
+    // log goes. An archived session's after compress_archived_after_days, any session's after compress_idle_after_days
+    // since its last record; at start and hourly, only sessions out of memory. A compressed log is read back plain
+    // when its session is used. 0: never.
+    session_logs: Type.Object(
+      {
+        compress_archived_after_days: count(30),
+        compress_idle_after_days: count(90),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     // How long a turn waits for a person to approve a staged write before telling the model it is still pending.
     approval_wait_ms: count(600_000),
     // A file such as AGENTS.md at the workspace root, put into the system prompt of each new epoch.

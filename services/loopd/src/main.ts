@@ -26,6 +26,8 @@ import { SlotMapCheck } from "./slot-map.js";
 
 /** How long start waits for inferproxy's self-test to say the server's slot count (a loading server says it later). */
 const START_CHECK_WAIT_MS = 5_000;
+/** How often unused session logs are checked for compression. */
+const LOG_SWEEP_MS = 60 * 60_000;
 
 // `--help`, `--version` and a mistyped flag end here, before anything is read or created.
 const configPath = daemonConfigPath(
@@ -88,6 +90,20 @@ runMain(async () => {
   const idleSweep =
     config.session_idle_ms > 0 ? setInterval(evictIdle, Math.min(60_000, config.session_idle_ms)).unref() : undefined;
 
+  // Logs of sessions nobody uses are compressed at start and hourly: an unused log only ages by the hour.
+  const compressLogs = () => {
+    const pass = store.compressPast(config.session_logs, Date.now());
+    if (pass.compressed)
+      log.info(
+        { compressed: pass.compressed, bytes_before: pass.bytesBefore, bytes_after: pass.bytesAfter },
+        "session logs of unused sessions compressed",
+      );
+    for (const f of pass.failed)
+      log.warn({ session: f.id, err: f.why }, "could not compress a session log; left as it is");
+  };
+  compressLogs();
+  const logSweep = setInterval(compressLogs, LOG_SWEEP_MS).unref();
+
   let upkeep: ReturnType<typeof reconcileParkedFiles> | undefined;
   const daemon = await startDaemon({
     name: "loopd",
@@ -105,11 +121,13 @@ runMain(async () => {
           schedules,
           sockets: { loopd: config.socket, inferproxy: config.inferproxy_socket, brokerd: config.brokerd_socket },
           sessionsDir: join(config.state_dir, "sessions"),
+          sessionLogs: config.session_logs,
         }),
         calls,
       ),
     onStopping: async () => {
       clearInterval(idleSweep);
+      clearInterval(logSweep);
       serverSlots.stop();
       upkeep?.stop();
       schedules.stop();

@@ -13,7 +13,7 @@ import {
 } from "@boxmaker/common";
 import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
-import type { SessionStore } from "./session-store.js";
+import type { LogRetention, SessionStore } from "./session-store.js";
 import type { SessionSummary } from "./session-index.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { Schedules } from "./schedules.js";
@@ -28,8 +28,9 @@ export interface LoopServiceDeps {
   broker: ClientOf<typeof BrokerService>;
   schedules: Schedules;
   sockets: { loopd: string; inferproxy: string; brokerd: string };
-  /** Where the session logs are, for the disk usage `status` shows. */
+  /** Where the session logs are and when they are compressed, for the disk usage `status` shows. */
   sessionsDir: string;
+  sessionLogs: LogRetention;
 }
 
 /**
@@ -219,7 +220,12 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       const [infer, broker, disk] = await Promise.all([
         probe("inferproxy", d.sockets.inferproxy, () => d.infer.status({}, opts)),
         probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),
-        diskUsage(d.sessionsDir, d.infer, d.broker, opts),
+        diskUsage(
+          { dir: d.sessionsDir, archived: archivedOf(d.store), retention: d.sessionLogs },
+          d.infer,
+          d.broker,
+          opts,
+        ),
       ]);
       const cfgSlots = Object.entries(runner.slotMap) as [SessionRoleName, number][];
       return {
@@ -272,4 +278,10 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       return sessionInfo(s);
     },
   };
+}
+
+/** Which sessions are archived, as one lookup for a status (every summary once, not per log file). */
+function archivedOf(store: SessionStore): (id: string) => boolean | undefined {
+  const archived = new Map(store.summaries().map((e) => [e.summary.id, e.summary.archived]));
+  return (id) => archived.get(id);
 }

@@ -1,7 +1,8 @@
 import { readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { makeConfiguredDir, messageOf, type Logger } from "@boxmaker/common";
+import { makeConfiguredDir, messageOf, pastRetention, type Logger } from "@boxmaker/common";
+import { COMPRESSED, compressLog, restoreLog } from "./log-compression.js";
 import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
 import { SessionLog, type LogRecord } from "./session-log.js";
 import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
@@ -26,6 +27,22 @@ function newSessionId(): string {
 }
 
 export type NewSession = Omit<SessionHeader, "id">;
+
+/** When session logs are compressed (config `session_logs`); 0: never. */
+export interface LogRetention {
+  /** An archived session's log, this many days after its last record (the archive). */
+  compress_archived_after_days: number;
+  /** Any session's log, this many days after its last record. */
+  compress_idle_after_days: number;
+}
+
+/** What one compression pass did. */
+export interface CompressPass {
+  compressed: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  failed: Array<{ id: string; why: string }>;
+}
 
 /** All sessions, one log file each under `<state_dir>/sessions/`. */
 export class SessionStore {
@@ -61,9 +78,28 @@ export class SessionStore {
     const damaged: Array<{ id: string; why: string }> = [];
     const ignored = this.index.load();
     if (ignored) this.log.warn({ why: ignored }, "session index ignored; reading every log");
-    for (const f of readdirSync(this.dir)
-      .filter((n) => n.endsWith(".jsonl"))
-      .sort()) {
+    const names = readdirSync(this.dir);
+    const plain = new Set(names.filter((n) => n.endsWith(".jsonl")));
+    for (const f of names.filter((n) => n.endsWith(`.jsonl${COMPRESSED}`)).sort()) {
+      const path = join(this.dir, f);
+      // Both: a crash between writing this and removing the plain log, which is whole and the truth.
+      if (plain.has(f.slice(0, -COMPRESSED.length))) {
+        rmSync(path, { force: true });
+        continue;
+      }
+      const st = statSync(path, { throwIfNoEntry: false });
+      const known = st && this.index.unchanged(f, st.size, st.mtimeMs);
+      if (known) this.dormant.set(known.id, { file: f, path, summary: known });
+      // Compressed since the index was last written (loopd did not stop cleanly): read it back plain.
+      else
+        try {
+          plain.add(basename(restoreLog(path)));
+        } catch (err) {
+          // One unreadable file never stops loopd: it is left exactly as it is, for a person to look at.
+          this.log.error({ path, why: messageOf(err) }, "compressed session log cannot be read; left as it is");
+        }
+    }
+    for (const f of [...plain].sort()) {
       const path = join(this.dir, f);
       // A log unchanged since the last clean stop is listed from the index and read when first needed.
       const st = statSync(path, { throwIfNoEntry: false });
@@ -140,8 +176,49 @@ export class SessionStore {
     if (s) return s;
     const d = this.dormant.get(id);
     if (!d) return undefined;
+    // A compressed log is brought back plain the moment its session is needed: it reads and appends as before.
+    // Before it leaves the listing: a restore that fails (a full disk) leaves the session listed, and compressed.
+    const path = d.path.endsWith(COMPRESSED) ? restoreLog(d.path) : d.path;
     this.dormant.delete(id);
-    return this.loadFile(d.path, d.file, [], [], d.lastSeq);
+    return this.loadFile(path, basename(path), [], [], d.lastSeq);
+  }
+
+  /**
+   * Compresses the logs of sessions past `r`: archived ones untouched for
+   * compress_archived_after_days, any untouched for compress_idle_after_days.
+   * Only sessions out of memory (dormant) are touched: one running, open,
+   * followed or used within session_idle_ms never is. A log is never deleted
+   * here; the index is written after, so the next start lists the compressed
+   * logs without reading them.
+   */
+  compressPast(r: LogRetention, now: number): CompressPass {
+    const plain = [...this.dormant.values()].filter((d) => !d.path.endsWith(COMPRESSED));
+    const at = (d: (typeof plain)[number]) => d.summary.updatedAt;
+    const due = new Set([
+      ...pastRetention(
+        plain.filter((d) => d.summary.archived),
+        at,
+        { keepDays: r.compress_archived_after_days, keepMax: 0 },
+        now,
+      ),
+      ...pastRetention(plain, at, { keepDays: r.compress_idle_after_days, keepMax: 0 }, now),
+    ]);
+    const pass: CompressPass = { compressed: 0, bytesBefore: 0, bytesAfter: 0, failed: [] };
+    for (const d of due) {
+      try {
+        const c = compressLog(d.path);
+        d.path = c.gz;
+        d.file = basename(c.gz);
+        pass.compressed++;
+        pass.bytesBefore += c.before;
+        pass.bytesAfter += c.after;
+      } catch (err) {
+        // Left plain, and tried again on the next pass: a full disk, say.
+        pass.failed.push({ id: d.summary.id, why: messageOf(err) });
+      }
+    }
+    if (pass.compressed) this.saveIndex();
+    return pass;
   }
 
   /**
@@ -218,6 +295,7 @@ export class SessionStore {
     if (!s) return false;
     s.log.close();
     rmSync(join(this.dir, `${id}.jsonl`), { force: true });
+    rmSync(join(this.dir, `${id}.jsonl${COMPRESSED}`), { force: true });
     this.sessions.delete(id);
     return true;
   }
@@ -225,6 +303,10 @@ export class SessionStore {
   /** Closes every log and writes the index, so the next start lists unchanged sessions without reading them. */
   closeAll(): void {
     for (const s of this.sessions.values()) s.log.close();
+    this.saveIndex();
+  }
+
+  private saveIndex(): void {
     const logs = [...this.dormant.values()];
     for (const s of this.sessions.values()) {
       if (!this.readOnly.has(s.id)) logs.push(this.listing(s));

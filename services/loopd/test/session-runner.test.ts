@@ -36,6 +36,7 @@ function config(slots: LoopdConfig["slots"] = { main: 0, subagent: 1, scheduled:
     server_wait_ms: 120_000,
     server_check_ms: 0,
     session_idle_ms: 0,
+    session_logs: { compress_archived_after_days: 0, compress_idle_after_days: 0 },
     compaction: { threshold: 0.85, keep_recent_messages: 8 },
     prepass: { enabled: false, threshold_bytes: 32_768, excerpt_bytes: 6_144 },
     schedules: [],

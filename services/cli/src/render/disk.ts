@@ -1,4 +1,4 @@
-import type { DiskUsage } from "@boxmaker/common/client";
+import type { DiskUsage, StoreRetention } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 
 /** Bytes in binary units, one decimal from KiB up: how `status` sizes what is on disk. */
@@ -33,4 +33,31 @@ export function diskRows(d: DiskUsage | undefined, s: Style): string[][] {
     ["blobs", blobs],
     ["slot files", slots],
   ];
+}
+
+/** What a retention keeps, in words: "kept 30 days, the newest 1000 sessions" ("kept for good" when unbounded). */
+function keptFor(r: StoreRetention): string {
+  // Compressed logs lose nothing: said so, so nobody reads "30 days" as a deletion.
+  if (r.action === "compressed")
+    return r.keepDays
+      ? `compressed ${r.keepDays} day${r.keepDays === 1 ? "" : "s"} after their last record, never deleted`
+      : "never compressed (no limit set)";
+  const parts = [
+    ...(r.keepDays ? [`${r.keepDays} day${r.keepDays === 1 ? "" : "s"}`] : []),
+    ...(r.keepMax ? [`the newest ${r.keepMax} ${r.keepMaxUnit}`] : []),
+  ];
+  const since = r.letGo ? `, ${r.letGo} ${r.action} since start` : "";
+  return parts.length ? `kept ${parts.join(", at most ")}, then ${r.action}${since}` : "kept for good (no limit set)";
+}
+
+/**
+ * The rows of the stores a retention bounds (checkpoints, decided proposals,
+ * archived session logs): what is kept and its size, the limit, and the keys
+ * that set it, so an operator reads and sets them in one place.
+ */
+export function retentionRows(stores: readonly StoreRetention[], s: Style): string[][] {
+  return stores.map((r) => [
+    r.store,
+    `${formatBytes(r.bytes)}, ${r.entries} ${r.entriesUnit}; ${keptFor(r)} ${s.dim(`(${r.keys})`)}`,
+  ]);
 }

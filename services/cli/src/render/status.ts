@@ -2,7 +2,7 @@ import type { LoopStatusResponse } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { table } from "./text.js";
 import { wrapWords } from "./columns.js";
-import { diskRows } from "./disk.js";
+import { diskRows, retentionRows } from "./disk.js";
 import { probeSentence, reuseText } from "./template-probe.js";
 
 /** Whether the stack can serve a turn: every daemon up and the server's self-test passed. */
@@ -105,7 +105,17 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
     );
   }
   out.push("", s.bold("disk"));
-  out.push(indent(table(diskRows(st.disk, s), fit)));
+  out.push(
+    indent(
+      table(
+        [
+          ...diskRows(st.disk, s),
+          ...retentionRows([...(st.disk?.retention ?? []), ...(st.broker?.retention ?? [])], s),
+        ],
+        fit,
+      ),
+    ),
+  );
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
     ...wrapWords(

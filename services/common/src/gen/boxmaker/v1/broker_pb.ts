@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file boxmaker/v1/broker.proto.
  */
 export const file_boxmaker_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJqCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkSDAoEbW9kZRgFIAEoCSLGAQoQQ2FsbFRvb2xSZXNwb25zZRIrCghkZWNpc2lvbhgBIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIEgwKBHJ1bGUYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSEwoLYmxvYl9zaGEyNTYYBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAESFQoNcmVzb2x2ZWRfbmFtZRgIIAEoCSJLChJTZWFyY2hUb29sc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDQoFbGltaXQYAiABKA0SFwoPaW5jbHVkZV9wcm9tcHRzGAMgASgIInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASKRAQoTU2VhcmNoVG9vbHNSZXNwb25zZRImCgRjb3JlGAEgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkSKQoHbWF0Y2hlcxgCIAMoCzIYLmJveG1ha2VyLnYxLlRvb2xTdW1tYXJ5EicKB3Byb21wdHMYAyADKAsyFi5ib3htYWtlci52MS5NY3BQcm9tcHQicQoJTWNwUHJvbXB0Eg4KBnNlcnZlchgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCWFyZ3VtZW50cxgEIAMoCzIeLmJveG1ha2VyLnYxLk1jcFByb21wdEFyZ3VtZW50IkgKEU1jcFByb21wdEFyZ3VtZW50EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcmVxdWlyZWQYAyABKAgiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIjcKGFdpdGhkcmF3UHJvcG9zYWxzUmVxdWVzdBILCgNpZHMYASADKAkSDgoGcmVhc29uGAIgASgJIkUKGVdpdGhkcmF3UHJvcG9zYWxzUmVzcG9uc2USKAoJcHJvcG9zYWxzGAEgAygLMhUuYm94bWFrZXIudjEuUHJvcG9zYWwiFQoTQnJva2VyU3RhdHVzUmVxdWVzdCKyAQoUQnJva2VyU3RhdHVzUmVzcG9uc2USEgoKY29yZV90b29scxgBIAEoDRIWCg5leHRlbmRlZF90b29scxgCIAEoDRIZChFwZW5kaW5nX3Byb3Bvc2FscxgDIAEoDRIPCgdzYW5kYm94GAQgASgJEhMKC21jcF9zZXJ2ZXJzGAUgAygJEhQKDHRvb2xzX3NoYTI1NhgGIAEoCRIXCg93b3Jrc3BhY2Vfcm9vdHMYByADKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCJ1Cg9SdW5Ib29rc1JlcXVlc3QSDQoFZXZlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIZChFub3RpZmljYXRpb25fa2luZBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEhMKC3N0b3BfcmVhc29uGAUgASgJIocBCg1Ib29rUnVuUmVzdWx0EgwKBG5hbWUYASABKAkSDgoGb3JpZ2luGAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRIRCgl0aW1lZF9vdXQYBCABKAgSDgoGb3V0cHV0GAUgASgJEg0KBWVycm9yGAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBIjwKEFJ1bkhvb2tzUmVzcG9uc2USKAoEcnVucxgBIAMoCzIaLmJveG1ha2VyLnYxLkhvb2tSdW5SZXN1bHQiEgoQTGlzdEhvb2tzUmVxdWVzdCKWAQoOQ29uZmlndXJlZEhvb2sSDQoFZXZlbnQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb21tYW5kGAMgASgJEg0KBW1hdGNoGAQgAygJEhMKC3Vuc2FuZGJveGVkGAUgASgIEhIKCnRpbWVvdXRfbXMYBiABKA0SDgoGb3JpZ2luGAcgASgJEg4KBmFjdGl2ZRgIIAEoCCJpCg9Qcm9qZWN0SG9va0ZpbGUSDAoEcm9vdBgBIAEoCRIMCgRmaWxlGAIgASgJEg0KBXN0YXRlGAMgASgJEg4KBnNoYTI1NhgEIAEoCRIMCgR0ZXh0GAUgASgJEg0KBWVycm9yGAYgASgJInQKEUxpc3RIb29rc1Jlc3BvbnNlEioKBWhvb2tzGAEgAygLMhsuYm94bWFrZXIudjEuQ29uZmlndXJlZEhvb2sSMwoNcHJvamVjdF9maWxlcxgCIAMoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSIxChFUcnVzdEhvb2tzUmVxdWVzdBIMCgRmaWxlGAEgASgJEg4KBnNoYTI1NhgCIAEoCSJAChJUcnVzdEhvb2tzUmVzcG9uc2USKgoEZmlsZRgBIAEoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzK/CQoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlEmIKEVdpdGhkcmF3UHJvcG9zYWxzEiUuYm94bWFrZXIudjEuV2l0aGRyYXdQcm9wb3NhbHNSZXF1ZXN0GiYuYm94bWFrZXIudjEuV2l0aGRyYXdQcm9wb3NhbHNSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USRAoHUHV0QmxvYhIbLmJveG1ha2VyLnYxLlB1dEJsb2JSZXF1ZXN0GhwuYm94bWFrZXIudjEuUHV0QmxvYlJlc3BvbnNlEkcKCFBpbkJsb2JzEhwuYm94bWFrZXIudjEuUGluQmxvYnNSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUGluQmxvYnNSZXNwb25zZRJHCghCbG9iU3RhdBIcLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVxdWVzdBodLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVzcG9uc2USUAoLTGlzdENoYW5nZXMSHy5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlElAKC1VuZG9DaGFuZ2VzEh8uYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXNwb25zZRJHCghSdW5Ib29rcxIcLmJveG1ha2VyLnYxLlJ1bkhvb2tzUmVxdWVzdBodLmJveG1ha2VyLnYxLlJ1bkhvb2tzUmVzcG9uc2USSgoJTGlzdEhvb2tzEh0uYm94bWFrZXIudjEuTGlzdEhvb2tzUmVxdWVzdBoeLmJveG1ha2VyLnYxLkxpc3RIb29rc1Jlc3BvbnNlEk0KClRydXN0SG9va3MSHi5ib3htYWtlci52MS5UcnVzdEhvb2tzUmVxdWVzdBofLmJveG1ha2VyLnYxLlRydXN0SG9va3NSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Chhib3htYWtlci92MS9icm9rZXIucHJvdG8SC2JveG1ha2VyLnYxIhEKD0dldFRvb2xzUmVxdWVzdCJVChBHZXRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSFAoMdG9vbHNfc2hhMjU2GAIgASgJEhcKD2NvcmVfdG9vbF9uYW1lcxgDIAMoCSJqCg9DYWxsVG9vbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoOYXJndW1lbnRzX2pzb24YBCABKAkSDAoEbW9kZRgFIAEoCSLGAQoQQ2FsbFRvb2xSZXNwb25zZRIrCghkZWNpc2lvbhgBIAEoDjIZLmJveG1ha2VyLnYxLlRvb2xEZWNpc2lvbhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIEgwKBHJ1bGUYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSEwoLYmxvYl9zaGEyNTYYBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAESFQoNcmVzb2x2ZWRfbmFtZRgIIAEoCSJLChJTZWFyY2hUb29sc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDQoFbGltaXQYAiABKA0SFwoPaW5jbHVkZV9wcm9tcHRzGAMgASgIInQKC1Rvb2xTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJEgwKBHJpc2sYBCABKAkSDAoEY29yZRgFIAEoCBINCgVzY29yZRgGIAEoASKRAQoTU2VhcmNoVG9vbHNSZXNwb25zZRImCgRjb3JlGAEgAygLMhguYm94bWFrZXIudjEuVG9vbFN1bW1hcnkSKQoHbWF0Y2hlcxgCIAMoCzIYLmJveG1ha2VyLnYxLlRvb2xTdW1tYXJ5EicKB3Byb21wdHMYAyADKAsyFi5ib3htYWtlci52MS5NY3BQcm9tcHQicQoJTWNwUHJvbXB0Eg4KBnNlcnZlchgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCWFyZ3VtZW50cxgEIAMoCzIeLmJveG1ha2VyLnYxLk1jcFByb21wdEFyZ3VtZW50IkgKEU1jcFByb21wdEFyZ3VtZW50EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcmVxdWlyZWQYAyABKAgiuAEKCFByb3Bvc2FsEgoKAmlkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHY2FsbF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEg8KB3ByZXZpZXcYBiABKAkSDQoFc3RhdGUYByABKAkSDAoEcnVsZRgIIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYCSABKAMSDgoGcmVzdWx0GAogASgJIkMKFExpc3RQcm9wb3NhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPaW5jbHVkZV9kZWNpZGVkGAIgASgIIkEKFUxpc3RQcm9wb3NhbHNSZXNwb25zZRIoCglwcm9wb3NhbHMYASADKAsyFS5ib3htYWtlci52MS5Qcm9wb3NhbCJEChVEZWNpZGVQcm9wb3NhbFJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkiQQoWRGVjaWRlUHJvcG9zYWxSZXNwb25zZRInCghwcm9wb3NhbBgBIAEoCzIVLmJveG1ha2VyLnYxLlByb3Bvc2FsIjcKGFdpdGhkcmF3UHJvcG9zYWxzUmVxdWVzdBILCgNpZHMYASADKAkSDgoGcmVhc29uGAIgASgJIkUKGVdpdGhkcmF3UHJvcG9zYWxzUmVzcG9uc2USKAoJcHJvcG9zYWxzGAEgAygLMhUuYm94bWFrZXIudjEuUHJvcG9zYWwiFQoTQnJva2VyU3RhdHVzUmVxdWVzdCLiAQoUQnJva2VyU3RhdHVzUmVzcG9uc2USEgoKY29yZV90b29scxgBIAEoDRIWCg5leHRlbmRlZF90b29scxgCIAEoDRIZChFwZW5kaW5nX3Byb3Bvc2FscxgDIAEoDRIPCgdzYW5kYm94GAQgASgJEhMKC21jcF9zZXJ2ZXJzGAUgAygJEhQKDHRvb2xzX3NoYTI1NhgGIAEoCRIXCg93b3Jrc3BhY2Vfcm9vdHMYByADKAkSLgoJcmV0ZW50aW9uGAggAygLMhsuYm94bWFrZXIudjEuU3RvcmVSZXRlbnRpb24izAEKDlN0b3JlUmV0ZW50aW9uEg0KBXN0b3JlGAEgASgJEgsKA2RpchgCIAEoCRIPCgdlbnRyaWVzGAMgASgNEhQKDGVudHJpZXNfdW5pdBgEIAEoCRINCgVieXRlcxgFIAEoBBIRCglrZWVwX2RheXMYBiABKA0SEAoIa2VlcF9tYXgYByABKA0SFQoNa2VlcF9tYXhfdW5pdBgIIAEoCRIOCgZhY3Rpb24YCSABKAkSDgoGbGV0X2dvGAogASgEEgwKBGtleXMYCyABKAkiMgoOUHV0QmxvYlJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJIkEKD1B1dEJsb2JSZXNwb25zZRIOCgZzaGEyNTYYASABKAkSDQoFYnl0ZXMYAiABKAQSDwoHZXhpc3RlZBgDIAEoCCIwCg9QaW5CbG9ic1JlcXVlc3QSDQoFb3duZXIYASABKAkSDgoGc2hhMjU2GAIgAygJIjMKEFBpbkJsb2JzUmVzcG9uc2USDgoGcGlubmVkGAEgASgNEg8KB21pc3NpbmcYAiABKA0iEQoPQmxvYlN0YXRSZXF1ZXN0InsKEEJsb2JTdGF0UmVzcG9uc2USDQoFYmxvYnMYASABKA0SDQoFYnl0ZXMYAiABKAQSEQoJY2FwX2J5dGVzGAMgASgEEg4KBnBpbm5lZBgEIAEoDRIPCgdldmljdGVkGAUgASgEEhUKDWV2aWN0ZWRfYnl0ZXMYBiABKAQi0AEKCkZpbGVDaGFuZ2USCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEwoLcHJvcG9zYWxfaWQYBSABKAkSDAoEcGF0aBgGIAEoCRIQCghhYnNfcGF0aBgHIAEoCRIXCg9hcHBsaWVkX3VuaXhfbXMYCCABKAMSFgoOdW5kb25lX3VuaXhfbXMYCSABKAMSDAoEZGlmZhgKIAEoCRIPCgdjcmVhdGVkGAsgASgIIigKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj8KE0xpc3RDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2UiRQoSVW5kb0NoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEbGFzdBgCIAEoDRINCgVmb3JjZRgDIAEoCCJWCgpVbmRvUmVzdWx0EicKBmNoYW5nZRgBIAEoCzIXLmJveG1ha2VyLnYxLkZpbGVDaGFuZ2USDgoGcmVzdWx0GAIgASgJEg8KB21lc3NhZ2UYAyABKAkiPwoTVW5kb0NoYW5nZXNSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcuYm94bWFrZXIudjEuVW5kb1Jlc3VsdCJ1Cg9SdW5Ib29rc1JlcXVlc3QSDQoFZXZlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIZChFub3RpZmljYXRpb25fa2luZBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEhMKC3N0b3BfcmVhc29uGAUgASgJIocBCg1Ib29rUnVuUmVzdWx0EgwKBG5hbWUYASABKAkSDgoGb3JpZ2luGAIgASgJEhEKCWV4aXRfY29kZRgDIAEoBRIRCgl0aW1lZF9vdXQYBCABKAgSDgoGb3V0cHV0GAUgASgJEg0KBWVycm9yGAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgBIjwKEFJ1bkhvb2tzUmVzcG9uc2USKAoEcnVucxgBIAMoCzIaLmJveG1ha2VyLnYxLkhvb2tSdW5SZXN1bHQiEgoQTGlzdEhvb2tzUmVxdWVzdCKWAQoOQ29uZmlndXJlZEhvb2sSDQoFZXZlbnQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdjb21tYW5kGAMgASgJEg0KBW1hdGNoGAQgAygJEhMKC3Vuc2FuZGJveGVkGAUgASgIEhIKCnRpbWVvdXRfbXMYBiABKA0SDgoGb3JpZ2luGAcgASgJEg4KBmFjdGl2ZRgIIAEoCCJpCg9Qcm9qZWN0SG9va0ZpbGUSDAoEcm9vdBgBIAEoCRIMCgRmaWxlGAIgASgJEg0KBXN0YXRlGAMgASgJEg4KBnNoYTI1NhgEIAEoCRIMCgR0ZXh0GAUgASgJEg0KBWVycm9yGAYgASgJInQKEUxpc3RIb29rc1Jlc3BvbnNlEioKBWhvb2tzGAEgAygLMhsuYm94bWFrZXIudjEuQ29uZmlndXJlZEhvb2sSMwoNcHJvamVjdF9maWxlcxgCIAMoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSIxChFUcnVzdEhvb2tzUmVxdWVzdBIMCgRmaWxlGAEgASgJEg4KBnNoYTI1NhgCIAEoCSJAChJUcnVzdEhvb2tzUmVzcG9uc2USKgoEZmlsZRgBIAEoCzIcLmJveG1ha2VyLnYxLlByb2plY3RIb29rRmlsZSp8CgxUb29sRGVjaXNpb24SHQoZVE9PTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhkKFVRPT0xfREVDSVNJT05fQUxMT1dFRBABEhgKFFRPT0xfREVDSVNJT05fREVOSUVEEAISGAoUVE9PTF9ERUNJU0lPTl9TVEFHRUQQAzK/CQoNQnJva2VyU2VydmljZRJHCghHZXRUb29scxIcLmJveG1ha2VyLnYxLkdldFRvb2xzUmVxdWVzdBodLmJveG1ha2VyLnYxLkdldFRvb2xzUmVzcG9uc2USRwoIQ2FsbFRvb2wSHC5ib3htYWtlci52MS5DYWxsVG9vbFJlcXVlc3QaHS5ib3htYWtlci52MS5DYWxsVG9vbFJlc3BvbnNlElAKC1NlYXJjaFRvb2xzEh8uYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiAuYm94bWFrZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJWCg1MaXN0UHJvcG9zYWxzEiEuYm94bWFrZXIudjEuTGlzdFByb3Bvc2Fsc1JlcXVlc3QaIi5ib3htYWtlci52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2USWQoORGVjaWRlUHJvcG9zYWwSIi5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlcXVlc3QaIy5ib3htYWtlci52MS5EZWNpZGVQcm9wb3NhbFJlc3BvbnNlEmIKEVdpdGhkcmF3UHJvcG9zYWxzEiUuYm94bWFrZXIudjEuV2l0aGRyYXdQcm9wb3NhbHNSZXF1ZXN0GiYuYm94bWFrZXIudjEuV2l0aGRyYXdQcm9wb3NhbHNSZXNwb25zZRJTCgxCcm9rZXJTdGF0dXMSIC5ib3htYWtlci52MS5Ccm9rZXJTdGF0dXNSZXF1ZXN0GiEuYm94bWFrZXIudjEuQnJva2VyU3RhdHVzUmVzcG9uc2USRAoHUHV0QmxvYhIbLmJveG1ha2VyLnYxLlB1dEJsb2JSZXF1ZXN0GhwuYm94bWFrZXIudjEuUHV0QmxvYlJlc3BvbnNlEkcKCFBpbkJsb2JzEhwuYm94bWFrZXIudjEuUGluQmxvYnNSZXF1ZXN0Gh0uYm94bWFrZXIudjEuUGluQmxvYnNSZXNwb25zZRJHCghCbG9iU3RhdBIcLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVxdWVzdBodLmJveG1ha2VyLnYxLkJsb2JTdGF0UmVzcG9uc2USUAoLTGlzdENoYW5nZXMSHy5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5ib3htYWtlci52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlElAKC1VuZG9DaGFuZ2VzEh8uYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXF1ZXN0GiAuYm94bWFrZXIudjEuVW5kb0NoYW5nZXNSZXNwb25zZRJHCghSdW5Ib29rcxIcLmJveG1ha2VyLnYxLlJ1bkhvb2tzUmVxdWVzdBodLmJveG1ha2VyLnYxLlJ1bkhvb2tzUmVzcG9uc2USSgoJTGlzdEhvb2tzEh0uYm94bWFrZXIudjEuTGlzdEhvb2tzUmVxdWVzdBoeLmJveG1ha2VyLnYxLkxpc3RIb29rc1Jlc3BvbnNlEk0KClRydXN0SG9va3MSHi5ib3htYWtlci52MS5UcnVzdEhvb2tzUmVxdWVzdBofLmJveG1ha2VyLnYxLlRydXN0SG9va3NSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message boxmaker.v1.GetToolsRequest
@@ -571,6 +571,14 @@ export type BrokerStatusResponse = Message<"boxmaker.v1.BrokerStatusResponse"> &
    * @generated from field: repeated string workspace_roots = 7;
    */
   workspaceRoots: string[];
+
+  /**
+   * What brokerd keeps that a retention bounds (checkpoints, decided
+   * proposals): for `boxmaker status`.
+   *
+   * @generated from field: repeated boxmaker.v1.StoreRetention retention = 8;
+   */
+  retention: StoreRetention[];
 };
 
 /**
@@ -579,6 +587,91 @@ export type BrokerStatusResponse = Message<"boxmaker.v1.BrokerStatusResponse"> &
  */
 export const BrokerStatusResponseSchema: GenMessage<BrokerStatusResponse> = /*@__PURE__*/
   messageDesc(file_boxmaker_v1_broker, 17);
+
+/**
+ * One store under a retention: what it holds now and the limits it is kept to.
+ *
+ * @generated from message boxmaker.v1.StoreRetention
+ */
+export type StoreRetention = Message<"boxmaker.v1.StoreRetention"> & {
+  /**
+   * "checkpoints", "decided proposals", "archived session logs".
+   *
+   * @generated from field: string store = 1;
+   */
+  store: string;
+
+  /**
+   * Its directory.
+   *
+   * @generated from field: string dir = 2;
+   */
+  dir: string;
+
+  /**
+   * What it holds, in its own unit ("changes", "proposals", "logs").
+   *
+   * @generated from field: uint32 entries = 3;
+   */
+  entries: number;
+
+  /**
+   * @generated from field: string entries_unit = 4;
+   */
+  entriesUnit: string;
+
+  /**
+   * @generated from field: uint64 bytes = 5;
+   */
+  bytes: bigint;
+
+  /**
+   * Older than this is let go; 0: any age is kept.
+   *
+   * @generated from field: uint32 keep_days = 6;
+   */
+  keepDays: number;
+
+  /**
+   * At most this many of keep_max_unit stay, the newest; 0: any number.
+   *
+   * @generated from field: uint32 keep_max = 7;
+   */
+  keepMax: number;
+
+  /**
+   * @generated from field: string keep_max_unit = 8;
+   */
+  keepMaxUnit: string;
+
+  /**
+   * What happens to what is let go: "deleted", "compressed".
+   *
+   * @generated from field: string action = 9;
+   */
+  action: string;
+
+  /**
+   * Entries let go since the daemon started.
+   *
+   * @generated from field: uint64 let_go = 10;
+   */
+  letGo: bigint;
+
+  /**
+   * The config keys that set it ("checkpoints.keep_days, checkpoints.keep_sessions").
+   *
+   * @generated from field: string keys = 11;
+   */
+  keys: string;
+};
+
+/**
+ * Describes the message boxmaker.v1.StoreRetention.
+ * Use `create(StoreRetentionSchema)` to create a new message.
+ */
+export const StoreRetentionSchema: GenMessage<StoreRetention> = /*@__PURE__*/
+  messageDesc(file_boxmaker_v1_broker, 18);
 
 /**
  * @generated from message boxmaker.v1.PutBlobRequest
@@ -600,7 +693,7 @@ export type PutBlobRequest = Message<"boxmaker.v1.PutBlobRequest"> & {
  * Use `create(PutBlobRequestSchema)` to create a new message.
  */
 export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 18);
+  messageDesc(file_boxmaker_v1_broker, 19);
 
 /**
  * @generated from message boxmaker.v1.PutBlobResponse
@@ -629,7 +722,7 @@ export type PutBlobResponse = Message<"boxmaker.v1.PutBlobResponse"> & {
  * Use `create(PutBlobResponseSchema)` to create a new message.
  */
 export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 19);
+  messageDesc(file_boxmaker_v1_broker, 20);
 
 /**
  * @generated from message boxmaker.v1.PinBlobsRequest
@@ -653,7 +746,7 @@ export type PinBlobsRequest = Message<"boxmaker.v1.PinBlobsRequest"> & {
  * Use `create(PinBlobsRequestSchema)` to create a new message.
  */
 export const PinBlobsRequestSchema: GenMessage<PinBlobsRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 20);
+  messageDesc(file_boxmaker_v1_broker, 21);
 
 /**
  * @generated from message boxmaker.v1.PinBlobsResponse
@@ -677,7 +770,7 @@ export type PinBlobsResponse = Message<"boxmaker.v1.PinBlobsResponse"> & {
  * Use `create(PinBlobsResponseSchema)` to create a new message.
  */
 export const PinBlobsResponseSchema: GenMessage<PinBlobsResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 21);
+  messageDesc(file_boxmaker_v1_broker, 22);
 
 /**
  * @generated from message boxmaker.v1.BlobStatRequest
@@ -690,7 +783,7 @@ export type BlobStatRequest = Message<"boxmaker.v1.BlobStatRequest"> & {
  * Use `create(BlobStatRequestSchema)` to create a new message.
  */
 export const BlobStatRequestSchema: GenMessage<BlobStatRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 22);
+  messageDesc(file_boxmaker_v1_broker, 23);
 
 /**
  * @generated from message boxmaker.v1.BlobStatResponse
@@ -732,7 +825,7 @@ export type BlobStatResponse = Message<"boxmaker.v1.BlobStatResponse"> & {
  * Use `create(BlobStatResponseSchema)` to create a new message.
  */
 export const BlobStatResponseSchema: GenMessage<BlobStatResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 23);
+  messageDesc(file_boxmaker_v1_broker, 24);
 
 /**
  * @generated from message boxmaker.v1.FileChange
@@ -809,7 +902,7 @@ export type FileChange = Message<"boxmaker.v1.FileChange"> & {
  * Use `create(FileChangeSchema)` to create a new message.
  */
 export const FileChangeSchema: GenMessage<FileChange> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 24);
+  messageDesc(file_boxmaker_v1_broker, 25);
 
 /**
  * @generated from message boxmaker.v1.ListChangesRequest
@@ -826,7 +919,7 @@ export type ListChangesRequest = Message<"boxmaker.v1.ListChangesRequest"> & {
  * Use `create(ListChangesRequestSchema)` to create a new message.
  */
 export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 25);
+  messageDesc(file_boxmaker_v1_broker, 26);
 
 /**
  * @generated from message boxmaker.v1.ListChangesResponse
@@ -843,7 +936,7 @@ export type ListChangesResponse = Message<"boxmaker.v1.ListChangesResponse"> & {
  * Use `create(ListChangesResponseSchema)` to create a new message.
  */
 export const ListChangesResponseSchema: GenMessage<ListChangesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 26);
+  messageDesc(file_boxmaker_v1_broker, 27);
 
 /**
  * @generated from message boxmaker.v1.UndoChangesRequest
@@ -874,7 +967,7 @@ export type UndoChangesRequest = Message<"boxmaker.v1.UndoChangesRequest"> & {
  * Use `create(UndoChangesRequestSchema)` to create a new message.
  */
 export const UndoChangesRequestSchema: GenMessage<UndoChangesRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 27);
+  messageDesc(file_boxmaker_v1_broker, 28);
 
 /**
  * @generated from message boxmaker.v1.UndoResult
@@ -903,7 +996,7 @@ export type UndoResult = Message<"boxmaker.v1.UndoResult"> & {
  * Use `create(UndoResultSchema)` to create a new message.
  */
 export const UndoResultSchema: GenMessage<UndoResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 28);
+  messageDesc(file_boxmaker_v1_broker, 29);
 
 /**
  * @generated from message boxmaker.v1.UndoChangesResponse
@@ -920,7 +1013,7 @@ export type UndoChangesResponse = Message<"boxmaker.v1.UndoChangesResponse"> & {
  * Use `create(UndoChangesResponseSchema)` to create a new message.
  */
 export const UndoChangesResponseSchema: GenMessage<UndoChangesResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 29);
+  messageDesc(file_boxmaker_v1_broker, 30);
 
 /**
  * @generated from message boxmaker.v1.RunHooksRequest
@@ -965,7 +1058,7 @@ export type RunHooksRequest = Message<"boxmaker.v1.RunHooksRequest"> & {
  * Use `create(RunHooksRequestSchema)` to create a new message.
  */
 export const RunHooksRequestSchema: GenMessage<RunHooksRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 30);
+  messageDesc(file_boxmaker_v1_broker, 31);
 
 /**
  * @generated from message boxmaker.v1.HookRunResult
@@ -1018,7 +1111,7 @@ export type HookRunResult = Message<"boxmaker.v1.HookRunResult"> & {
  * Use `create(HookRunResultSchema)` to create a new message.
  */
 export const HookRunResultSchema: GenMessage<HookRunResult> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 31);
+  messageDesc(file_boxmaker_v1_broker, 32);
 
 /**
  * @generated from message boxmaker.v1.RunHooksResponse
@@ -1035,7 +1128,7 @@ export type RunHooksResponse = Message<"boxmaker.v1.RunHooksResponse"> & {
  * Use `create(RunHooksResponseSchema)` to create a new message.
  */
 export const RunHooksResponseSchema: GenMessage<RunHooksResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 32);
+  messageDesc(file_boxmaker_v1_broker, 33);
 
 /**
  * @generated from message boxmaker.v1.ListHooksRequest
@@ -1048,7 +1141,7 @@ export type ListHooksRequest = Message<"boxmaker.v1.ListHooksRequest"> & {
  * Use `create(ListHooksRequestSchema)` to create a new message.
  */
 export const ListHooksRequestSchema: GenMessage<ListHooksRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 33);
+  messageDesc(file_boxmaker_v1_broker, 34);
 
 /**
  * @generated from message boxmaker.v1.ConfiguredHook
@@ -1104,7 +1197,7 @@ export type ConfiguredHook = Message<"boxmaker.v1.ConfiguredHook"> & {
  * Use `create(ConfiguredHookSchema)` to create a new message.
  */
 export const ConfiguredHookSchema: GenMessage<ConfiguredHook> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 34);
+  messageDesc(file_boxmaker_v1_broker, 35);
 
 /**
  * @generated from message boxmaker.v1.ProjectHookFile
@@ -1150,7 +1243,7 @@ export type ProjectHookFile = Message<"boxmaker.v1.ProjectHookFile"> & {
  * Use `create(ProjectHookFileSchema)` to create a new message.
  */
 export const ProjectHookFileSchema: GenMessage<ProjectHookFile> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 35);
+  messageDesc(file_boxmaker_v1_broker, 36);
 
 /**
  * @generated from message boxmaker.v1.ListHooksResponse
@@ -1172,7 +1265,7 @@ export type ListHooksResponse = Message<"boxmaker.v1.ListHooksResponse"> & {
  * Use `create(ListHooksResponseSchema)` to create a new message.
  */
 export const ListHooksResponseSchema: GenMessage<ListHooksResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 36);
+  messageDesc(file_boxmaker_v1_broker, 37);
 
 /**
  * @generated from message boxmaker.v1.TrustHooksRequest
@@ -1194,7 +1287,7 @@ export type TrustHooksRequest = Message<"boxmaker.v1.TrustHooksRequest"> & {
  * Use `create(TrustHooksRequestSchema)` to create a new message.
  */
 export const TrustHooksRequestSchema: GenMessage<TrustHooksRequest> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 37);
+  messageDesc(file_boxmaker_v1_broker, 38);
 
 /**
  * @generated from message boxmaker.v1.TrustHooksResponse
@@ -1211,7 +1304,7 @@ export type TrustHooksResponse = Message<"boxmaker.v1.TrustHooksResponse"> & {
  * Use `create(TrustHooksResponseSchema)` to create a new message.
  */
 export const TrustHooksResponseSchema: GenMessage<TrustHooksResponse> = /*@__PURE__*/
-  messageDesc(file_boxmaker_v1_broker, 38);
+  messageDesc(file_boxmaker_v1_broker, 39);
 
 /**
  * @generated from enum boxmaker.v1.ToolDecision
