@@ -33,6 +33,7 @@ import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-a
 import { SlotFiles } from "./slot-files.js";
 import { slotFilesReply } from "./slot-files-rpc.js";
 import { statusReport, type StatusInit } from "./status-report.js";
+import { Throughput } from "./throughput.js";
 import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream-calls.js";
 
 export interface InferProxyOptions {
@@ -66,6 +67,8 @@ export class InferProxy {
   private readonly memory = new MessagesMemory();
   /** How fast the server reads prompts, for the liveness window of a prefill batch (prefill-pace.ts). */
   private readonly pace = new PrefillPace();
+  /** The server's speed from its own timings, for Status (doctor states budgets in minutes with it). */
+  private readonly throughput = new Throughput();
   /**
    * The template probe's client: not the checked one, so a server that does
    * not match the contract is probed too (what its template will cost is what
@@ -260,6 +263,7 @@ export class InferProxy {
     try {
       for await (const ev of run.events()) {
         if (ev.event?.case === "final") {
+          this.throughput.observe(ev.event.value.timings);
           ev.event.value.messagesToken = this.memory.remember(body.held, req.afterMessagesToken);
           ev.event.value.templateWarning = templateWarning(this.templateProbe);
         }
@@ -292,6 +296,7 @@ export class InferProxy {
       totalSlots: this.totalSlots,
       slotsBody,
       templateProbe: this.templateProbe,
+      throughput: this.throughput.report(),
       holding: (id) => ({ slot: id, heldBy: this.locks.holder(id) ?? "", waiting: this.locks.waiting(id).length }),
     });
   }

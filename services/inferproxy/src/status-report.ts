@@ -26,6 +26,7 @@ export interface StatusFacts {
   /** The body of `GET /slots`, when the server answered it. */
   slotsBody: unknown;
   templateProbe?: TemplateProbeResult;
+  throughput: { generationTokensPerS: number; prefillTokensPerS: number; requests: number };
   holding(slot: number): Pick<SlotHolding, "heldBy" | "waiting">;
 }
 
@@ -54,6 +55,7 @@ export function statusReport(f: StatusFacts): StatusInit {
     buildInfo: props?.build_info ?? "",
     model: props?.model_alias ?? props?.model_path ?? "",
     upstream: f.upstream,
+    throughput: f.throughput,
     selfTest: { ...st, checkedAtUnixMs: BigInt(st.checkedAtUnixMs) },
     ...(f.templateProbe
       ? { templateProbe: { ...f.templateProbe, probedAtUnixMs: BigInt(f.templateProbe.probedAtUnixMs) } }

@@ -19,6 +19,7 @@ function facts(over: Partial<StatusFacts> = {}): StatusFacts {
     upstream: "unix:/llama.sock",
     totalSlots: 2,
     slotsBody: undefined,
+    throughput: { generationTokensPerS: 0, prefillTokensPerS: 0, requests: 0 },
     holding: () => ({ heldBy: "", waiting: 0 }),
     ...over,
   };

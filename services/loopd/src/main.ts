@@ -122,6 +122,8 @@ runMain(async () => {
           sockets: { loopd: config.socket, inferproxy: config.inferproxy_socket, brokerd: config.brokerd_socket },
           sessionsDir: join(config.state_dir, "sessions"),
           sessionLogs: config.session_logs,
+          budgets: config.budgets,
+          maxTokensPerRequest: config.max_tokens,
         }),
         calls,
       ),

@@ -1,3 +1,4 @@
+import type { LoopdConfig } from "./config.js";
 import {
   invalidArgument,
   notFound,
@@ -31,6 +32,9 @@ export interface LoopServiceDeps {
   /** Where the session logs are and when they are compressed, for the disk usage `status` shows. */
   sessionsDir: string;
   sessionLogs: LogRetention;
+  /** The turn budgets and per-request max_tokens, for `doctor` to state at the server's speed. */
+  budgets: LoopdConfig["budgets"];
+  maxTokensPerRequest: number;
 }
 
 /**
@@ -249,6 +253,13 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         disk,
         cacheHealth: runner.cacheHealth.ofServer(),
         slotMapProblem: runner.slotMapProblem(),
+        budgets: {
+          maxIterations: d.budgets.max_iterations,
+          maxTotalTokens: d.budgets.max_total_tokens,
+          maxWallMs: d.budgets.max_wall_ms,
+          maxThinkingTokens: d.budgets.max_thinking_tokens,
+        },
+        maxTokensPerRequest: d.maxTokensPerRequest,
       };
     },
 

@@ -66,14 +66,19 @@ Examples:
       );
       await output(opts, {
         json: async (jsonOf) => {
-          const { TemplateProbeSchema, CacheHealthSchema } = await import("@boxmaker/common/client");
+          const { TemplateProbeSchema, CacheHealthSchema, ThroughputSchema, BudgetsSchema } = await import(
+            "@boxmaker/common/client"
+          );
           const part = (text: string | undefined) => text ?? "null";
           return {
             document:
               `{"model":${JSON.stringify(st.infer?.model ?? "")},` +
               `"template_probe":${part(probe && jsonOf(TemplateProbeSchema, probe))},` +
               `"cache_health":${part(st.cacheHealth && jsonOf(CacheHealthSchema, st.cacheHealth))},` +
-              `"memory_plan":${JSON.stringify(memory.json)}}`,
+              `"memory_plan":${JSON.stringify(memory.json)},` +
+              `"throughput":${part(infer?.throughput && jsonOf(ThroughputSchema, infer.throughput))},` +
+              `"budgets":${part(st.budgets && jsonOf(BudgetsSchema, st.budgets))},` +
+              `"max_tokens_per_request":${st.maxTokensPerRequest}}`,
           };
         },
         text: async () => {
@@ -81,7 +86,9 @@ Examples:
           const s = styleFor(process.stdout);
           // Two writes: the probe's table holds the server's words, which must not pair with the next line.
           printOut(renderProbeTable(probe, st.infer?.model ?? "", s));
-          return `\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n\n${memory.text}`;
+          const { renderBudgetTimes } = await import("../render/budget-times.js");
+          const budgets = renderBudgetTimes(st.budgets, st.maxTokensPerRequest, infer?.throughput);
+          return `\n${s.bold("cache reuse (live, all sessions)")}  ${reuseText(st.cacheHealth)}\n\n${budgets}\n${memory.text}`;
         },
       });
       const probeExit = !probe?.ran ? ExitCode.unavailable : probe.verdict === "ok" ? ExitCode.ok : ExitCode.failed;
