@@ -34,6 +34,7 @@ import { register as registerDoctor } from "./commands/doctor.js";
 import { register as registerMemoryPlan } from "./commands/memory-plan.js";
 import { register as registerHooks } from "./commands/hooks.js";
 import { printErr } from "./render/terminal-safe.js";
+import { usageLine } from "./usage-error.js";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -43,7 +44,8 @@ const program = new Command("boxmaker")
     "loopd's socket (default: $BOXMAKER_SOCKET, cli.json's socket, the stack `boxmaker up` runs, /run/boxmaker/loopd.sock)",
   )
   .option("--timeout <seconds>", "give up on loopd when it does not answer a call within this (default 30)")
-  .showHelpAfterError()
+  // A usage error is one line naming the command's help (usage-error.ts), not the whole help.
+  .configureOutput({ outputError: () => {} })
   .exitOverride()
   .addHelpText("after", EXIT_CODES_HELP);
 
@@ -110,7 +112,9 @@ async function main(): Promise<void> {
 
 async function exitCodeFor(err: unknown): Promise<number> {
   if (err instanceof CommanderError) {
-    return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    if (err.exitCode === 0) return ExitCode.ok;
+    printErr(`${usageLine(program, process.argv.slice(2), err.message)}\n`);
+    return ExitCode.usage;
   }
   if (err instanceof UsageError) {
     printErr(`boxmaker: ${err.message}\n`);

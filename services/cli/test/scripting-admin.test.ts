@@ -92,6 +92,22 @@ describe("boxmaker through pipes: administration", () => {
 
     const renamed = await t.stack.cli(["rename", id, "reading", "life"]);
     expect(renamed.stdout).toBe(`session ${id} is now "reading life"\n`);
+    // Every command that reports something does so as JSON too.
+    expect(JSON.parse((await t.stack.cli(["rename", "--json", id, "reading", "life"])).stdout)).toMatchObject({
+      id,
+      title: "reading life",
+    });
+    expect(JSON.parse((await t.stack.cli(["mode", "--json", id])).stdout)).toEqual({
+      session: id,
+      mode: "ask",
+      previous: "ask",
+    });
+    expect(JSON.parse((await t.stack.cli(["mode", id, "auto-edit", "--json"])).stdout)).toEqual({
+      session: id,
+      mode: "auto-edit",
+      previous: "ask",
+    });
+    expect((await t.stack.cli(["mode", id, "ask"])).stdout).toContain(`${id}: mode ask (was auto-edit)`);
     const md = await t.stack.cli(["export", id, "--reasoning"]);
     expect(md.code).toBe(0);
     expect(md.stdout).toMatch(/^# reading life\n/);
@@ -117,6 +133,12 @@ describe("boxmaker through pipes: administration", () => {
     expect(unconfirmed.code).toBe(2);
     expect(unconfirmed.stderr).toContain("rm without a terminal needs --yes");
     expect(await t.stack.cli(["rm", "-y", id])).toMatchObject({ code: 0, stdout: `deleted session ${id}\n` });
+    t.stack.sim.enqueue({ content: "Short-lived." });
+    const other = events((await t.stack.cli(["run", "--json", "hi"])).stdout)[0]!.session_id as string;
+    expect(JSON.parse((await t.stack.cli(["rm", "-y", "--json", other])).stdout)).toEqual({
+      session: other,
+      deleted: true,
+    });
     expect((await t.stack.cli(["ls", "-a"])).stdout).not.toContain(id);
     expect((await t.stack.cli(["show", id])).code).toBe(1);
 

@@ -43,30 +43,45 @@ Examples:
     .description("show a project hook file and trust exactly that content, so its hooks run")
     .argument("[file]", "the project hook file (default: every one not trusted yet)")
     .option("-y, --yes", "trust without asking (the content is still printed)")
-    .action((file: string | undefined, opts: { yes?: boolean }) =>
+    .option(
+      "--json",
+      'print {"trusted": [{"file", "sha256"}], "declined": [file]} as one JSON object (the content goes to stderr)',
+    )
+    .action((file: string | undefined, opts: { yes?: boolean; json?: boolean }) =>
       withClient(globals(), async (client) => {
         const { projectFiles } = await client.listHooks({});
         const wanted = file
           ? projectFiles.filter((f) => f.file === file)
           : projectFiles.filter((f) => f.state === "untrusted");
         if (file && !wanted.length) throw new UsageError(`${file} is not a project hook file of brokerd's workspaces`);
-        if (!wanted.length) return printErr("no project hook file waits to be trusted\n");
+        const trusted: { file: string; sha256: string }[] = [];
+        const declined: string[] = [];
+        const done = () => output(opts, { json: () => ({ value: { trusted, declined } }), text: () => undefined });
+        if (!wanted.length) {
+          printErr("no project hook file waits to be trusted\n");
+          return done();
+        }
         const { renderTrustQuestion } = await import("../render/hooks.js");
-        const style = styleFor(process.stdout);
+        // With --json stdout is the JSON alone: what is trusted is still shown, on stderr.
+        const show = opts.json ? printErr : printOut;
+        const style = styleFor(opts.json ? process.stderr : process.stdout);
         for (const f of wanted) {
           if (f.state === "invalid") throw new UsageError(`${f.file} is not a valid hook file: ${f.error}`);
-          printOut(renderTrustQuestion(f, style));
+          show(renderTrustQuestion(f, style));
           if (!opts.yes) {
             const { confirm } = await import("../confirm.js");
             if (!(await confirm(`Run the hooks in ${f.file} from now on?`))) {
               printErr("not trusted\n");
+              declined.push(f.file);
               continue;
             }
           }
           // The hash shown, not the file as it is by now: an edit in between is refused by brokerd.
           const res = await client.trustHooks({ file: f.file, sha256: f.sha256 });
-          printOut(`trusted ${res.file?.file} (sha256 ${f.sha256.slice(0, 12)}…)\n`);
+          trusted.push({ file: res.file?.file ?? f.file, sha256: f.sha256 });
+          show(`trusted ${res.file?.file} (sha256 ${f.sha256.slice(0, 12)}…)\n`);
         }
+        return done();
       }),
     );
 }

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { withClient, type LoopClient } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
-import { printOut } from "../render/terminal-safe.js";
+import { output } from "../output.js";
 
 /** What each mode lets through without a person, in the words help, chat and docs/cli.md use. */
 const WHAT: Record<PermissionMode, string> = {
@@ -40,6 +40,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description("show or set a session's permission mode (read-only, ask, auto-edit, auto)")
     .argument("<id>", "the session (see `boxmaker ls`)")
     .argument("[mode]", MODE_CHOICES)
+    .option("--json", 'print {"session", "mode", "previous"} as one JSON object')
     .addHelpText(
       "after",
       `
@@ -53,14 +54,17 @@ Examples:
   boxmaker mode s-mx2icmrq-ac4d6343
   boxmaker mode s-mx2icmrq-ac4d6343 auto-edit`,
     )
-    .action(async (id: string, raw: string | undefined) => {
-      if (raw !== undefined) modeFlag(raw); // a typo is a usage error before any connection
-      const said = await withClient(globals(), async (client) =>
-        raw === undefined
-          ? modeLine(id, (await client.getSession({ id })).session?.mode || "ask")
-          : setMode(client, id, raw),
-      );
-      printOut(`${said}\n`);
+    .action(async (id: string, raw: string | undefined, opts: { json?: boolean }) => {
+      const mode = raw === undefined ? undefined : modeFlag(raw); // a typo is a usage error before any connection
+      const r = await withClient(globals(), async (client) => {
+        const previous = (await client.getSession({ id })).session?.mode || "ask";
+        const now = mode === undefined ? previous : (await client.setSessionMode({ sessionId: id, mode })).mode;
+        return { previous, now };
+      });
+      await output(opts, {
+        json: () => ({ value: { session: id, mode: r.now, previous: r.previous } }),
+        text: () => `${mode === undefined ? modeLine(id, r.now) : modeLine(id, r.now, r.previous)}\n`,
+      });
     });
 }
 

@@ -3,7 +3,7 @@ import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
-import { printOut, printErr } from "../render/terminal-safe.js";
+import { printErr } from "../render/terminal-safe.js";
 import { UsageError } from "../errors.js";
 
 /** archive, rm and rename: a session's lifecycle. */
@@ -27,6 +27,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .description("delete a session and its log for good")
     .argument("<id>", "the session (see `boxmaker ls -a`)")
     .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
+    .option("--json", 'print {"session", "deleted"} as one JSON object')
     .addHelpText(
       "after",
       `
@@ -37,7 +38,7 @@ Examples:
   boxmaker rm s-mx2icmrq-ac4d6343
   boxmaker rm -y s-mx2icmrq-ac4d6343`,
     )
-    .action(async (id: string, opts: { yes?: boolean }) => {
+    .action(async (id: string, opts: { yes?: boolean; json?: boolean }) => {
       if (!opts.yes && !process.stdin.isTTY) {
         throw new UsageError("rm without a terminal needs --yes (-y): there is nobody to ask for confirmation");
       }
@@ -53,7 +54,10 @@ Examples:
           }
         }
         const res = await client.deleteSession({ id });
-        printOut(res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`);
+        await output(opts, {
+          json: () => ({ value: { session: id, deleted: res.deleted } }),
+          text: () => (res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`),
+        });
         if (!res.deleted) process.exitCode = ExitCode.failed;
       });
     });
@@ -63,9 +67,13 @@ Examples:
     .description("give a session a new title")
     .argument("<id>", "the session (see `boxmaker ls`)")
     .argument("<title...>", "the new title")
+    .option("--json", "print the renamed session as JSON")
     .addHelpText("after", '\nExamples:\n  boxmaker rename s-mx2icmrq-ac4d6343 "fix the flaky parser test"')
-    .action(async (id: string, words: string[]) => {
+    .action(async (id: string, words: string[], opts: { json?: boolean }) => {
       const info = await withClient(globals(), (client) => client.renameSession({ id, title: words.join(" ") }));
-      printOut(`session ${info.id} is now "${info.title}"\n`);
+      await output(opts, {
+        json: async () => proto((await import("@boxmaker/common/client")).SessionInfoSchema, info),
+        text: () => `session ${info.id} is now "${info.title}"\n`,
+      });
     });
 }
