@@ -4,7 +4,7 @@ import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
 import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
-import { guardRoot, SecretIdentities } from "./secret-identity.js";
+import { type FileIdentity, guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
 
 export interface ResolvedPath {
@@ -242,7 +242,7 @@ export class PathGuard {
     const readOnly: string[] = [];
     const protectedIds = new Map<string, number>();
     const gitShaped = new Set<string>();
-    const identities: { dev: number; ino: number }[] = [];
+    const identities: FileIdentity[] = [];
     let seen = 0;
     const walk = (
       root: string,
@@ -366,11 +366,11 @@ export class PathGuard {
   }
 }
 
-function idOf(abs: string): { dev: number; ino: number } {
+export function idOf(abs: string): FileIdentity {
   try {
     const st = lstatSync(abs);
-    return { dev: st.dev, ino: st.ino };
+    return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };
   } catch {
-    return { dev: -1, ino: -1 };
+    return { dev: -1, ino: -1, birthtimeMs: 0 };
   }
 }

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { ConfigError } from "@boxmaker/common";
+import { PathGuard } from "../src/policy/paths.js";
+import { RULE_SOURCE } from "../src/secrets/rules.js";
+import { ResultSecrets } from "../src/secrets/result-secrets.js";
+import { defaultRules, entropy, maskMarker, maskSecrets, scanSecrets } from "../src/secrets/scan.js";
+
+const RULES = defaultRules();
+const EXAMPLES = RULES.flatMap((r) => r.examples.map((ex) => ({ rule: r, ex })));
+
+describe("secret rules (secrets/rules.json)", () => {
+  it("are gitleaks' own, with their source, commit and license recorded", () => {
+    expect(RULE_SOURCE).toMatchObject({ project: "https://github.com/gitleaks/gitleaks", license: "MIT" });
+    expect(RULE_SOURCE.commit).toMatch(/^[0-9a-f]{40}$/);
+    for (const id of ["private-key", "aws-access-token", "github-pat", "gitlab-pat", "slack-bot-token", "jwt"])
+      expect(RULES.map((r) => r.id)).toContain(id);
+  });
+
+  it.each(EXAMPLES.map((e) => [e.rule.id, e.ex.slice(0, 24), e] as const))(
+    "%s finds its own example (%s…) and the mask leaves none of it",
+    (_id, _short, { rule, ex }) => {
+      const text = `before\n${ex}\nafter\n`;
+      const own = scanSecrets(text, [rule]);
+      expect(own.length).toBeGreaterThan(0);
+      const masked = maskSecrets(text, scanSecrets(text));
+      expect(masked).toContain("[secret masked: ");
+      expect(masked.startsWith("before\n")).toBe(true);
+      for (const f of own) expect(masked).not.toContain(text.slice(f.start, f.end));
+    },
+  );
+
+  it("finds nothing in ordinary code and config that only names a secret", () => {
+    for (const text of [
+      "const token = getToken(req);",
+      'password = os.environ["DB_PASSWORD"]',
+      // A reference to another variable, not a value.
+      `API_KEY=${"$"}{API_KEY}`,
+      "PASSWORD=changeme",
+      "secret_key: <your key here>",
+      "the token is in the vault; ask ops",
+      "sk_live_ is the prefix of a live key",
+      "-----BEGIN CERTIFICATE-----",
+    ])
+      expect(scanSecrets(text), text).toEqual([]);
+  });
+
+  it("measures entropy as gitleaks does (bits per character)", () => {
+    expect(entropy("aaaa")).toBe(0);
+    expect(entropy("abab")).toBe(1);
+    expect(entropy("abcdefgh")).toBe(3);
+  });
+
+  it("masks deterministically: the same text masks the same way, a masked text is stable, and no secret survives", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom(...EXAMPLES.map((e) => e.ex))), {
+          maxLength: 6,
+        }),
+        (pieces) => {
+          const text = pieces.join("\n");
+          const masked = maskSecrets(text, scanSecrets(text));
+          expect(maskSecrets(text, scanSecrets(text))).toBe(masked);
+          expect(maskSecrets(masked, scanSecrets(masked))).toBe(masked);
+          for (const e of EXAMPLES) if (text.includes(e.ex)) expect(masked).not.toContain(e.ex);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("merges overlapping finds into one marker", () => {
+    expect(
+      maskSecrets("abcdefgh", [
+        { rule: "a", start: 1, end: 4 },
+        { rule: "b", start: 3, end: 6 },
+      ]),
+    ).toBe(`a${maskMarker("a")}gh`);
+  });
+});
+
+describe("secrets.allow", () => {
+  const guard = new PathGuard([], [], []);
+  it("refuses a rule id the rules do not have, so a typo cannot look like an exception", () => {
+    expect(() => new ResultSecrets([{ rule: "github-pta" }], guard)).toThrow(ConfigError);
+    expect(() => new ResultSecrets([{ rule: "github-pat" }, { path: "fixtures/**" }], guard)).not.toThrow();
+  });
+  it("passes what a rule entry allows through the network check, and nothing else", () => {
+    const gh = RULES.find((r) => r.id === "github-pat")!.examples[0]!;
+    const aws = RULES.find((r) => r.id === "aws-access-token")!.examples[0]!;
+    const s = new ResultSecrets([{ rule: "github-pat" }, { path: "x/**", rule: "aws-access-token" }], guard);
+    expect(s.find(`${gh} ${aws}`).map((f) => f.rule)).toEqual(["aws-access-token"]);
+  });
+});
