@@ -120,6 +120,7 @@ export class Broker {
           // A host an ask rule names is put to the person as a proposal; approved ones are the session's grants.
           proposals,
           record: (run, command, c, scope) => audit.record(connectionLine(run, command, c, scope)),
+          findSecrets: (text) => secrets.find(text),
         })
       : undefined;
     const sandbox = Sandbox.probe(
