@@ -21,6 +21,9 @@ KEEP = [
     "huggingface-access-token",
 ]
 
+# Rules whose match can span lines (the rest are matched line by line, which is what keeps scanning fast).
+MULTILINE = {"private-key"}
+
 checkout, commit = pathlib.Path(sys.argv[1]), sys.argv[2]
 cfg = tomllib.loads((checkout / "config" / "gitleaks.toml").read_text())
 by_id = {r["id"]: r for r in cfg["rules"]}
@@ -31,6 +34,7 @@ for rid in KEEP:
            "keywords": r.get("keywords", [])}
     if "entropy" in r: out["entropy"] = r["entropy"]
     if "secretGroup" in r: out["secretGroup"] = r["secretGroup"]
+    if rid in MULTILINE: out["multiline"] = True
     rules.append(out)
 
 here = pathlib.Path(__file__).resolve().parent.parent / "services/brokerd/src/secrets/rules.json"

@@ -69,6 +69,42 @@ describe("secret rules (secrets/rules.json)", () => {
     );
   });
 
+  it("finds line by line exactly what each rule finds over the whole text", () => {
+    const whole = (text: string) => {
+      const lower = text.toLowerCase();
+      const out: { rule: string; start: number; end: number }[] = [];
+      for (const r of RULES) {
+        if (r.keywords.length && !r.keywords.some((k) => lower.includes(k))) continue;
+        const m = r.re.matcher(text);
+        while (m.find()) {
+          const [start, end] = [m.start(r.group), m.end(r.group)];
+          if (start >= 0 && end > start && (!r.entropy || entropy(text.slice(start, end)) >= r.entropy))
+            out.push({ rule: r.id, start, end });
+        }
+      }
+      return out.sort((a, b) => a.start - b.start || b.end - a.end || a.rule.localeCompare(b.rule));
+    };
+    const byPlace = (xs: { rule: string; start: number; end: number }[]) =>
+      [...xs].sort((a, b) => a.start - b.start || b.end - a.end || a.rule.localeCompare(b.rule));
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.string({ maxLength: 30 }),
+            fc.constantFrom(...EXAMPLES.map((e) => e.ex), "key", "token: ", "x".repeat(5000)),
+          ),
+          { maxLength: 12 },
+        ),
+        fc.constantFrom("\n", " ", "\n\n", ""),
+        (pieces, sep) => {
+          const text = pieces.join(sep);
+          expect(byPlace(scanSecrets(text))).toEqual(whole(text));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it("merges overlapping finds into one marker", () => {
     expect(
       maskSecrets("abcdefgh", [

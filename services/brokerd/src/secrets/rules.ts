@@ -10,6 +10,7 @@ interface RuleData {
   keywords: string[];
   entropy?: number;
   secretGroup?: number;
+  multiline?: boolean;
   examples: string[];
 }
 
@@ -22,6 +23,8 @@ export interface SecretRule {
   readonly entropy: number;
   /** Which group is the secret: what is measured and masked. 0: the whole match. */
   readonly group: number;
+  /** Its match can span lines (a key block); every other rule is run on single lines only. */
+  readonly multiline: boolean;
   readonly examples: readonly string[];
 }
 
@@ -41,6 +44,7 @@ export function loadRules(rules: readonly RuleData[] = data.rules): SecretRule[]
       keywords: r.keywords.map((k) => k.toLowerCase()),
       entropy: r.entropy ?? 0,
       group,
+      multiline: r.multiline ?? false,
       examples: r.examples,
     };
   });
