@@ -116,6 +116,12 @@ export class PathGuard {
   private readonly reviewedGlobs: PathMatcher;
   /** Secrets by what they are, not what they are called: a rename or a hard link keeps them secret. */
   readonly secretIds = new SecretIdentities();
+  /**
+   * Files found holding a secret by content (secrets/), where each was found: a
+   * command's sandbox masks them as it masks a named secret, while they are
+   * still that file. Bounded like the identities.
+   */
+  private readonly contentSecrets = new Map<string, FileIdentity>();
   /** Protected files brokerd's own tools wrote, with the inode each write left. */
   private readonly writtenByTools = new Map<string, number>();
 
@@ -223,6 +229,27 @@ export class PathGuard {
     return this.protectedPaths.some((p) => within(p, abs));
   }
 
+  /** A file found holding a secret: refused to file tools by identity, masked from commands at its path. */
+  rememberSecretFile(abs: string): void {
+    const id = idOf(abs);
+    if (id.ino < 0) return;
+    this.secretIds.add([id]);
+    this.contentSecrets.delete(abs);
+    this.contentSecrets.set(abs, id);
+    if (this.contentSecrets.size > 10_000) this.contentSecrets.delete(this.contentSecrets.keys().next().value!);
+  }
+
+  /** The remembered files still at their path and still the same file; the rest are forgotten here. */
+  private contentSecretsNow(): string[] {
+    const out: string[] = [];
+    for (const [abs, id] of this.contentSecrets) {
+      const now = idOf(abs);
+      if (now.ino >= 0 && now.dev === id.dev && now.ino === id.ino && this.secretIds.has(now)) out.push(abs);
+      else this.contentSecrets.delete(abs);
+    }
+    return out;
+  }
+
   /** Secret files and directories inside the roots (the walk of `scan`). */
   secretsInside(limit = SECRET_WALK_LIMIT): { path: string; dir: boolean }[] {
     return this.scan(limit).hidden;
@@ -313,6 +340,8 @@ export class PathGuard {
     };
     for (const r of this.roots) walk(r, r, 0, false, false, []);
     this.secretIds.add(identities);
+    for (const abs of this.contentSecretsNow())
+      if (!hidden.some((h) => h.path === abs || (h.dir && within(h.path, abs)))) hidden.push({ path: abs, dir: false });
     const pinned = new Set<string>();
     const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));
     for (const p of [...hidden.map((h) => h.path), ...readOnly]) {
@@ -366,7 +395,7 @@ export class PathGuard {
   }
 }
 
-export function idOf(abs: string): FileIdentity {
+function idOf(abs: string): FileIdentity {
   try {
     const st = lstatSync(abs);
     return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };

@@ -2,7 +2,7 @@ import { isAbsolute, join } from "node:path";
 import { ConfigError } from "@boxmaker/common";
 import type { SecretAllowEntry } from "../config-types.js";
 import { PathMatcher } from "../policy/glob.js";
-import { idOf, type PathGuard, type ResolvedPath } from "../policy/paths.js";
+import type { PathGuard, ResolvedPath } from "../policy/paths.js";
 import type { Plan, ToolDef } from "../tool-table.js";
 import { type FoundSecret, defaultRules, maskSecrets, scanSecrets } from "./scan.js";
 import type { SecretRule } from "./rules.js";
@@ -42,7 +42,8 @@ function fileSpans(tool: ToolDef, plan: Plan | undefined, text: string): FileSpa
 /**
  * Secrets recognised by content in what a tool returns, masked before the
  * model, the blob store or a hook sees it; a file found holding one is a
- * secret by identity from then on (refused like a named one). The operator's
+ * secret by identity from then on (refused like a named one, and masked from
+ * commands while it is still that file at that path). The operator's
  * `secrets.allow` entries are the way out for a false positive.
  */
 export class ResultSecrets {
@@ -50,7 +51,7 @@ export class ResultSecrets {
 
   constructor(
     allow: readonly SecretAllowEntry[],
-    private readonly guard: Pick<PathGuard, "secretIds">,
+    private readonly guard: Pick<PathGuard, "rememberSecretFile">,
     private readonly rules: readonly SecretRule[] = defaultRules(),
   ) {
     const known = new Set(rules.map((r) => r.id));
@@ -93,7 +94,7 @@ export class ResultSecrets {
       const file = fileAt(f);
       if (file) files.add(file.abs);
     }
-    this.guard.secretIds.add([...files].map(idOf));
+    for (const abs of files) this.guard.rememberSecretFile(abs);
     return maskSecrets(text, masked);
   }
 }

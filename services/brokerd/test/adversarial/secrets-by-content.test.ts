@@ -18,6 +18,7 @@ import { bwrapPath } from "../helpers.js";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 const MAIN = join(ROOT, "services/brokerd/dist/main.js");
+const MCP_FIXTURE = fileURLToPath(new URL("../fixtures/mcp-stdio-server.mjs", import.meta.url));
 /** Left to the allow entry test: the property must not count what the operator let through. */
 const ALLOWED_RULE = "huggingface-access-token";
 const RULES = defaultRules().filter((r) => r.id !== ALLOWED_RULE);
@@ -72,7 +73,7 @@ function leaks(content: string, parts: readonly string[]): boolean {
 }
 
 const NAMES = ["notes.txt", "secrets/api_token", "my-secret.conf", "prod-passwords.txt", "db_password.txt", "README"];
-const TOOLS = ["read_file", "search_files", "cat", "cat -n", "grep -rn", "tar", "fetch_url"] as const;
+const TOOLS = ["read_file", "search_files", "cat", "cat -n", "grep -rn", "tar", "fetch_url", "mcp"] as const;
 
 const haveTools = requires("brokerd as a process with bwrap", ["python3", "bwrap"]);
 
@@ -103,6 +104,17 @@ beforeAll(async () => {
         ],
       },
       secrets: { allow: [{ rule: ALLOWED_RULE }, { path: "fixtures/**" }] },
+      // An MCP server whose tool returns what it is given: a result holding a secret, as a server's would.
+      mcp_servers: {
+        fx: {
+          transport: "stdio",
+          command: process.execPath,
+          args: [MCP_FIXTURE],
+          risk: "read",
+          path_args: [],
+          sandbox: false,
+        },
+      },
     }),
   );
   notify = new FakeNotifySocket(join(t.dir, "notify.sock"));
@@ -114,6 +126,9 @@ beforeAll(async () => {
   await notify.waitFor("READY=1");
   client = createClient(BrokerService, sock);
   await call("find_tool", { query: "fetch a web page url" });
+  // The server connects in the background: its tool is found once it is up.
+  while (!(await call("find_tool", { query: "echo the given text" })).includes("fx.echo"))
+    await new Promise((ok) => setTimeout(ok, 50));
 }, 60_000);
 
 afterAll(async () => {
@@ -127,7 +142,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(!haveTools)("secrets by content, through the real daemon", () => {
-  it("sends the model 0 bytes of any recognised secret: formats × innocent names × read_file, search_files, cat, cat -n, grep -rn, tar, fetch_url", async () => {
+  it("sends the model 0 bytes of any recognised secret: formats × innocent names × read_file, search_files, cat, cat -n, grep -rn, tar, fetch_url, an MCP tool", async () => {
     let inputs = 0;
     let leaked = 0;
     await fc.assert(
@@ -155,6 +170,7 @@ describe.skipIf(!haveTools)("secrets by content, through the real daemon", () =>
           else if (tool === "grep -rn") got = await call("run_command", { command: `grep -rn . '${dir}'` });
           else if (tool === "tar")
             got = await call("run_command", { command: `tar cf /tmp/a.tar '${rel}' && tar xOf /tmp/a.tar` });
+          else if (tool === "mcp") got = await call("call_tool", { name: "fx.echo", arguments: { text } });
           else {
             bodies.set(`/b/${inputs}`, text);
             got = await call("call_tool", {
@@ -167,10 +183,15 @@ describe.skipIf(!haveTools)("secrets by content, through the real daemon", () =>
           expect(got).toContain("[secret masked: ");
           if (leaks(got, parts)) leaked++;
           expect(leaks(got, parts)).toBe(false);
-          if (tool === "read_file") {
-            // Remembered by identity: the next read is refused like a named secret.
+          if (tool === "read_file" || tool === "search_files") {
+            // Remembered by identity: the next read is refused like a named secret…
             const again = await call("read_file", { path: rel });
             expect(again).toContain("secret file under another name");
+            // …and a command finds it masked as a named secret is (/dev/null, not readable), so no re-encoding
+            // brings it back.
+            const encoded = await call("run_command", { command: `base64 -w0 '${rel}'` });
+            expect(encoded).toContain("Permission denied");
+            expect(encoded).not.toContain(Buffer.from(text).toString("base64").slice(0, 16));
           }
         },
       ),
