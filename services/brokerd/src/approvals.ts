@@ -117,7 +117,11 @@ export class Approvals {
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
     const text = capForSession(this.d, p.session_id, tool, checked.plan, r.text, r.discloses).text;
     const ctx = { sessionId: p.session_id, callId: p.call_id, tool: tool.name, args: JSON.parse(p.arguments_json) };
-    const note = (await this.d.hooks?.postTool({ ...ctx, result: text, isError: r.isError })) ?? "";
+    const note = this.d.secrets.mask(
+      tool,
+      undefined,
+      (await this.d.hooks?.postTool({ ...ctx, result: text, isError: r.isError })) ?? "",
+    );
     return this.d.proposals.finish(p, "applied", text + note);
   }
 }

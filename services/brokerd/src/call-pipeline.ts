@@ -207,7 +207,12 @@ export class CallPipeline {
       });
     }
     const capped = capForSession(this.d, req.sessionId, tool, plan, r.text, r.discloses);
-    const note = (await this.d.hooks?.postTool({ ...ctx, result: capped.text, isError: r.isError }, signal)) ?? "";
+    // A post_tool hook's words reach the model too: masked like the result (a hook may print what it read).
+    const note = this.d.secrets.mask(
+      tool,
+      undefined,
+      (await this.d.hooks?.postTool({ ...ctx, result: capped.text, isError: r.isError }, signal)) ?? "",
+    );
     return {
       decision: ToolDecision.ALLOWED,
       content: capped.text + note,
