@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { ConfigError } from "@boxmaker/common";
 import { PathGuard } from "../src/policy/paths.js";
 import { RULE_SOURCE } from "../src/secrets/rules.js";
+import { bareValueIn, isBareSecretValue, nameSaysSecret } from "../src/secrets/named-value.js";
 import { ResultSecrets } from "../src/secrets/result-secrets.js";
 import { defaultRules, entropy, maskMarker, maskSecrets, scanSecrets } from "../src/secrets/scan.js";
 
@@ -126,5 +127,31 @@ describe("secrets.allow", () => {
     const aws = RULES.find((r) => r.id === "aws-access-token")!.examples[0]!;
     const s = new ResultSecrets([{ rule: "github-pat" }, { path: "x/**", rule: "aws-access-token" }], guard);
     expect(s.find(`${gh} ${aws}`).map((f) => f.rule)).toEqual(["aws-access-token"]);
+  });
+});
+
+describe("a bare value in a file named like a secret (named-value.ts)", () => {
+  it("needs the name and the content together", () => {
+    for (const n of ["secrets/db_password.txt", "api_token", "prod-passwords.txt", "my-secret.conf", "x/API-KEY"])
+      expect(nameSaysSecret(n), n).toBe(true);
+    for (const n of ["notes.txt", "README", "secrets/notes.txt", "config.yaml"])
+      expect(nameSaysSecret(n), n).toBe(false);
+    expect(bareValueIn("Zq8xK2mP9wLr4TbN\n")).toEqual({ start: 0, end: 16 });
+    expect(bareValueIn("\n  Zq8xK2mP9wLr4TbN  \n\n")).toEqual({ start: 3, end: 19 });
+    // A document, a sentence, a low-entropy word, a short one: not a bare secret.
+    for (const t of ["# Password policy\nUse 12 characters.\n", "ask ops for it", "aaaaaaaaaaaa", "Zq8x2m"])
+      expect(bareValueIn(t), t).toBeUndefined();
+  });
+  it("finds any generated high-entropy token on its own line", () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[A-Za-z0-9+/_=-]{8,200}$/).filter((v) => entropy(v) >= 3),
+        fc.constantFrom("", "\n", "\r\n", "\n\n"),
+        (v, end) => {
+          expect(isBareSecretValue(v)).toBe(true);
+          expect(bareValueIn(`${v}${end}`)).toBeDefined();
+        },
+      ),
+    );
   });
 });

@@ -1,4 +1,15 @@
-import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  readdirSync,
+  realpathSync,
+  type Dirent,
+} from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
@@ -6,6 +17,7 @@ import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { type FileIdentity, guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
+import { NAMED_VALUE_MAX_BYTES } from "../secrets/named-value.js";
 
 export interface ResolvedPath {
   /** What the model asked for, for messages. */
@@ -229,6 +241,35 @@ export class PathGuard {
     return this.protectedPaths.some((p) => within(p, abs));
   }
 
+  /**
+   * Which files named like a secret the walk reads to decide by their content
+   * (secrets/named-value.ts), and how it decides: ResultSecrets registers
+   * itself, so the walk and the results judge a file the same way.
+   */
+  private byContent?: { wants(name: string): boolean; holds(rel: string, abs: string, text: string): boolean };
+
+  recogniseByContent(judge: NonNullable<PathGuard["byContent"]>): void {
+    this.byContent = judge;
+  }
+
+  /** A small regular file the content judge wants and finds holding a secret (never a FIFO: O_NONBLOCK). */
+  private holdsSecret(name: string, rel: string, abs: string): boolean {
+    if (!this.byContent?.wants(name)) return false;
+    let fd: number | undefined;
+    try {
+      fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > NAMED_VALUE_MAX_BYTES) return false;
+      const buf = Buffer.alloc(st.size);
+      const n = readSync(fd, buf, 0, st.size, 0);
+      return this.byContent.holds(rel, abs, buf.subarray(0, n).toString("utf8"));
+    } catch {
+      return false; // vanished or unreadable: brokerd cannot read it, and neither can the sandbox
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
   /** A file found holding a secret: refused to file tools by identity, masked from commands at its path. */
   rememberSecretFile(abs: string): void {
     const id = idOf(abs);
@@ -325,6 +366,7 @@ export class PathGuard {
           if (e.isDirectory() || e.isFile()) readOnly.push(abs);
         }
         if (e.isSymbolicLink()) continue;
+        if (e.isFile() && !this.isSecret(rel, abs) && this.holdsSecret(e.name, rel, abs)) this.rememberSecretFile(abs);
         if (this.isSecret(rel, abs)) {
           if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
           if (e.isFile()) identities.push(idOf(abs));

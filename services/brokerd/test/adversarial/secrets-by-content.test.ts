@@ -10,7 +10,8 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BrokerService, type ClientOf, createClient } from "@boxmaker/common";
-import { defaultRules, scanSecrets } from "../../src/secrets/scan.js";
+import { nameSaysSecret } from "../../src/secrets/named-value.js";
+import { defaultRules, entropy, scanSecrets } from "../../src/secrets/scan.js";
 import { FakeNotifySocket } from "../../../../test/support/notify-socket.js";
 import { requires } from "../../../../test/support/requirements.js";
 import { tempDir } from "../../../../test/support/tmp.js";
@@ -178,9 +179,15 @@ describe.skipIf(!haveTools)("secrets by content, through the real daemon", () =>
               arguments: { url: `http://127.0.0.1:${port}/b/${inputs}` },
             });
           }
-          // The call did run and returned the file's other lines: the secret was masked, not the call refused.
-          expect(got).toContain("example.org");
-          expect(got).toContain("[secret masked: ");
+          const command = tool !== "read_file" && tool !== "search_files" && tool !== "fetch_url" && tool !== "mcp";
+          if (command && nameSaysSecret(name)) {
+            // Named like a secret and holding one: the sandbox masks the whole file, as a named secret.
+            expect(got).not.toContain("example.org");
+          } else {
+            // The call did run and returned the file's other lines: the secret was masked, not the call refused.
+            expect(got).toContain("example.org");
+            expect(got).toContain("[secret masked: ");
+          }
           if (leaks(got, parts)) leaked++;
           expect(leaks(got, parts)).toBe(false);
           if (tool === "read_file" || tool === "search_files") {
@@ -199,6 +206,41 @@ describe.skipIf(!haveTools)("secrets by content, through the real daemon", () =>
     );
     expect(leaked).toBe(0);
   }, 240_000);
+
+  it("a file named like a secret holding one bare value: 0 bytes of it through read_file, search_files, cat, tar, grep", async () => {
+    const HINTED = ["secrets/db_password.txt", "secrets/api_token", "prod-passwords.txt", "my-secret.conf", "gh.token"];
+    let k = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.stringMatching(/^[A-Za-z0-9+/_=!@%^*-]{12,64}$/).filter((v) => entropy(v) >= 3.2),
+        fc.constantFrom(...HINTED),
+        fc.constantFrom("read_file", "search_files", "cat", "tar", "grep"),
+        fc.boolean(),
+        async (value, name, tool, trailingNewline) => {
+          const dir = `bare${++k}`;
+          const rel = `${dir}/${name}`;
+          mkdirSync(join(ws, rel, ".."), { recursive: true });
+          writeFileSync(join(ws, rel), trailingNewline ? `${value}\n` : value);
+          let got: string;
+          if (tool === "read_file") got = await call("read_file", { path: rel });
+          else if (tool === "search_files") got = await call("search_files", { pattern: ".", path: dir });
+          else if (tool === "cat") got = await call("run_command", { command: `cat '${rel}'` });
+          else if (tool === "tar")
+            got = await call("run_command", { command: `tar cf /tmp/b.tar '${rel}'; tar xOf /tmp/b.tar` });
+          else got = await call("run_command", { command: `grep -r . '${dir}'` });
+          expect(got).not.toContain(value);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  }, 240_000);
+
+  it("leaves a bare value alone in a file whose name says nothing (no false positive from content alone)", async () => {
+    mkdirSync(join(ws, "plain"), { recursive: true });
+    writeFileSync(join(ws, "plain", "notes.txt"), "Zq8xK2mP9wLr4TbN\n");
+    expect(await call("read_file", { path: "plain/notes.txt" })).toContain("Zq8xK2mP9wLr4TbN");
+    expect(await call("run_command", { command: "cat plain/notes.txt" })).toContain("Zq8xK2mP9wLr4TbN");
+  }, 60_000);
 
   it("lets an allow entry through: a rule the operator turned off, and files under an allowed path", async () => {
     const hf = defaultRules().find((r) => r.id === ALLOWED_RULE)!.examples[0]!;
