@@ -8,6 +8,7 @@ import { keepChange } from "./keep-change.js";
 import { decideNetworkAsk } from "./net-proxy/grant.js";
 import { isChecked, planCall, type PlanDeps } from "./plan-call.js";
 import { capForSession } from "./result-cap.js";
+import type { ResultSecrets } from "./secrets/result-secrets.js";
 import { staleReason, type ProposalRecord, type ProposalStore } from "./staging.js";
 import type { ToolTable, ToolText } from "./tool-table.js";
 
@@ -17,6 +18,7 @@ export interface ApprovalDeps extends PlanDeps {
   readonly proposals: ProposalStore;
   readonly checkpoints: Checkpoints;
   readonly disclosure: Disclosure;
+  readonly secrets: ResultSecrets;
   /** post_tool hooks run after an approved call as after an allowed one; absent: none. */
   readonly hooks?: Hooks;
   record(r: AuditRecord): void;
@@ -102,7 +104,8 @@ export class Approvals {
     }
     // An MCP call that errored did not do what was approved (the server was down, refused or timed out,
     // or the tool itself failed): that is a failure to apply, reported with the server's words.
-    if (tool.kind === "mcp" && r.isError) return fail(`${tool.name} failed: ${r.text}`);
+    if (tool.kind === "mcp" && r.isError)
+      return fail(`${tool.name} failed: ${this.d.secrets.mask(tool, checked.plan, r.text)}`);
     if (!r.isError) {
       keepChange(this.d.checkpoints, this.d.log, checked.plan, {
         session: p.session_id,
@@ -112,9 +115,13 @@ export class Approvals {
       });
     }
     // It ran: a command's non-zero exit is part of its result, not a failure to apply.
-    const text = capForSession(this.d, p.session_id, tool, r.text, r.discloses).text;
+    const text = capForSession(this.d, p.session_id, tool, checked.plan, r.text, r.discloses).text;
     const ctx = { sessionId: p.session_id, callId: p.call_id, tool: tool.name, args: JSON.parse(p.arguments_json) };
-    const note = (await this.d.hooks?.postTool({ ...ctx, result: text, isError: r.isError })) ?? "";
+    const note = this.d.secrets.mask(
+      tool,
+      undefined,
+      (await this.d.hooks?.postTool({ ...ctx, result: text, isError: r.isError })) ?? "",
+    );
     return this.d.proposals.finish(p, "applied", text + note);
   }
 }

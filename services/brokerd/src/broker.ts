@@ -24,6 +24,7 @@ import { checkBrokerConfig } from "./config-check.js";
 import { unsandboxedWarning } from "./unsandboxed-warning.js";
 import { BLOB_READERS } from "./result-cap.js";
 import { Sandbox } from "./sandbox.js";
+import { ResultSecrets } from "./secrets/result-secrets.js";
 import { ProposalStore, type ProposalRecord } from "./staging.js";
 import type { ToolTable } from "./tool-table.js";
 import { builtinTable } from "./tools/index.js";
@@ -56,6 +57,7 @@ export class Broker {
     readonly mcp: McpServers,
     private readonly audit: AuditLog,
     private readonly disclosure: Disclosure,
+    secrets: ResultSecrets,
     log: Logger,
   ) {
     // Computed once: the epoch's array depends on the config alone, never on MCP servers.
@@ -78,6 +80,7 @@ export class Broker {
     const shared = {
       config,
       guard,
+      secrets,
       blobs,
       sandbox,
       log,
@@ -99,6 +102,7 @@ export class Broker {
     const protectedPaths = [...config.protected_paths, config.state_dir, INSTALL_ROOT];
     if (opts.configPath) protectedPaths.push(opts.configPath);
     const guard = new PathGuard(config.workspace_roots, protectedPaths, config.secret_patterns, protectionOf(config));
+    const secrets = new ResultSecrets(config.secrets.allow, guard);
     const audit = new AuditLog(join(config.state_dir, "audit.jsonl"), opts.log, {
       rotateBytes: config.audit_log.rotate_bytes,
       keepFiles: config.audit_log.keep_files,
@@ -121,6 +125,7 @@ export class Broker {
           // A host an ask rule names is put to the person as a proposal; approved ones are the session's grants.
           proposals,
           record: (run, command, c, scope) => audit.record(connectionLine(run, command, c, scope)),
+          findSecrets: (text) => secrets.find(text),
         })
       : undefined;
     const sandbox = Sandbox.probe(
@@ -143,6 +148,7 @@ export class Broker {
       mcp,
       audit,
       disclosureFile(join(config.state_dir, "disclosure.jsonl"), config.disclosure.retention_days, opts.log),
+      secrets,
       opts.log,
     );
     if (sandbox.state === "unsandboxed")

@@ -22,6 +22,7 @@ import { metaGate, withFloor } from "./policy/gate.js";
 import { READ_ONLY_RULE, underMode } from "./policy/mode.js";
 import type { Decision } from "./policy/rules.js";
 import { capForSession } from "./result-cap.js";
+import type { ResultSecrets } from "./secrets/result-secrets.js";
 import type { ProposalStore } from "./staging.js";
 import type { Plan, ToolDef, ToolTable } from "./tool-table.js";
 import type { CallToolArgs, FindToolArgs } from "./tools/meta.js";
@@ -34,6 +35,7 @@ export interface PipelineDeps extends PlanDeps {
   readonly search: ToolSearch;
   readonly proposals: ProposalStore;
   readonly checkpoints: Checkpoints;
+  readonly secrets: ResultSecrets;
   /** pre_tool and post_tool hooks; absent: none. */
   readonly hooks?: Hooks;
   record(r: AuditRecord): void;
@@ -204,8 +206,13 @@ export class CallPipeline {
         proposalId: "",
       });
     }
-    const capped = capForSession(this.d, req.sessionId, tool, r.text, r.discloses);
-    const note = (await this.d.hooks?.postTool({ ...ctx, result: capped.text, isError: r.isError }, signal)) ?? "";
+    const capped = capForSession(this.d, req.sessionId, tool, plan, r.text, r.discloses);
+    // A post_tool hook's words reach the model too: masked like the result (a hook may print what it read).
+    const note = this.d.secrets.mask(
+      tool,
+      undefined,
+      (await this.d.hooks?.postTool({ ...ctx, result: capped.text, isError: r.isError }, signal)) ?? "",
+    );
     return {
       decision: ToolDecision.ALLOWED,
       content: capped.text + note,

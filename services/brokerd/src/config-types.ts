@@ -17,3 +17,4 @@ export type McpServerConfig = BrokerConfig["mcp_servers"][string];
 export type ExtraCoreTool = BrokerConfig["extra_core_tools"][number];
 export type SandboxLimits = BrokerConfig["sandbox"]["limits"];
 export type NetProxyConfig = BrokerConfig["sandbox"]["net_proxy"];
+export type SecretAllowEntry = BrokerConfig["secrets"]["allow"][number];

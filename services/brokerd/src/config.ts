@@ -273,6 +273,23 @@ export const brokerConfigSchema = Type.Object(
     reviewed_patterns: strings({ default: [] }),
     /** Default protected or reviewed globs the operator explicitly removes. */
     unprotect: strings({ default: [] }),
+    /**
+     * Secrets recognised by content (secrets/rules.json) are masked in what the model is sent and refused by
+     * the network proxy. `allow` is the way out for a false positive: an entry with `rule` turns that rule off,
+     * with `path` (a glob as in secret_patterns) leaves those files' contents alone, with both only that rule there.
+     */
+    secrets: Type.Object(
+      {
+        allow: Type.Array(
+          Type.Object(
+            { path: Type.Optional(Type.String({ minLength: 1 })), rule: Type.Optional(Type.String({ minLength: 1 })) },
+            { additionalProperties: false, minProperties: 1 },
+          ),
+          { default: [] },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** A workspace root at (or above) a home directory is refused unless this is true. */
     allow_home_workspace: Type.Boolean({ default: false }),
     policy: Type.Object(

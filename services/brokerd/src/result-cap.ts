@@ -1,6 +1,7 @@
 import { BLOB_PREFIX } from "./blobs.js";
 import { excerpt } from "./excerpt.js";
-import type { ToolDef } from "./tool-table.js";
+import type { ResultSecrets } from "./secrets/result-secrets.js";
+import type { Plan, ToolDef } from "./tool-table.js";
 
 export interface Capped {
   text: string;
@@ -35,24 +36,30 @@ export function capResult(
   return { text: `${note}\n${ex.text}`, blob: hash };
 }
 
-/** What capping needs from the broker: the cap, the store, and the session's disclosure of the readers. */
+/** What capping needs from the broker: the cap, the store, the session's disclosure of the readers, the masker. */
 export interface CapDeps {
+  readonly secrets: ResultSecrets;
   readonly config: { readonly result_cap_bytes: number };
   readonly blobs: { put(text: string): string };
   readonly disclosure: { disclose(session: string, names: Iterable<string>): void };
 }
 
 /**
- * Caps a session's result; when it went to a blob, or the tool's own text
- * points at one, the session may read it with call_tool at once.
+ * What every tool result passes on its way to a session (a call the policy
+ * allowed, or one a person approved): secrets recognised by content are masked
+ * first, so neither the model, the blob store, a hook nor the session log
+ * ever holds them, then the result is capped. When it went to a blob, or the
+ * tool's own text points at one, the session may read it with call_tool at once.
  */
 export function capForSession(
   d: CapDeps,
   session: string,
   tool: ToolDef,
-  text: string,
+  plan: Plan | undefined,
+  raw: string,
   discloses: readonly string[] = [],
 ): Capped {
+  const text = d.secrets.mask(tool, plan, raw);
   const capped = capResult(text, {
     tool: tool.name,
     ...(tool.selfCapped ? { selfCapped: true } : {}),

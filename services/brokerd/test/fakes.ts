@@ -7,6 +7,7 @@ import { parseBrokerConfig } from "../src/config.js";
 import { Disclosure } from "../src/disclosure.js";
 import { ToolSearch } from "../src/find-tool.js";
 import { PathGuard } from "../src/policy/paths.js";
+import { ResultSecrets } from "../src/secrets/result-secrets.js";
 import { Sandbox } from "../src/sandbox.js";
 import { ProposalStore } from "../src/staging.js";
 import { ToolTable, type Plan, type PlannedTool, type ToolDef } from "../src/tool-table.js";
@@ -79,6 +80,7 @@ export function fakeDeps(tools: ToolDef[], config: Record<string, unknown> = {})
   const deps = {
     config: cfg,
     guard,
+    secrets: new ResultSecrets(cfg.secrets.allow, guard),
     blobs: new BlobStore(join(t.dir, "blobs")),
     sandbox: Sandbox.probe(cfg.sandbox, [ws], []),
     log: silent,

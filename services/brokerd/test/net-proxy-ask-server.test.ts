@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Broker } from "../src/broker.js";
 import type { NetProxyConfig, PolicyRule } from "../src/config-types.js";
 import { decideNetworkAsk } from "../src/net-proxy/grant.js";
+import { scanSecrets } from "../src/secrets/scan.js";
 import { NetProxy, type ConnectionRecord, type ProxyRun } from "../src/net-proxy/server.js";
 import { ProposalStore } from "../src/staging.js";
 import { rig, silent, type Rig } from "./helpers.js";
@@ -84,6 +85,7 @@ describe("the proxy's server under an ask rule", () => {
       dir: join(tmp.dir, "net"),
       proposals: store,
       record: (_r, _c, c) => records.push(c),
+      findSecrets: (t) => scanSecrets(t),
     });
     run = await proxy.open("curl http://ask.test/", { session: "s1", callId: "c1" });
     const before = served;
@@ -126,7 +128,14 @@ describe("the proxy's server under an ask rule", () => {
 
   it("refuses ask as before for a command no session runs (a hook's)", async () => {
     const store = new ProposalStore(join(tmp.dir, "hook-proposals"));
-    const proxy = new NetProxy({ config: net, rules, dir: join(tmp.dir, "net2"), proposals: store, record: () => {} });
+    const proxy = new NetProxy({
+      config: net,
+      rules,
+      dir: join(tmp.dir, "net2"),
+      proposals: store,
+      record: () => {},
+      findSecrets: (t) => scanSecrets(t),
+    });
     run = await proxy.open("curl http://ask.test/");
     expect(await exchange(run.socketPath, `CONNECT ask.test:${port} HTTP/1.1\r\n\r\n`)).toContain(
       "runs for no session a person could be asked in",

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { NetProxyConfig, PolicyRule } from "../src/config-types.js";
+import { scanSecrets } from "../src/secrets/scan.js";
 import { NetProxy, type ConnectionRecord, type ProxyRun } from "../src/net-proxy/server.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
@@ -45,6 +46,7 @@ async function open(config: Partial<NetProxyConfig> = {}) {
     rules,
     dir: join(tmp.dir, "net"),
     record: (_run, _cmd, c) => records.push(c),
+    findSecrets: (t) => scanSecrets(t),
   });
   run = await proxy.open("curl echo.test");
   return { run, records };
@@ -79,6 +81,7 @@ describe("the proxy's server", () => {
           rules,
           dir: join(tmp.dir, "bad"),
           record: () => {},
+          findSecrets: (t) => scanSecrets(t),
         }),
     ).toThrow(/^sandbox\.net_proxy\.addresses\.a\.test: "1\.2" is not an IP address$/);
   });

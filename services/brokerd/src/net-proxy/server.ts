@@ -8,6 +8,7 @@ import { Refused } from "../errors.js";
 import type { ProposalStore } from "../staging.js";
 import { canonicalDestination, checkedAddress, checkPublic, knownAddresses, type Resolver } from "./destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
+import { readForwardBody, requestTexts } from "./forward-body.js";
 import { handshake, type Target } from "./handshake.js";
 
 /** One connection a command opened through the proxy, as the audit trail and the command's result tell it. */
@@ -38,7 +39,19 @@ export interface NetProxyDeps {
   /** Where an ask is staged for a person and their grants are found; absent: ask is refused. */
   proposals?: ProposalStore;
   record(run: string, command: string, c: ConnectionRecord, scope: CallScope | undefined): void;
+  /** Recognised secrets in a text (secrets/): a plain-HTTP request carrying one is refused. */
+  findSecrets(text: string): readonly { rule: string }[];
   resolve?: Resolver;
+}
+
+/** How far back a later chunk's scan reaches, so a secret split across two chunks is still seen whole. */
+const SCAN_OVERLAP = 16 * 1024;
+
+function secretRefusal(rules: readonly string[]): string {
+  return (
+    `the request carries a secret (${[...new Set(rules)].join(", ")}) in its URL, headers or body; ` +
+    "the proxy does not send recognised secrets out (an operator lets a false positive through with secrets.allow)"
+  );
 }
 
 /** A network proposal keeps this much of the command that asked: enough for a person to know it. */
@@ -160,7 +173,8 @@ export class ProxyRun {
     }
   }
 
-  private async tunnel(client: Socket, t: Target, rec: ConnectionRecord): Promise<void> {
+  private async tunnel(client: Socket, first: Target, rec: ConnectionRecord): Promise<void> {
+    let t = first;
     const refuse = (rule: string, why: string, status: 403 | 502 | 504) => {
       rec.rule = rule;
       rec.error = why;
@@ -171,6 +185,17 @@ export class ProxyRun {
     try {
       rec.host = canonicalDestination(t.raw);
       rec.port = t.port;
+      if (t.head) {
+        // Plain HTTP is the one path the proxy can read: the whole first request is checked before any of it
+        // goes out (a CONNECT tunnel or SOCKS stream is the client's own bytes, TLS for https, and is not).
+        const read = await readForwardBody(client, t.head, t.rest, this.d.config.handshake_timeout_ms);
+        if (!read.ok) return refuse(read.status === 403 ? "net:body-too-large" : "net:bad-request", read.why, 403);
+        const rules = requestTexts(read.head, Buffer.concat([read.body, read.rest])).flatMap((x) =>
+          this.d.findSecrets(x).map((f) => f.rule),
+        );
+        if (rules.length) return refuse("net:secret", secretRefusal(rules), 403);
+        t = { ...t, head: read.head, rest: Buffer.concat([read.body, read.rest]) };
+      }
       const target = { host: rec.host, port: t.port, command: this.command.slice(0, MAX_ASK_COMMAND) };
       const v = this.asks.verdict(target, this.scope);
       rec.rule = v.rule;
@@ -238,6 +263,37 @@ export class ProxyRun {
     upstream.pipe(client);
     // A client that sent everything with its request and closed has nothing left to pipe: its end is passed on here.
     if (client.readableEnded) upstream.end();
+    else if (t.head) this.watchForSecrets(client, upstream, rec);
     else client.pipe(upstream);
+  }
+
+  /**
+   * What a plain-HTTP client sends after its first request (a second one on the same
+   * connection) is checked chunk by chunk, with the end of the last chunk, and the
+   * connection is cut before a chunk holding a secret is passed on.
+   */
+  private watchForSecrets(client: Socket, upstream: Socket, rec: ConnectionRecord): void {
+    let tail = "";
+    client.on("data", (b: Buffer) => {
+      const text = tail + b.toString("latin1");
+      const rules = requestTexts(Buffer.from(text, "latin1"), Buffer.alloc(0)).flatMap((x) =>
+        this.d.findSecrets(x).map((f) => f.rule),
+      );
+      if (rules.length) {
+        rec.rule = "net:secret";
+        rec.error = secretRefusal(rules);
+        upstream.destroy();
+        client.destroy();
+        return;
+      }
+      tail = text.slice(-SCAN_OVERLAP);
+      if (!upstream.write(b)) {
+        client.pause();
+        upstream.once("drain", () => client.resume());
+      }
+    });
+    client.once("end", () => upstream.end());
+    // Paused since the handshake: a pipe would resume it, a listener does not.
+    client.resume();
   }
 }

@@ -1,11 +1,23 @@
-import { existsSync, lstatSync, readdirSync, realpathSync, type Dirent } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  readdirSync,
+  realpathSync,
+  type Dirent,
+} from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
 import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
-import { guardRoot, SecretIdentities } from "./secret-identity.js";
+import { type FileIdentity, guardRoot, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
+import { NAMED_VALUE_MAX_BYTES } from "../secrets/named-value.js";
 
 export interface ResolvedPath {
   /** What the model asked for, for messages. */
@@ -116,6 +128,12 @@ export class PathGuard {
   private readonly reviewedGlobs: PathMatcher;
   /** Secrets by what they are, not what they are called: a rename or a hard link keeps them secret. */
   readonly secretIds = new SecretIdentities();
+  /**
+   * Files found holding a secret by content (secrets/), where each was found: a
+   * command's sandbox masks them as it masks a named secret, while they are
+   * still that file. Bounded like the identities.
+   */
+  private readonly contentSecrets = new Map<string, FileIdentity>();
   /** Protected files brokerd's own tools wrote, with the inode each write left. */
   private readonly writtenByTools = new Map<string, number>();
 
@@ -223,6 +241,56 @@ export class PathGuard {
     return this.protectedPaths.some((p) => within(p, abs));
   }
 
+  /**
+   * Which files named like a secret the walk reads to decide by their content
+   * (secrets/named-value.ts), and how it decides: ResultSecrets registers
+   * itself, so the walk and the results judge a file the same way.
+   */
+  private byContent?: { wants(name: string): boolean; holds(rel: string, abs: string, text: string): boolean };
+
+  recogniseByContent(judge: NonNullable<PathGuard["byContent"]>): void {
+    this.byContent = judge;
+  }
+
+  /** A small regular file the content judge wants and finds holding a secret (never a FIFO: O_NONBLOCK). */
+  private holdsSecret(name: string, rel: string, abs: string): boolean {
+    if (!this.byContent?.wants(name)) return false;
+    let fd: number | undefined;
+    try {
+      fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > NAMED_VALUE_MAX_BYTES) return false;
+      const buf = Buffer.alloc(st.size);
+      const n = readSync(fd, buf, 0, st.size, 0);
+      return this.byContent.holds(rel, abs, buf.subarray(0, n).toString("utf8"));
+    } catch {
+      return false; // vanished or unreadable: brokerd cannot read it, and neither can the sandbox
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** A file found holding a secret: refused to file tools by identity, masked from commands at its path. */
+  rememberSecretFile(abs: string): void {
+    const id = idOf(abs);
+    if (id.ino < 0) return;
+    this.secretIds.add([id]);
+    this.contentSecrets.delete(abs);
+    this.contentSecrets.set(abs, id);
+    if (this.contentSecrets.size > 10_000) this.contentSecrets.delete(this.contentSecrets.keys().next().value!);
+  }
+
+  /** The remembered files still at their path and still the same file; the rest are forgotten here. */
+  private contentSecretsNow(): string[] {
+    const out: string[] = [];
+    for (const [abs, id] of this.contentSecrets) {
+      const now = idOf(abs);
+      if (now.ino >= 0 && now.dev === id.dev && now.ino === id.ino && this.secretIds.has(now)) out.push(abs);
+      else this.contentSecrets.delete(abs);
+    }
+    return out;
+  }
+
   /** Secret files and directories inside the roots (the walk of `scan`). */
   secretsInside(limit = SECRET_WALK_LIMIT): { path: string; dir: boolean }[] {
     return this.scan(limit).hidden;
@@ -242,7 +310,7 @@ export class PathGuard {
     const readOnly: string[] = [];
     const protectedIds = new Map<string, number>();
     const gitShaped = new Set<string>();
-    const identities: { dev: number; ino: number }[] = [];
+    const identities: FileIdentity[] = [];
     let seen = 0;
     const walk = (
       root: string,
@@ -298,6 +366,7 @@ export class PathGuard {
           if (e.isDirectory() || e.isFile()) readOnly.push(abs);
         }
         if (e.isSymbolicLink()) continue;
+        if (e.isFile() && !this.isSecret(rel, abs) && this.holdsSecret(e.name, rel, abs)) this.rememberSecretFile(abs);
         if (this.isSecret(rel, abs)) {
           if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
           if (e.isFile()) identities.push(idOf(abs));
@@ -313,6 +382,8 @@ export class PathGuard {
     };
     for (const r of this.roots) walk(r, r, 0, false, false, []);
     this.secretIds.add(identities);
+    for (const abs of this.contentSecretsNow())
+      if (!hidden.some((h) => h.path === abs || (h.dir && within(h.path, abs)))) hidden.push({ path: abs, dir: false });
     const pinned = new Set<string>();
     const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));
     for (const p of [...hidden.map((h) => h.path), ...readOnly]) {
@@ -366,11 +437,11 @@ export class PathGuard {
   }
 }
 
-function idOf(abs: string): { dev: number; ino: number } {
+function idOf(abs: string): FileIdentity {
   try {
     const st = lstatSync(abs);
-    return { dev: st.dev, ino: st.ino };
+    return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };
   } catch {
-    return { dev: -1, ino: -1 };
+    return { dev: -1, ino: -1, birthtimeMs: 0 };
   }
 }

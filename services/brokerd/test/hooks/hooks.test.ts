@@ -104,6 +104,18 @@ describe("a hook's input arrives on stdin, byte for byte", () => {
 });
 
 describe("tool hooks in the call pipeline", () => {
+  it("masks a secret a post_tool hook prints, as the result itself is masked", async () => {
+    const token = `ghp_${"A1b2C3d4E5f6G7h8".repeat(2)}Z9y8`;
+    r = await rig({
+      sandbox: NO_BWRAP,
+      policy: allowWrites,
+      hooks: { post_tool: [{ name: "leaky", match: ["write_file"], command: `echo "deploy token ${token}"` }] },
+    });
+    const res = await r.call("write_file", { path: "b.txt", content: "x\n" });
+    expect(res.content).toContain("deploy token [secret masked: github-pat]");
+    expect(res.content).not.toContain(token.slice(4));
+  });
+
   it("post_tool's output is a note on the tool result, with the call on its stdin", async () => {
     r = await rig(({ outside }) => ({
       sandbox: NO_BWRAP,

@@ -1,0 +1,33 @@
+// What recognising secrets by content costs each tool result (capForSession
+// masks every result before it is capped): the scan over 1 MiB of three kinds
+// of text, median of 7 runs each. Source code that mentions keys and tokens is
+// the common case, output with no rule's keyword the cheap one, and output in
+// which every line says "secret" the worst (the KEY=value rule walks each line).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { maskSecrets, scanSecrets } from "../../services/brokerd/dist/secrets/scan.js";
+import { p50 } from "./stats.mjs";
+import type { Emit } from "./bench-context.js";
+
+export const timeLimitS = 60;
+
+const MIB = 1024 * 1024;
+
+function msFor(text: string): number {
+  const times: number[] = [];
+  for (let i = 0; i < 7; i++) {
+    const t0 = performance.now();
+    maskSecrets(text, scanSecrets(text));
+    times.push(performance.now() - t0);
+  }
+  return p50(times);
+}
+
+export default async function (emit: Emit): Promise<void> {
+  const ts = createRequire(import.meta.url).resolve("typescript/lib/typescript.js");
+  const source = readFileSync(ts, "utf8").slice(0, MIB);
+  scanSecrets(source.slice(0, 4096)); // compiles the rules once, outside the figures
+  emit("source_ms_per_mib", msFor(source), "ms");
+  emit("no_keyword_ms_per_mib", msFor("line of output with nothing to see here\n".repeat(MIB / 40)), "ms");
+  emit("keyword_every_line_ms_per_mib", msFor("line of output with no secret at all here\n".repeat(MIB / 42)), "ms");
+}
