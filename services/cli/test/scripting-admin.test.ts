@@ -108,6 +108,16 @@ describe("boxmaker through pipes: administration", () => {
       previous: "ask",
     });
     expect((await t.stack.cli(["mode", id, "ask"])).stdout).toContain(`${id}: mode ask (was auto-edit)`);
+    // A unique prefix of a session id is enough wherever one is taken; an ambiguous one says so.
+    const prefix = id.slice(0, id.length - 3);
+    expect((await t.stack.cli(["show", prefix])).stdout).toContain("read life.txt");
+    expect(JSON.parse((await t.stack.cli(["mode", "--json", prefix])).stdout)).toMatchObject({ session: id });
+    expect((await t.stack.cli(["export", prefix])).stdout).toMatch(/^# reading life\n/);
+    expect((await t.stack.cli(["changes", prefix])).code).toBe(0);
+    const ambiguous = await t.stack.cli(["show", "s-"]);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toMatch(/"s-" matches \d+ sessions \(s-.*\); give more of the id/);
+    expect((await t.stack.cli(["proposals", "-s", "s-nope"])).stderr).toContain("no session s-nope");
     const md = await t.stack.cli(["export", id, "--reasoning"]);
     expect(md.code).toBe(0);
     expect(md.stdout).toMatch(/^# reading life\n/);
@@ -135,7 +145,7 @@ describe("boxmaker through pipes: administration", () => {
     expect(await t.stack.cli(["rm", "-y", id])).toMatchObject({ code: 0, stdout: `deleted session ${id}\n` });
     t.stack.sim.enqueue({ content: "Short-lived." });
     const other = events((await t.stack.cli(["run", "--json", "hi"])).stdout)[0]!.session_id as string;
-    expect(JSON.parse((await t.stack.cli(["rm", "-y", "--json", other])).stdout)).toEqual({
+    expect(JSON.parse((await t.stack.cli(["rm", "-y", "--json", other.slice(0, -2)])).stdout)).toEqual({
       session: other,
       deleted: true,
     });

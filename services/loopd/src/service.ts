@@ -135,7 +135,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
 
     async archiveSession(req) {
       const s = runner.get(req.id);
-      if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
+      if (s.running) throw invalidArgument(`session ${s.id} is running a turn; cancel it first`);
       s.recordArchived();
       runner.blobs.pin(s); // an archived session pins nothing
       await runner.parking.forget(s.id); // nor keeps a parked cache
@@ -144,7 +144,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
 
     async deleteSession(req) {
       const s = runner.get(req.id);
-      if (s.running) throw invalidArgument(`session ${req.id} is running a turn; cancel it first`);
+      if (s.running) throw invalidArgument(`session ${s.id} is running a turn; cancel it first`);
       const deleted = store.delete(s.id);
       if (deleted) {
         runner.blobs.release(s.id);
@@ -178,16 +178,20 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       return sessionInfo(s);
     },
 
-    listProposals: (req, ctx) => d.broker.listProposals(req, { signal: ctx.signal }),
+    // brokerd knows sessions by their full id: a prefix the person typed is resolved here first.
+    listProposals: (req, ctx) =>
+      d.broker.listProposals(req.sessionId ? { ...req, sessionId: runner.get(req.sessionId).id } : req, {
+        signal: ctx.signal,
+      }),
 
     listChanges: (req, ctx) => {
-      runner.get(req.sessionId);
-      return d.broker.listChanges(req, { signal: ctx.signal });
+      const s = runner.get(req.sessionId);
+      return d.broker.listChanges({ ...req, sessionId: s.id }, { signal: ctx.signal });
     },
 
     async undoChanges(req, ctx) {
       const s = runner.get(req.sessionId);
-      const res = await d.broker.undoChanges(req, { signal: ctx.signal });
+      const res = await d.broker.undoChanges({ ...req, sessionId: s.id }, { signal: ctx.signal });
       const undone = res.results.filter((r) => r.result !== "refused");
       // The model must not build on a file it believes it wrote: its next turn is told.
       if (undone.length) {

@@ -1,6 +1,7 @@
 import {
   SlotQueue,
   failedPrecondition,
+  invalidArgument,
   messageOf,
   notFound,
   type BrokerService,
@@ -205,8 +206,16 @@ export class SessionRunner {
     return s;
   }
 
+  /** The session `id` names, or a unique prefix of one (what a person types); not found or ambiguous says so. */
   get(id: string): Session {
-    const s = this.d.store.get(id);
+    const ids = this.d.store.idsFor(id);
+    if (ids.length > 1) {
+      const some = ids.slice(0, 3).join(", ");
+      throw invalidArgument(
+        `"${id}" matches ${ids.length} sessions (${some}${ids.length > 3 ? ", …" : ""}); give more of the id`,
+      );
+    }
+    const s = ids.length ? this.d.store.get(ids[0]!) : undefined;
     if (!s) throw notFound(`no session ${id}; \`boxmaker ls\` lists sessions`);
     return s;
   }

@@ -170,6 +170,20 @@ export class SessionStore {
     return s;
   }
 
+  /**
+   * The full ids a person's `id` may mean: itself when a session has it, else
+   * every session whose id starts with it (ids are long; a unique prefix is
+   * enough, as for proposals). Empty when none does.
+   */
+  idsFor(id: string): string[] {
+    if (this.sessions.has(id) || this.dormant.has(id)) return [id];
+    if (!id) return [];
+    const out: string[] = [];
+    for (const k of this.sessions.keys()) if (k.startsWith(id)) out.push(k);
+    for (const k of this.dormant.keys()) if (k.startsWith(id)) out.push(k);
+    return out;
+  }
+
   /** A session, read from its log now if it was known only by its summary. */
   get(id: string): Session | undefined {
     const s = this.sessions.get(id);

@@ -14,6 +14,7 @@ import {
   type PlanOptions,
 } from "../memory/memory-plan.js";
 import { nixModelFacts, renderMemoryPlan } from "../render/memory-plan.js";
+import { printOut } from "../render/terminal-safe.js";
 
 /** Compute buffers are the backend's and known only at load: this margin is said, not derived. */
 const DEFAULT_COMPUTE_MARGIN = "2GiB";
@@ -163,7 +164,7 @@ Examples:
       const facts = factsOf(path);
       const plan = memoryPlan(facts, options);
       if (opts.nix) {
-        process.stdout.write(nixModelFacts(facts));
+        printOut(nixModelFacts(facts));
         return;
       }
       await output(opts, {

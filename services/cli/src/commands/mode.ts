@@ -57,13 +57,16 @@ Examples:
     .action(async (id: string, raw: string | undefined, opts: { json?: boolean }) => {
       const mode = raw === undefined ? undefined : modeFlag(raw); // a typo is a usage error before any connection
       const r = await withClient(globals(), async (client) => {
-        const previous = (await client.getSession({ id })).session?.mode || "ask";
-        const now = mode === undefined ? previous : (await client.setSessionMode({ sessionId: id, mode })).mode;
-        return { previous, now };
+        // `id` may be a prefix: the session is named by its whole id from here on.
+        const session = (await client.getSession({ id })).session;
+        const full = session?.id || id;
+        const previous = session?.mode || "ask";
+        const now = mode === undefined ? previous : (await client.setSessionMode({ sessionId: full, mode })).mode;
+        return { full, previous, now };
       });
       await output(opts, {
-        json: () => ({ value: { session: id, mode: r.now, previous: r.previous } }),
-        text: () => `${mode === undefined ? modeLine(id, r.now) : modeLine(id, r.now, r.previous)}\n`,
+        json: () => ({ value: { session: r.full, mode: r.now, previous: r.previous } }),
+        text: () => `${mode === undefined ? modeLine(r.full, r.now) : modeLine(r.full, r.now, r.previous)}\n`,
       });
     });
 }

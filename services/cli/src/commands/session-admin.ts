@@ -53,10 +53,12 @@ Examples:
             return;
           }
         }
-        const res = await client.deleteSession({ id });
+        // The id the person gave may be a prefix: what is deleted is said by its whole id.
+        const full = session?.id || id;
+        const res = await client.deleteSession({ id: full });
         await output(opts, {
-          json: () => ({ value: { session: id, deleted: res.deleted } }),
-          text: () => (res.deleted ? `deleted session ${id}\n` : `no session ${id}\n`),
+          json: () => ({ value: { session: full, deleted: res.deleted } }),
+          text: () => (res.deleted ? `deleted session ${full}\n` : `no session ${full}\n`),
         });
         if (!res.deleted) process.exitCode = ExitCode.failed;
       });
