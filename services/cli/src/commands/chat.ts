@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { withClient } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import { ExitCode } from "../exit-codes.js";
+import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList, runSlashCommand, type SlashOutcome } from "../slash-commands.js";
@@ -15,6 +16,7 @@ interface ChatFlags extends BudgetFlags {
   reasoning?: boolean;
   history: string;
   mode?: string;
+  continue?: boolean;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -25,6 +27,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "one JSON event per line on stdout (the prompt stays on stderr)")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--history <n>", "messages of an existing session to show when resuming", "6")
+    .option("-c, --continue", "resume the most recent session (the last main session not archived)")
     .option(
       "--mode <mode>",
       `permission mode: ${MODE_CHOICES} (default: the resumed session's, else cli.json's mode, else ask)`,
@@ -49,6 +52,7 @@ code is the last turn's.
 Examples:
   boxmaker chat
   boxmaker chat s-mx4f7p33-e9e25c52
+  boxmaker chat -c
   boxmaker chat --mode auto-edit
   printf 'list files\\nnow count them\\n' | boxmaker chat --json`,
     )
@@ -56,15 +60,22 @@ Examples:
       const budgets = budgetsFrom(opts);
       const g = globals();
       // cli.json's mode is for new sessions: a resumed one keeps its own unless --mode says otherwise.
-      const mode: ChatMode = { current: opts.mode !== undefined ? modeFlag(opts.mode) : id ? undefined : g.mode };
+      if (id && opts.continue) throw new UsageError("an id and --continue both name the session: give one");
+      const mode: ChatMode = {
+        current: opts.mode !== undefined ? modeFlag(opts.mode) : id || opts.continue ? undefined : g.mode,
+      };
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const style = styleFor(process.stderr);
       const note = (t: string) => void printErr(`${style.dim(t)}\n`);
       let sessionId = id;
       await withClient(g, async (client) => {
+        if (opts.continue) id = await (await import("../last-session.js")).lastSessionId(client);
         if (id) {
           const r = await client.getSession({ id });
+          // A prefix names the session; from here on it goes by its whole id.
+          id = r.session?.id || id;
+          sessionId = id;
           note(`resuming session ${id} (${r.session?.title || "untitled"}, ${r.messages.length} messages)`);
           if (mode.current) note(await setMode(client, id, mode.current));
           else mode.current = parseMode(r.session?.mode ?? "");

@@ -6,22 +6,30 @@ import type { GlobalOptions } from "../global-options.js";
 import { printErr } from "../render/terminal-safe.js";
 import { MODE_CHOICES, modeFlag } from "./mode.js";
 import { commandPrompt } from "./commands.js";
+import { UsageError } from "../errors.js";
 
 interface RunFlags extends BudgetFlags {
   json?: boolean;
   reasoning?: boolean;
   mode?: string;
   command?: string;
+  session?: string;
+  continue?: boolean;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const cmd = program
     .command("run")
-    .description("run a one-shot task in a new session and stream it until done")
+    .description("run a one-shot task in a new session (or continue one) and stream it until done")
     .argument("[prompt...]", "the task; `-` reads it from stdin (with --command: the command's arguments)")
     .option("--json", "one JSON event per line on stdout")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--command <name>", "send the custom command NAME's prompt, with the arguments (see `boxmaker commands`)")
+    .option(
+      "--session <id>",
+      "send the prompt to this existing session instead of a new one (a unique prefix is enough)",
+    )
+    .option("-c, --continue", "send the prompt to the most recent session (the last main session not archived)")
     .option(
       "--mode <mode>",
       `permission mode: ${MODE_CHOICES} (default: cli.json's mode, else ask; see \`boxmaker mode --help\`)`,
@@ -35,6 +43,8 @@ Examples:
   git diff | boxmaker run -
   boxmaker run --max-iterations 3 "fix the failing test"
   boxmaker run --mode read-only "plan how to split parser.ts"
+  boxmaker run -c "now add a test for it"
+  boxmaker run --session s-mx4f7p33 "and the README"
   boxmaker run --command review src/app.ts "error handling"
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
     )
@@ -46,15 +56,28 @@ Examples:
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
+      if (opts.session !== undefined && opts.continue)
+        throw new UsageError("--session and --continue both name the session: give one");
       await withClient(g, async (client) => {
         if (opts.command !== undefined) {
           text = await commandPrompt(client, opts.command, words);
         }
-        const s = await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
-        if (mode) await client.setSessionMode({ sessionId: s.id, mode });
+        const existing =
+          opts.session !== undefined
+            ? opts.session
+            : opts.continue
+              ? await (await import("../last-session.js")).lastSessionId(client)
+              : undefined;
+        // A continued session keeps its own mode unless --mode says otherwise; cli.json's is for new ones.
+        const continuedMode = opts.mode === undefined ? undefined : mode;
+        const s = existing
+          ? (await client.getSession({ id: existing })).session!
+          : await client.createSession({ role: SessionRole.MAIN, title: text.slice(0, 80) });
+        const setTo = existing ? continuedMode : mode;
+        if (setTo) await client.setSessionMode({ sessionId: s.id, mode: setTo });
         if (!opts.json)
           printErr(
-            `session ${s.id}${mode ? ` · mode ${mode}` : ""}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
+            `session ${s.id}${existing ? ` (continued: ${s.title || "untitled"}, ${s.messages} messages)` : ""}${setTo ? ` · mode ${setTo}` : ""}${s.instructionsFile ? ` · project instructions from ${s.instructionsFile}` : ""}\n`,
           );
         process.exitCode = await sendAndRender(client, s.id, text, {
           json: !!opts.json,
