@@ -164,6 +164,15 @@ export const DEFAULT_SAMPLING = { temperature: 0.6, top_p: 0.95, top_k: 20, min_
 export const MAX_TOKENS_PER_REQUEST = 8_192;
 
 /** Per-turn limits (loopd's budgets). */
+/**
+ * What every new session sends before its first message (system prompt,
+ * the tools array, project instructions) may take at most this many of the
+ * server's tokens: the seeds' budget, since every session and every fold
+ * pays it again. loopd measures it with the server's tokenizer at every
+ * self-test; `status` and `doctor` say when it is over.
+ */
+export const BASELINE_PROMPT_BUDGET_TOKENS = 3_000;
+
 export const DEFAULT_BUDGETS = {
   max_iterations: 25,
   max_total_tokens: 200_000,

@@ -64,6 +64,8 @@ runMain(async () => {
   if (refusal) throw new ConfigError(refusal);
   serverSlots.follow();
   const runner = new SessionRunner({ store, infer, broker, log, config, serverSlots });
+  // Counted again after each self-test (another model or template); over its budget is logged.
+  serverSlots.onSelfTest = (at) => void runner.baseline.report(at, AbortSignal.timeout(30_000)).catch(() => undefined);
   const schedules = new Schedules(
     config.state_dir,
     config.schedules,

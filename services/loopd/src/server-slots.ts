@@ -15,6 +15,8 @@ type StatusClient = Pick<ClientOf<typeof InferService>, "status">;
 export class ServerSlots {
   private timer: NodeJS.Timeout | undefined;
   private lastRefusal = "";
+  /** Told of each self-test seen (its time), so what depends on the server is measured again (baseline-prompt.ts). */
+  onSelfTest: ((checkedAtUnixMs: number) => void) | undefined;
 
   constructor(
     private readonly infer: StatusClient,
@@ -28,7 +30,10 @@ export class ServerSlots {
     let total = 0;
     try {
       const st = await this.infer.status({}, { timeoutMs: 2_000, waitForReady: false });
-      if (st.selfTest?.ran) total = st.selfTest.actualTotalSlots;
+      if (st.selfTest?.ran) {
+        total = st.selfTest.actualTotalSlots;
+        this.onSelfTest?.(Number(st.selfTest.checkedAtUnixMs));
+      }
     } catch {
       // inferproxy away (restarting): the count held stays, the next poll asks again.
       return false;

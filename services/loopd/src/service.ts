@@ -236,6 +236,11 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
         ),
       ]);
       const cfgSlots = Object.entries(runner.slotMap) as [SessionRoleName, number][];
+      const selfTest = infer.value?.selfTest;
+      const baselinePrompt = await runner.baseline.report(
+        selfTest?.ran ? Number(selfTest.checkedAtUnixMs) : 0,
+        ctx.signal,
+      );
       return {
         daemons: [
           { name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" },
@@ -264,6 +269,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
           maxThinkingTokens: d.budgets.max_thinking_tokens,
         },
         maxTokensPerRequest: d.maxTokensPerRequest,
+        baselinePrompt,
       };
     },
 

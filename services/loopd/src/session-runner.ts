@@ -16,6 +16,8 @@ import { abandonedTurnEvent, turnEndEvent, type TurnResult } from "./turn-end.js
 import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
+import { BaselinePrompt } from "./baseline-prompt.js";
+import { ServerTokens } from "./server-tokens.js";
 import { readInstructions, withInstructions } from "./project-instructions.js";
 import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
@@ -59,6 +61,8 @@ export class SessionRunner {
   readonly hookEvents: HookEvents;
   /** Σprompt_n over the tokens truly new, per session and for the server (cache-health.ts). */
   readonly cacheHealth = new CacheHealth();
+  /** What a new session sends before its first message, by the server's tokenizer. */
+  readonly baseline: BaselinePrompt;
   private readonly loopDeps: LoopDeps;
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -67,6 +71,15 @@ export class SessionRunner {
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
     this.blobs = new SessionBlobs(d.broker, d.log, d.config.prepass.excerpt_bytes);
     this.hookEvents = new HookEvents(d.broker, d.log);
+    const tokens = new ServerTokens(d.infer, d.log);
+    this.baseline = new BaselinePrompt(
+      async () => ({
+        systemJson: systemMessageJson(this.systemPrompt()),
+        toolsJson: (await d.broker.getTools({}, { timeoutMs: 10_000 })).toolsJson,
+      }),
+      (messagesJson, toolsJson, signal) => tokens.prompt(messagesJson, toolsJson, signal),
+      d.log,
+    );
     const spill: Spill = async (s, text, threshold, signal) => {
       const r = await this.blobs.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };

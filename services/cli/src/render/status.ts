@@ -125,7 +125,24 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
       "  ",
     ),
   );
+  out.push(...wrapWords(baselineText(st.baselinePrompt, s), width, `${s.bold("baseline prompt")}  `, "  "));
   return `${out.join("\n")}\n`;
+}
+
+/** What a new session sends before its first message, against its budget (loopd's BaselinePrompt). */
+export function baselineText(
+  b: { tokens: number; budgetTokens: number; tools: number; instructionsFile: string; error: string } | undefined,
+  s: Style,
+): string {
+  if (!b) return s.dim("not reported (an older loopd)");
+  if (!b.tokens) return s.dim(`not counted: ${b.error}`);
+  const what = `system prompt, ${b.tools} tools${b.instructionsFile ? `, ${b.instructionsFile}` : ""}`;
+  const head = `${b.tokens.toLocaleString("en-US")} tokens of ${b.budgetTokens.toLocaleString("en-US")} (${what})`;
+  return b.tokens > b.budgetTokens
+    ? s.red(
+        `${head}: over budget by ${(b.tokens - b.budgetTokens).toLocaleString("en-US")}; every new session pays it before a word of its own`,
+      )
+    : head;
 }
 
 const indent = (t: string) =>
