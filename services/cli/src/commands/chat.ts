@@ -5,7 +5,8 @@ import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-optio
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
-import { builtinSlashList, runSlashCommand, type SlashOutcome } from "../slash-commands.js";
+import { builtinSlashList } from "../slash-builtins.js";
+import { runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
 import { styleFor } from "../render/style.js";
 import { widthOf } from "../render/columns.js";
