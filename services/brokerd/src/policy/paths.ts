@@ -4,7 +4,7 @@ import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
 import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
-import { guardRoot, SecretIdentities } from "./secret-identity.js";
+import { SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
 
 export interface ResolvedPath {
@@ -132,7 +132,6 @@ export class PathGuard {
     this.secrets = new PathMatcher(secretPatterns, { ignoreCase: true });
     this.protectedGlobs = new PathMatcher(protection.protected, { ignoreCase: true });
     this.reviewedGlobs = new PathMatcher(protection.reviewed, { ignoreCase: true });
-    for (const r of this.roots) guardRoot(r, this.secretIds);
   }
 
   /**
