@@ -72,6 +72,7 @@ export class Broker {
     this.hooks = new Hooks({
       hooks: config.hooks,
       roots: guard.roots,
+      secrets: guard.secretIds,
       sandbox,
       trust: new HookTrust(join(config.state_dir, "hooks-trust.json")),
       log,

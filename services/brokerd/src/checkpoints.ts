@@ -207,7 +207,7 @@ export class Checkpoints {
     }
     if (p.abs !== c.abs) return refuse(`${c.rel} now resolves to ${p.abs} (a symlink changed); not touched`);
     const exists = existsAt(p.root, p.rel);
-    const now = exists ? readFileAt(p.root, p.rel, maxBytes).text : null;
+    const now = exists ? readFileAt(p.root, p.rel, guard.secretIds, maxBytes).text : null;
     const nowSha = now === null ? "" : sha256(now);
     if (nowSha !== c.after_sha256 && !force) {
       return refuse(

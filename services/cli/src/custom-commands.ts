@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { builtinSlashNames } from "./slash-commands.js";
+import { builtinSlashNames } from "./slash-builtins.js";
 
 /**
  * Custom commands: Markdown prompt files used as `/name args` in chat and

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Style } from "./render/style.js";
 import { printErr, terminalText } from "./render/terminal-safe.js";
-import { endsChat } from "./slash-commands.js";
+import { endsChat } from "./slash-builtins.js";
 
 /** Lines arriving within this window of each other are one paste, so one message. */
 const PASTE_WINDOW_MS = 25;

@@ -11,7 +11,8 @@ import { LoopService } from "@boxmaker/common/client";
 import type { LoopClient } from "../src/connection.js";
 import { findCommands } from "../src/custom-commands.js";
 import { styleFor } from "../src/render/style.js";
-import { builtinHelp, builtinSlashList, builtinSlashNames, runSlashCommand } from "../src/slash-commands.js";
+import { builtinHelp, builtinSlashList, builtinSlashNames } from "../src/slash-builtins.js";
+import { runSlashCommand } from "../src/slash-commands.js";
 import { runCli } from "../../../test/support/stack.js";
 
 let dir: string;

@@ -14,3 +14,4 @@ export { packageVersion } from "./version.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";
 export { createClient, type ClientOptions } from "./grpc-client.js";
+export { LOOP_TOOL } from "./loop-tool-names.js";

@@ -25,3 +25,5 @@ export * from "./contract-model.js";
 export * from "./enum-names.js";
 export * from "./state-dir-lock.js";
 export * from "./retention.js";
+export * from "./loop-tool-names.js";
+export * from "./loop-tools.js";

@@ -1,39 +1,13 @@
+import { LOOP_TOOL, parseUpdatePlan, type UpdatePlanItem } from "@boxmaker/common";
 import type { StoredMessage } from "./session-state.js";
 import type { Session } from "./session.js";
 import type { ToolOutcome } from "./tool-dispatch.js";
 
-const STATUSES = ["pending", "in_progress", "done"] as const;
-type PlanStatus = (typeof STATUSES)[number];
-
-interface PlanItem {
-  content: string;
-  status: PlanStatus;
-}
-
 /** The ack starts with this; planOf recognises an accepted call by it. */
 const ACK = "plan updated:";
 
-/**
- * The items of an update_plan call, or why they are not a plan. brokerd's
- * schema checked them already; this is loopd not trusting that it did (an
- * operator's config could replace the schema).
- */
-function planItems(args: Record<string, unknown>): PlanItem[] | string {
-  const items = args.items;
-  if (!Array.isArray(items) || items.length === 0) return "`items` must be a non-empty array";
-  const out: PlanItem[] = [];
-  for (const [i, it] of items.entries()) {
-    const { content, status } = (it ?? {}) as { content?: unknown; status?: unknown };
-    if (typeof content !== "string" || !content.trim()) return `item ${i + 1} needs a non-empty \`content\` string`;
-    if (!STATUSES.includes(status as PlanStatus))
-      return `item ${i + 1}: \`status\` must be one of ${STATUSES.join(", ")}`;
-    out.push({ content: content.trim(), status: status as PlanStatus });
-  }
-  return out;
-}
-
-function summary(items: readonly PlanItem[]): string {
-  const n = (st: PlanStatus) => items.filter((i) => i.status === st).length;
+function summary(items: readonly UpdatePlanItem[]): string {
+  const n = (st: UpdatePlanItem["status"]) => items.filter((i) => i.status === st).length;
   return `${ACK} ${items.length} item${items.length === 1 ? "" : "s"} (${n("done")} done, ${n("in_progress")} in progress, ${n("pending")} pending)`;
 }
 
@@ -42,9 +16,10 @@ function summary(items: readonly PlanItem[]): string {
  * the model gets a one-line ack. Nothing else is kept: the call and its ack
  * are in the log like any tool call, and planOf reads the list back from them.
  */
-export function runUpdatePlan(args: Record<string, unknown>, s: Session, callId: string): ToolOutcome {
-  const items = planItems(args);
-  if (typeof items === "string") return { isError: true, content: `error: update_plan: ${items}` };
+export function runUpdatePlan(argumentsJson: string, s: Session, callId: string): ToolOutcome {
+  const parsed = parseUpdatePlan(argumentsJson);
+  if (!parsed.ok) return { isError: true, content: `error: ${parsed.problem}` };
+  const { items } = parsed.args;
   s.events.publish({ case: "plan", value: { callId, items } });
   return { isError: false, content: summary(items) };
 }
@@ -55,20 +30,17 @@ interface ToolCallJson {
 }
 
 /** The list of the session's last accepted update_plan call (every epoch, so compaction does not lose it); [] when none. */
-export function planOf(history: readonly StoredMessage[]): PlanItem[] {
+export function planOf(history: readonly StoredMessage[]): UpdatePlanItem[] {
   for (let i = history.length - 1; i >= 0; i--) {
     const m = history[i]!;
     if (!m.tool || m.tool.is_error) continue;
     const msg = JSON.parse(m.json) as { role?: string; tool_call_id?: string; content?: unknown };
     if (msg.role !== "tool" || typeof msg.content !== "string" || !msg.content.startsWith(ACK)) continue;
     const call = callOf(history, i, msg.tool_call_id ?? "");
-    if (call?.function?.name !== "update_plan") continue;
-    try {
-      const items = planItems(JSON.parse(call.function.arguments ?? "") as Record<string, unknown>);
-      if (typeof items !== "string") return items;
-    } catch {
-      // An accepted call's arguments parsed when it ran; a log edited since is not a plan.
-    }
+    if (call?.function?.name !== LOOP_TOOL.updatePlan) continue;
+    // An accepted call's arguments parsed when it ran; a log edited since is not a plan.
+    const parsed = parseUpdatePlan(call.function.arguments ?? "");
+    if (parsed.ok) return parsed.args.items;
   }
   return [];
 }

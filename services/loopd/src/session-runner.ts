@@ -1,4 +1,5 @@
 import {
+  LOOP_TOOL,
   SlotQueue,
   failedPrecondition,
   invalidArgument,
@@ -29,7 +30,6 @@ import { Compactor, type CompactResult, type Spill } from "./compaction.js";
 import { SessionBlobs } from "./session-blobs.js";
 import { HookEvents } from "./hook-events.js";
 import { TurnCancelled } from "./errors.js";
-import { SPAWN_AGENT_TOOL, UPDATE_PLAN_TOOL } from "./loopd-tools.js";
 import { runUpdatePlan } from "./plan-tool.js";
 import { CacheHealth } from "./cache-health.js";
 import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
@@ -105,8 +105,8 @@ export class SessionRunner {
       maxTokens: d.config.max_tokens,
       serverWaitMs: d.config.server_wait_ms,
       localTools: {
-        [SPAWN_AGENT_TOOL]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
-        [UPDATE_PLAN_TOOL]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
+        [LOOP_TOOL.spawnAgent]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
+        [LOOP_TOOL.updatePlan]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
       },
       awaitDecision: async (id, signal, sessionId) => {
         this.hookEvents.notify(

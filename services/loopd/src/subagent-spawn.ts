@@ -1,3 +1,4 @@
+import { parseSpawnAgent } from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
 import type { Parking } from "./parking.js";
 import type { Session } from "./session.js";
@@ -17,12 +18,13 @@ export interface SubagentHost {
 /** The spawn_agent tool: a subagent session runs one turn on the task and its answer is the tool's result. */
 export async function spawnAgent(
   host: SubagentHost,
-  args: Record<string, unknown>,
+  argumentsJson: string,
   parent: Session,
   signal: AbortSignal,
 ): Promise<ToolOutcome> {
-  const task = typeof args.task === "string" ? args.task.trim() : "";
-  if (!task) return { isError: true, content: "error: spawn_agent needs a non-empty `task` string" };
+  const parsed = parseSpawnAgent(argumentsJson);
+  if (!parsed.ok) return { isError: true, content: `error: ${parsed.problem}` };
+  const { task } = parsed.args;
   if (parent.state.role === "subagent") {
     // Subagents do not nest: one level keeps a turn's cost and its approvals in sight.
     return { isError: true, content: "error: a subagent cannot spawn another subagent; do the task yourself" };

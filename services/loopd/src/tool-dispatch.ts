@@ -16,9 +16,13 @@ export interface ToolOutcome {
   proposal?: { id: string; state: "applied" | "rejected" | "failed" | "pending" | "withdrawn" };
 }
 
-/** A tool loopd runs itself (spawn_agent, update_plan), once brokerd's policy lets it. */
+/**
+ * A tool loopd runs itself (spawn_agent, update_plan), once brokerd's policy
+ * lets it. It gets the call's argument text and reads it with its own schema
+ * (common's loop-tools.ts), the one brokerd checked.
+ */
 type LocalTool = (
-  args: Record<string, unknown>,
+  argumentsJson: string,
   s: Session,
   signal: AbortSignal,
   callId: string,
@@ -134,7 +138,7 @@ async function dispatchTool(
     }
     return { decided, result: { content: res.content, isError: res.isError } };
   }
-  const runLocal = async () => local(JSON.parse(call.arguments) as Record<string, unknown>, s, signal, call.id);
+  const runLocal = async () => local(call.arguments, s, signal, call.id);
   if (res.decision === ToolDecision.STAGED) {
     const decided = announce({ decision: res.decision, rule: res.rule, proposalId: res.proposalId });
     if (!res.proposalId || !deps.awaitDecision) return { decided, result: { content: res.content, isError: false } };

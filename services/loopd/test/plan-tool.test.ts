@@ -47,12 +47,12 @@ describe("update_plan in loopd", () => {
   it("publishes the list and acks in one line; refuses what is not a plan without publishing", () => {
     const { s, seen } = fakeSession();
     const ok = runUpdatePlan(
-      {
+      JSON.stringify({
         items: [
           { content: " read it ", status: "done" },
           { content: "fix it", status: "in_progress" },
         ],
-      },
+      }),
       s,
       "c1",
     );
@@ -74,10 +74,11 @@ describe("update_plan in loopd", () => {
       { items: [] },
       { items: "x" },
       { items: [{ content: "", status: "done" }] },
+      { items: [{ content: "  ", status: "done" }] },
       { items: [{ content: "a", status: "later" }] },
       { items: [null] },
     ]) {
-      const r = runUpdatePlan(bad as Record<string, unknown>, s, "c2");
+      const r = runUpdatePlan(JSON.stringify(bad), s, "c2");
       expect(r.isError).toBe(true);
       expect(r.content).toMatch(/^error: update_plan: /);
     }
@@ -108,7 +109,7 @@ describe("update_plan in loopd", () => {
           if (c.kind === "plan") {
             const out = c.fails
               ? { isError: true, content: "error: denied by rule" }
-              : runUpdatePlan({ items: c.items }, s, `call-${i}`);
+              : runUpdatePlan(JSON.stringify({ items: c.items }), s, `call-${i}`);
             history.push(...exchange(i, "update_plan", JSON.stringify({ items: c.items }), out.content, out.isError));
             if (!out.isError) expected = c.items.map((it) => ({ content: it.content.trim(), status: it.status }));
           } else if (c.kind === "forged") {

@@ -13,9 +13,9 @@ const call = (name: string, args = "{}", parseError = ""): ToolCall =>
 
 /** A local tool that records that it ran. */
 function local() {
-  const runs: Record<string, unknown>[] = [];
-  const tool = async (args: Record<string, unknown>): Promise<ToolOutcome> => {
-    runs.push(args);
+  const runs: unknown[] = [];
+  const tool = async (argumentsJson: string): Promise<ToolOutcome> => {
+    runs.push(JSON.parse(argumentsJson));
     return { isError: false, content: "ran locally" };
   };
   return { runs, tool };

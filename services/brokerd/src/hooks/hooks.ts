@@ -2,6 +2,7 @@ import type { Logger } from "@boxmaker/common";
 import type { AuditRecord } from "../audit.js";
 import { Refused } from "../errors.js";
 import type { Sandbox } from "../sandbox.js";
+import type { SecretCheck } from "../tools/fs-walk.js";
 import { hookRecord } from "./audit-line.js";
 import { hookInput } from "./input.js";
 import { type HookTrust, type ProjectHooks, readProjectHooks } from "./project-file.js";
@@ -12,6 +13,8 @@ import type { HookEvent, HookInput, HooksConfig } from "./types.js";
 export interface HooksDeps {
   hooks: HooksConfig;
   roots: readonly string[];
+  /** The path guard's secret identities: a hook file that is a secret under another name is not read. */
+  secrets: SecretCheck;
   sandbox: Sandbox;
   trust: HookTrust;
   log: Logger;
@@ -45,7 +48,7 @@ export class Hooks {
 
   /** Every root's project file as it is now, trusted or not (`boxmaker hooks`). */
   projectFiles(): ProjectHooks[] {
-    return this.d.roots.map((r) => readProjectHooks(r, this.d.trust));
+    return this.d.roots.map((r) => readProjectHooks(r, this.d.trust, this.d.secrets));
   }
 
   get operator(): HooksConfig {

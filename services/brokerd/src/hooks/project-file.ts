@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWrite, messageOf, parseConfig, Type } from "@boxmaker/common";
-import { openFileAt } from "../tools/fs-walk.js";
+import { openFileAt, type SecretCheck } from "../tools/fs-walk.js";
 import { projectHooksSchema, type ProjectHooksConfig } from "./schema.js";
 import type { HooksConfig } from "./types.js";
 
@@ -68,12 +68,12 @@ export class HookTrust {
  * (no symlink followed, no FIFO opened), hashes the bytes read and parses those
  * same bytes, so what runs is what was hashed.
  */
-export function readProjectHooks(root: string, trust: HookTrust): ProjectHooks {
+export function readProjectHooks(root: string, trust: HookTrust, secrets: SecretCheck): ProjectHooks {
   const file = join(root, PROJECT_HOOKS_FILE);
   const base = { root, file, sha256: "", text: "", hooks: {}, error: "" };
   let bytes: Buffer;
   try {
-    const { fd, st } = openFileAt(root, PROJECT_HOOKS_FILE);
+    const { fd, st } = openFileAt(root, PROJECT_HOOKS_FILE, secrets);
     try {
       if (st.size > MAX_BYTES) return { ...base, state: "invalid", error: `larger than ${MAX_BYTES} bytes` };
       bytes = Buffer.alloc(st.size);

@@ -15,7 +15,7 @@ import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
 import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
-import { type FileIdentity, guardRoot, SecretIdentities } from "./secret-identity.js";
+import { type FileIdentity, SecretIdentities } from "./secret-identity.js";
 import { Refused } from "../errors.js";
 import { NAMED_VALUE_MAX_BYTES } from "../secrets/named-value.js";
 
@@ -150,7 +150,6 @@ export class PathGuard {
     this.secrets = new PathMatcher(secretPatterns, { ignoreCase: true });
     this.protectedGlobs = new PathMatcher(protection.protected, { ignoreCase: true });
     this.reviewedGlobs = new PathMatcher(protection.reviewed, { ignoreCase: true });
-    for (const r of this.roots) guardRoot(r, this.secretIds);
   }
 
   /**

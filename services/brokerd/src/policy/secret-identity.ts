@@ -51,19 +51,3 @@ export class SecretIdentities {
     return this.ids.size;
   }
 }
-
-/*
- * Which identities guard which workspace root. The file tools open files by
- * (root, relative path) through fs-walk.ts, below the layer that knows the
- * guard, so the guard of a root registers its identities here and every open
- * under that root checks them: one place, whichever tool opens the file.
- */
-const byRoot = new Map<string, SecretIdentities>();
-
-export function guardRoot(root: string, ids: SecretIdentities): void {
-  byRoot.set(root, ids);
-}
-
-export function secretIdentitiesOf(root: string): SecretIdentities | undefined {
-  return byRoot.get(root);
-}

@@ -1,7 +1,7 @@
 import { closeSync, lstatSync, read, readdirSync, readlinkSync, readSync } from "node:fs";
 import { promisify } from "node:util";
 import { NotADirectory, ToolError } from "../errors.js";
-import { components, fdPath, openDirAt, openFileAt } from "./fs-walk.js";
+import { components, fdPath, openDirAt, openFileAt, type SecretCheck } from "./fs-walk.js";
 
 // Reads through the descriptor the no-symlink walk reached (fs-walk.ts): never by path.
 
@@ -11,8 +11,8 @@ export interface FileContent {
 }
 
 /** Reads a whole (small) regular file by its canonical relative path. */
-export function readFileAt(root: string, rel: string, maxBytes: number): FileContent {
-  const { fd, st } = openFileAt(root, rel);
+export function readFileAt(root: string, rel: string, secrets: SecretCheck, maxBytes: number): FileContent {
+  const { fd, st } = openFileAt(root, rel, secrets);
   try {
     if (st.size > maxBytes) {
       throw new ToolError(
@@ -78,12 +78,13 @@ const MAX_SCAN_BYTES = 64 * 1024 * 1024;
 export async function readLinesAt(
   root: string,
   rel: string,
+  secrets: SecretCheck,
   from: number,
   to: number,
   opts: { maxLine: number; maxBytes: number; maxScan?: number; signal?: AbortSignal },
 ): Promise<LineRange> {
   const maxScan = opts.maxScan ?? MAX_SCAN_BYTES;
-  const { fd } = openFileAt(root, rel);
+  const { fd } = openFileAt(root, rel, secrets);
   const buf = Buffer.alloc(64 * 1024);
   const lines: string[] = [];
   let line = 1;

@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { messageOf } from "@boxmaker/common";
 import { NotADirectory, Refused, ToolError } from "../errors.js";
-import { secretIdentitiesOf } from "../policy/secret-identity.js";
+import type { SecretIdentities } from "../policy/secret-identity.js";
 
 /**
  * Race-free file access. Node has no openat(), but `/proc/self/fd/<dirfd>/<name>`
@@ -98,11 +98,19 @@ export function describeType(st: Stats): string {
 }
 
 /**
+ * The secret identities that guard a root (its PathGuard's): the file tools
+ * open files below the layer that knows the guard, so each open is handed them
+ * and checks what it opened, whichever tool asked.
+ */
+export type SecretCheck = Pick<SecretIdentities, "has">;
+
+/**
  * Opens a regular file under `root` by its canonical relative path. The type is
  * checked with lstat before the open (a FIFO or device is never opened) and
- * with fstat after it (O_NONBLOCK: a FIFO swapped in meanwhile does not block).
+ * with fstat after it (O_NONBLOCK: a FIFO swapped in meanwhile does not block);
+ * a file `secrets` knows is refused, whatever it is called now.
  */
-export function openFileAt(root: string, rel: string): { fd: number; st: Stats } {
+export function openFileAt(root: string, rel: string, secrets: SecretCheck): { fd: number; st: Stats } {
   const parts = components(rel);
   const name = parts.pop();
   if (name === undefined) throw new ToolError(`${rel} is a directory; use list_dir`);
@@ -130,7 +138,7 @@ export function openFileAt(root: string, rel: string): { fd: number; st: Stats }
       throw new ToolError(`${rel} is ${describeType(st)}; only regular files are read`);
     }
     // Checked on what was opened: a secret renamed or hard-linked to an innocent name is still the secret.
-    if (secretIdentitiesOf(root)?.has(st)) {
+    if (secrets.has(st)) {
       closeSync(fd);
       throw new Refused(
         "path:secret",

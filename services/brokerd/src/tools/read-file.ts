@@ -3,13 +3,13 @@ import { ToolError } from "../errors.js";
 import { Type } from "@boxmaker/common";
 import { defineTool } from "./define-tool.js";
 import { readFileAt, readLinesAt } from "./fs-read.js";
-import { openFileAt } from "./fs-walk.js";
+import { openFileAt, type SecretCheck } from "./fs-walk.js";
 
 /** How much of one line a ranged read of a huge file keeps. */
 const MAX_LINE_BYTES = 64 * 1024;
 
-function sizeAt(root: string, rel: string): number {
-  const { fd, st } = openFileAt(root, rel);
+function sizeAt(root: string, rel: string, secrets: SecretCheck): number {
+  const { fd, st } = openFileAt(root, rel, secrets);
   closeSync(fd);
   return st.size;
 }
@@ -40,14 +40,14 @@ export const readFile = defineTool({
         let total: number | undefined;
         let cut = false;
         let stopped: number | undefined;
-        if (ranged && sizeAt(p.root, p.rel) > max) {
-          ({ lines, total, cut, stopped } = await readLinesAt(p.root, p.rel, from, to, {
+        if (ranged && sizeAt(p.root, p.rel, ctx.guard.secretIds) > max) {
+          ({ lines, total, cut, stopped } = await readLinesAt(p.root, p.rel, ctx.guard.secretIds, from, to, {
             maxLine: MAX_LINE_BYTES,
             maxBytes: max,
             signal: ctx.signal,
           }));
         } else {
-          const all = readFileAt(p.root, p.rel, max).text.split("\n");
+          const all = readFileAt(p.root, p.rel, ctx.guard.secretIds, max).text.split("\n");
           if (all.length > 1 && all[all.length - 1] === "") all.pop();
           total = all.length;
           lines = all.slice(from - 1, to === Number.MAX_SAFE_INTEGER ? undefined : to);

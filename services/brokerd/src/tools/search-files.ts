@@ -129,7 +129,7 @@ export const searchFiles = defineTool({
       };
       const start = lstatSync(p.abs, { throwIfNoEntry: false });
       if (start?.isFile()) {
-        const { fd } = openFileAt(p.root, p.rel);
+        const { fd } = openFileAt(p.root, p.rel, ctx.guard.secretIds);
         closeSync(fd);
         if (admit(p.rel, p.abs)) take(p.rel, p.abs);
       } else {

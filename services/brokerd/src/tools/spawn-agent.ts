@@ -1,23 +1,19 @@
-import { Type } from "@boxmaker/common";
+import { LOOP_TOOL_SPECS, spawnAgentProblem } from "@boxmaker/common";
 import { ToolError } from "../errors.js";
 import { defineTool } from "./define-tool.js";
 
 /** What brokerd answers when policy lets loopd run spawn_agent (loopd matches on it). */
-const SPAWN_AGENT_GO_AHEAD = "spawn_agent: allowed by policy; the agent loop runs it";
+const SPAWN_AGENT_GO_AHEAD = `${LOOP_TOOL_SPECS.spawnAgent.name}: allowed by policy; the agent loop runs it`;
 
 /**
  * A core tool that loopd runs (it starts a child session on the subagent
- * slot). It lives in this table so the epoch's tools array has one source;
- * brokerd plans it only as the policy's gate and never runs it.
+ * slot; its schema is common's, loopd reads the call with it). It lives in
+ * this table so the epoch's tools array has one source; brokerd plans it only
+ * as the policy's gate and never runs it.
  */
 
 export const spawnAgent = defineTool({
-  name: "spawn_agent",
-  description: "Run a subagent on a self-contained task; returns its final answer.",
-  parameters: Type.Object(
-    { task: Type.String({ description: "The task, with all context the subagent needs" }) },
-    { additionalProperties: false },
-  ),
+  ...LOOP_TOOL_SPECS.spawnAgent,
   // Its own calls go through policy one by one; starting it is harmless by default (allow),
   // and an operator rule on spawn_agent can deny it or reserve it for a person.
   risk: "read",
@@ -25,10 +21,11 @@ export const spawnAgent = defineTool({
   // plan only gates (deny / stage for a person / allow) and its "execution" is the
   // go-ahead text loopd checks before it starts the child session.
   plan: (args) => {
-    if (!args.task.trim()) throw new ToolError("spawn_agent needs a non-empty `task` string");
+    const bad = spawnAgentProblem(args);
+    if (bad) throw new ToolError(bad);
     return {
       paths: [],
-      preview: `spawn_agent: ${args.task.slice(0, 2000)}`,
+      preview: `${LOOP_TOOL_SPECS.spawnAgent.name}: ${args.task.slice(0, 2000)}`,
       checks: {},
       execute: async () => ({ text: SPAWN_AGENT_GO_AHEAD, isError: false }),
     };

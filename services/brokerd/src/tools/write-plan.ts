@@ -115,7 +115,9 @@ export function planWrite(
   next: (old: string | null, p: ResolvedPath) => string,
 ): Plan {
   const p = ctx.guard.resolve(input, { write: true });
-  const old = existsAt(p.root, p.rel) ? readFileAt(p.root, p.rel, ctx.config.limits.max_file_bytes).text : null;
+  const old = existsAt(p.root, p.rel)
+    ? readFileAt(p.root, p.rel, ctx.guard.secretIds, ctx.config.limits.max_file_bytes).text
+    : null;
   const content = next(old, p);
   // A `gitdir:` file is a repository elsewhere to git once it is renamed `.git`; no source file starts so.
   if (pointsAtGitDir(content))

@@ -1,4 +1,4 @@
-import { ToolDecision, type SessionEvent } from "@boxmaker/common/client";
+import { LOOP_TOOL, ToolDecision, type SessionEvent } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { planLines } from "./plan.js";
 import { ProgressLine } from "./progress.js";
@@ -107,7 +107,7 @@ export class TurnRenderer {
         break;
       case "toolCall":
         this.endReasoning();
-        if (e.value.name === "update_plan") {
+        if (e.value.name === LOOP_TOOL.updatePlan) {
           this.planCalls.add(e.value.callId);
           break;
         }
@@ -116,7 +116,7 @@ export class TurnRenderer {
       case "toolDecision":
         if (this.planCalls.has(e.value.callId)) {
           if (e.value.decision === ToolDecision.ALLOWED) break;
-          this.line(s.cyan(`┌ ${s.bold("update_plan")}`));
+          this.line(s.cyan(`┌ ${s.bold(LOOP_TOOL.updatePlan)}`));
           this.planCalls.delete(e.value.callId);
         }
         for (const l of decisionLines(s, e.value.decision, e.value.rule, e.value.proposalId, this.o.width))
