@@ -4,6 +4,7 @@ import type { BrokerConfig, SandboxLimits } from "./config-types.js";
 import { Refused } from "./errors.js";
 import { type Bridge, bridgeArgs, bridgePrelude } from "./net-proxy/bridge.js";
 import type { ConnectionRecord, NetProxy } from "./net-proxy/server.js";
+import { lateSecrets, uncheckedNotice, withheldNotice } from "./policy/late-secrets.js";
 import type { WorkspaceScan } from "./policy/paths.js";
 
 export interface SandboxRequest {
@@ -24,6 +25,8 @@ export interface SandboxResult {
   timedOut: boolean;
   /** The workspace as the sandbox saw it before the run (bwrap only): what a sweep after it compares with. */
   before?: WorkspaceScan;
+  /** The workspace walked again once the run had ended (bwrap only): the sweep's "after". */
+  after?: WorkspaceScan;
   /** What the command opened through the network proxy (when it is on). */
   connections?: ConnectionRecord[];
 }
@@ -74,7 +77,7 @@ export function bwrapArgs(l: BwrapLayout): string[] {
     a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
   // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
   a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-  const inWritable = (p: string) => !l.writable || l.writable.some((w) => p === w || p.startsWith(`${w}/`));
+  const inWritable = visibleIn(l.writable);
   // A rule's paths confine the command to what they name, reading as well as writing: the roots are
   // empty directories and only the named ones are bound in. A path outside them (`cat ../private/x`,
   // a hard link to it) is not there to open, whatever name the command finds for it.
@@ -92,6 +95,12 @@ export function bwrapArgs(l: BwrapLayout): string[] {
   a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits, l.bridge && bridgePrelude(l.bridge))));
   return a;
 }
+
+/** Whether a workspace path is there for the command: all of it, or only what a rule's `paths` name. */
+const visibleIn =
+  (writable: string[] | undefined) =>
+  (p: string): boolean =>
+    !writable || writable.some((w) => p === w || p.startsWith(`${w}/`));
 
 /**
  * `/bin/sh -c command`, with the rlimits set first by a wrapper shell that then
@@ -124,6 +133,7 @@ export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
 
 const emptyScan = (): WorkspaceScan => ({
   hidden: [],
+  hiddenIds: new Map(),
   readOnly: [],
   pinned: [],
   protectedIds: new Map(),
@@ -271,7 +281,8 @@ export class Sandbox {
     if (this.state === "unavailable")
       throw new Refused("sandbox:unavailable", `no sandbox is available (${this.detail})`);
     const before = this.state === "bwrap" ? this.scan() : undefined;
-    if (!before || !this.netProxy) return this.spawn(req, signal, before);
+    if (!before) return this.spawn(req, signal);
+    if (!this.netProxy) return this.spawn(req, signal, before).then((r) => this.unlessLate(req, before, r));
     const proxy = this.netProxy;
     return (async () => {
       const px = await proxy.open(req.command, req.scope);
@@ -286,8 +297,29 @@ export class Sandbox {
       } finally {
         await px.close();
       }
-      return { ...r, connections: px.connections };
+      return { ...this.unlessLate(req, before, r), connections: px.connections };
     })();
+  }
+
+  /**
+   * The masks are mounts made as the command starts: a secret someone else
+   * creates while it runs (a second command, the person, an editor's save) has
+   * none, and the command may have read it. No mount can cover a file that does
+   * not exist yet, so the workspace is walked again once the run has ended and,
+   * if a secret appeared that the command could see, nothing it printed is
+   * returned — whatever encoding it chose, the output carries no byte of it.
+   * A walk that fails withholds too: unknown is not "none appeared".
+   */
+  private unlessLate(req: SandboxRequest, before: WorkspaceScan, r: SandboxResult): SandboxResult {
+    let after: WorkspaceScan;
+    try {
+      after = this.scan();
+    } catch (err) {
+      return { ...r, output: uncheckedNotice(err instanceof Error ? err.message : String(err)), droppedBytes: 0 };
+    }
+    const late = lateSecrets(before, after, visibleIn(req.writable));
+    if (!late.length) return { ...r, after };
+    return { ...r, after, output: withheldNotice(late), droppedBytes: 0 };
   }
 
   private spawn(

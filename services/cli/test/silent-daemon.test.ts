@@ -3,7 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Stream } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { LoopService, serviceDefinition, LoopStatusResponseSchema } from "@boxmaker/common";
 import { SessionInfoSchema } from "@boxmaker/common/client";
 import { frame } from "../../../test/support/hostile-h2.js";
 import { runCli } from "../../../test/support/stack.js";
@@ -79,6 +81,64 @@ describe("a loopd that does not answer", () => {
     const r = await cli(["--timeout", "soon", "ls"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--timeout needs a positive number of seconds, not "soon"');
+  });
+});
+
+/** A real grpc-js server on the socket serving loopd's service: each handler given here, the rest UNIMPLEMENTED. */
+async function grpcLoopd(impl: grpc.UntypedServiceImplementation) {
+  const server = new grpc.Server();
+  server.addService(serviceDefinition(LoopService), impl);
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix:${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
+  closers.push(async () => server.forceShutdown());
+}
+
+describe("a loopd (grpc-js) that accepts a call and never finishes it", () => {
+  it("ListSessions taken and never answered: ls ends at its deadline, one line naming loopd's socket, exit 6", async () => {
+    let taken = 0;
+    await grpcLoopd({ listSessions: () => void taken++ });
+    const r = await cli(["--timeout", "1", "ls"]);
+    expect(taken).toBe(1);
+    expect(r.code).toBe(6);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `boxmaker: ListSessions: deadline exceeded: ${sock} did not answer within 1 s (DEADLINE_EXCEEDED)\n`,
+    );
+  });
+
+  it("Status answered only after a long delay: status ends at its deadline, exit 6, and the late answer is not printed", async () => {
+    const late: NodeJS.Timeout[] = [];
+    await grpcLoopd({
+      status: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
+        void late.push(setTimeout(() => cb(null, create(LoopStatusResponseSchema, {})), 60_000)),
+    });
+    closers.push(async () => late.forEach(clearTimeout));
+    const r = await cli(["--timeout", "1", "status"]);
+    expect(late).toHaveLength(1);
+    expect(r.code).toBe(6);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `boxmaker: Status: deadline exceeded: ${sock} did not answer within 1 s (DEADLINE_EXCEEDED)\n`,
+    );
+  });
+
+  it("a reply that trickles (headers, then a byte at a time of a message never whole): ls ends at its deadline, exit 6", async () => {
+    const drips: NodeJS.Timeout[] = [];
+    await http2Loopd((method, s) => {
+      if (method !== "ListSessions") return;
+      s.respond({ ":status": 200, "content-type": "application/grpc" });
+      // A frame header announcing 1 MiB, then one byte every 50 ms: the message is never complete.
+      const head = Buffer.from([0, 0, 0x10, 0, 0]);
+      s.write(head);
+      drips.push(setInterval(() => !s.destroyed && s.write(Buffer.from([0x0a])), 50));
+    });
+    closers.push(async () => drips.forEach(clearInterval));
+    const r = await cli(["--timeout", "1", "ls"]);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toBe(
+      `boxmaker: ListSessions: deadline exceeded: ${sock} did not answer within 1 s (DEADLINE_EXCEEDED)\n`,
+    );
   });
 });
 

@@ -58,6 +58,10 @@ export const loopdConfigSchema = Type.Object(
     // How long a call to inferproxy or brokerd waits for that daemon when it is not connected (restarted by systemd
     // or `boxmaker up`, back within seconds) before it fails, naming the daemon and its socket.
     peer_wait_ms: count(10_000),
+    // The deadline of a call to inferproxy or brokerd that answers from memory or disk (listing proposals, changes,
+    // hooks; status; blobs): a daemon that takes the call and never finishes it fails it, naming its socket. Calls that
+    // run something first (a tool, an approved command, hooks, a slot save or restore) have their own, longer ceilings.
+    peer_call_timeout_ms: Type.Integer({ minimum: 1, default: 60_000 }),
     // How long a turn whose model request was cut off (llama-server killed, crashed, restarted) waits for the server
     // to be back and pass its self-test, once per outage; a server still away then ends the turn. A model load is
     // seconds to a minute: the default covers a restart of a large model with room to spare.

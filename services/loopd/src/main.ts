@@ -14,6 +14,7 @@ import {
   startDaemon,
   daemonConfigPath,
 } from "@boxmaker/common";
+import { peerDeadlines } from "./peer-deadlines.js";
 import { loadLoopdConfig } from "./config-check.js";
 import { SessionStore } from "./session-store.js";
 import { SessionRunner } from "./session-runner.js";
@@ -51,11 +52,16 @@ runMain(async () => {
 
   // A peer that is restarting is waited for (peer_wait_ms), not failed at while the channel backs off.
   const peerWait = (peer: string) => ({ peer, peerWaitMs: config.peer_wait_ms });
-  const inferClient = createClient(InferService, config.inferproxy_socket, peerWait("inferproxy"));
+  // Every unary call ends: a peer that takes a call and never answers it fails that call, named.
+  const deadlines = peerDeadlines(config.peer_call_timeout_ms);
+  const inferClient = createClient(InferService, config.inferproxy_socket, {
+    ...peerWait("inferproxy"),
+    ...deadlines.inferproxy,
+  });
   // Model requests go over one long-lived stream: no gRPC call set-up per request.
   const channel = new CompletionChannel(inferClient, config.peer_wait_ms);
   const infer = { ...inferClient, complete: channel.complete };
-  const broker = createClient(BrokerService, config.brokerd_socket, peerWait("brokerd"));
+  const broker = createClient(BrokerService, config.brokerd_socket, { ...peerWait("brokerd"), ...deadlines.brokerd });
   const serverSlots = new ServerSlots(inferClient, new SlotMapCheck(config.slots), log, config.server_check_ms);
   // A map naming a slot the server lacks would fail every turn of that role when it comes (a schedule at
   // night): refuse it now, in one line. A server still loading is checked when its self-test has run.

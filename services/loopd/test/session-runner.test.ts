@@ -33,6 +33,7 @@ function config(slots: LoopdConfig["slots"] = { main: 0, subagent: 1, scheduled:
     parking: { enabled: false },
     approval_wait_ms: 1_000,
     peer_wait_ms: 0,
+    peer_call_timeout_ms: 60_000,
     server_wait_ms: 120_000,
     server_check_ms: 0,
     session_idle_ms: 0,

@@ -2,7 +2,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  type ListToolsResult,
+  ListToolsResultSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
 import { McpTimeout } from "../errors.js";
 import type { McpServerConfig } from "../config-types.js";
@@ -118,6 +124,8 @@ export class McpConnection {
       this.listCut = cut;
       this.toolCount = usable.length;
       this.log.info({ mcp: this.name, tools: usable.length, hidden: refused.length }, "mcp server connected");
+      // A list cut short is said where the person looks first, not only in BrokerStatus.
+      if (cut) this.log.warn({ mcp: this.name, tools: usable.length, why: cut }, "mcp server's tool list cut short");
       this.onTools(usable, client);
     } catch (err) {
       if (live) await this.stop(live);
@@ -278,20 +286,37 @@ export class McpConnection {
 /**
  * The server's tools, page by page, as far as brokerd's limits go: past
  * TOOL_LIMITS.tools (one more is kept, to refuse it by name) or
- * TOOL_LIMITS.pages it stops asking and says so.
+ * TOOL_LIMITS.pages it stops asking and says so. The whole list shares one
+ * `timeout` (connect_timeout_ms): a server answering each page just in time
+ * would otherwise keep the connect going for pages × timeout. Past it, the
+ * pages read so far are what the server has; a first page that does not come
+ * fails the connect.
  */
 async function listTools(client: Client, timeout: number): Promise<{ listed: Tool[]; cut?: string }> {
   const listed: Tool[] = [];
+  const until = Date.now() + timeout;
+  const late = (page: number) => ({
+    listed,
+    cut: `its tool list took longer than connect_timeout_ms (${timeout} ms); ${page} page(s) were read, the rest were not`,
+  });
   let cursor: string | undefined;
   for (let page = 0; ; page++) {
     if (page === TOOL_LIMITS.pages)
       return { listed, cut: `its tool list goes on past ${TOOL_LIMITS.pages} pages; the rest were not read` };
+    const left = until - Date.now();
+    if (page > 0 && left <= 0) return late(page);
     // The request itself, not listTools: that compiles every output schema the server sends (ajv), which brokerd never uses.
-    const res = await client.request(
-      { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
-      ListToolsResultSchema,
-      { timeout },
-    );
+    let res: ListToolsResult;
+    try {
+      res = await client.request(
+        { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
+        ListToolsResultSchema,
+        { timeout: Math.max(1, left) },
+      );
+    } catch (err) {
+      if (page > 0 && err instanceof McpError && err.code === ErrorCode.RequestTimeout) return late(page);
+      throw err;
+    }
     for (const t of res.tools) {
       if (listed.length > TOOL_LIMITS.tools)
         return { listed, cut: `it lists more than ${TOOL_LIMITS.tools} tools; the rest were not read` };

@@ -47,6 +47,8 @@ const DEFAULT_PROTECTION: WorkspaceProtection = {
 export interface WorkspaceScan {
   /** Secrets, masked: files by /dev/null, directories by an empty tmpfs. */
   hidden: { path: string; dir: boolean }[];
+  /** Each hidden path's file identity ("dev:ino") at the walk: a secret replaced under a mask is a new one. */
+  hiddenIds: Map<string, string>;
   /** Protected and reviewed paths that exist, bound read-only over the writable workspace. */
   readOnly: string[];
   /**
@@ -306,6 +308,7 @@ export class PathGuard {
    */
   scan(limit = SECRET_WALK_LIMIT): WorkspaceScan {
     const hidden: WorkspaceScan["hidden"] = [];
+    const hiddenIds: WorkspaceScan["hiddenIds"] = new Map();
     const readOnly: string[] = [];
     const protectedIds = new Map<string, number>();
     const gitShaped = new Set<string>();
@@ -367,9 +370,13 @@ export class PathGuard {
         if (e.isSymbolicLink()) continue;
         if (e.isFile() && !this.isSecret(rel, abs) && this.holdsSecret(e.name, rel, abs)) this.rememberSecretFile(abs);
         if (this.isSecret(rel, abs)) {
-          if (e.isDirectory() || e.isFile()) hidden.push({ path: abs, dir: e.isDirectory() });
-          if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory()) walk(root, abs, depth + 1, true, true, []);
+          if (e.isDirectory() || e.isFile()) {
+            const id = idOf(abs);
+            hidden.push({ path: abs, dir: e.isDirectory() });
+            hiddenIds.set(abs, `${id.dev}:${id.ino}`);
+            if (e.isFile()) identities.push(id);
+          }
+          if (e.isDirectory()) walk(root, abs, depth + 1, true, true, []);
           continue;
         }
         if (e.isDirectory()) {
@@ -395,6 +402,7 @@ export class PathGuard {
     const byDepth = (a: string, b: string) => a.split(sep).length - b.split(sep).length || a.localeCompare(b);
     return {
       hidden,
+      hiddenIds,
       readOnly: readOnly.sort(byDepth),
       pinned: [...pinned].sort(byDepth),
       protectedIds,
@@ -407,8 +415,7 @@ export class PathGuard {
    * with the one before: what a command (or an MCP server) planted for git or a
    * shell to run later, outside the sandbox.
    */
-  plantedSince(before: WorkspaceScan): Planted[] {
-    const after = this.scan();
+  plantedSince(before: WorkspaceScan, after: WorkspaceScan = this.scan()): Planted[] {
     const planted: Planted[] = [];
     for (const [p, ino] of after.protectedIds) {
       if (before.protectedIds.get(p) === ino || this.writtenByTools.get(p) === ino) continue;

@@ -46,7 +46,7 @@ export const runCommand = defineTool({
         const notes: string[] = [];
         // Nothing of the run is alive now (bwrap's pid namespace died with it): what it left is final.
         if (r.before) {
-          const planted = ctx.guard.plantedSince(r.before);
+          const planted = ctx.guard.plantedSince(r.before, r.after);
           for (const line of quarantinePlanted(planted, ctx.guard.roots, ctx.config.state_dir, `run-${Date.now()}`))
             notes.push(`[${line}; to create or change such a file, propose it with write_file or edit_file]`);
         }
