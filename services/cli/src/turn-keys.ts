@@ -36,12 +36,13 @@ export class TurnKeys {
   ) {
     input.on("data", this.onData);
     this.rearm();
-    input.resume();
   }
 
-  /** Raw mode again after a question's readline, closing, set the terminal back to cooked. */
+  /** Raw mode again, and reading again, after a question's readline, closing, set the terminal back to cooked and paused stdin. */
   rearm(): void {
-    if (!this.paused() && !this.input.isRaw) this.input.setRawMode(true);
+    if (this.paused()) return;
+    if (!this.input.isRaw) this.input.setRawMode(true);
+    if (this.input.isPaused()) this.input.resume();
   }
 
   dispose(): void {

@@ -95,6 +95,34 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit");
     });
 
+    it("keeps out of an approval question's way, and Ctrl-T works again once it is answered", async () => {
+      t.stack.sim.enqueue({
+        toolCalls: [{ id: "call-ll1", name: "write_file", arguments: `{"path": "ll.txt", "content": "hi\\n"}` }],
+      });
+      t.stack.sim.enqueue(slowThought);
+      const tmux = c.newTmux();
+      const chat = await tmux.start(Tmux.cliLine(["chat"], c.env()));
+      const bytes = join(t.dir, "ask-pane.bytes");
+      await tmux.command("pipe-pane", "-t", chat, `cat >> '${bytes}'`);
+      await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
+      await tmux.type(chat, "write ll.txt");
+      await tmux.waitFor(chat, (s) => s.includes("[l]ater"), "the in-place question");
+      // Long enough for the line's one-second clock to have drawn it, were it to.
+      await new Promise((r) => setTimeout(r, 1500));
+      const atQuestion = recorded(bytes);
+      expect(atQuestion.slice(atQuestion.indexOf("approve?"))).not.toMatch(/waiting for|· slot \d/);
+      expect((await tmux.screen(chat)).trimEnd().split("\n").at(-1)).toMatch(/\[l\]ater ·? ?Ctrl-C cancels the turn$/);
+      await tmux.type(chat, "y");
+      await tmux.waitFor(chat, (s) => statusLine.test(s), "the status line again, while the model thinks");
+      await tmux.keys(chat, "C-t");
+      await tmux.waitFor(chat, (s) => s.includes("step1 step2"), "the hidden reasoning shown");
+      const done = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the turn to end", 30_000);
+      expect(done).toContain("The answer is 42.");
+      expect(readFileSync(join(t.stack.workspace, "ll.txt"), "utf8")).toBe("hi\n");
+      await tmux.keys(chat, "C-d");
+      await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit");
+    });
+
     it("run: a status line on a terminal; none, and no control sequence, when its output goes to a file or TERM=dumb", async () => {
       const tmux = c.newTmux();
       const out = join(t.dir, "run.out");
