@@ -67,6 +67,17 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       const rest = raw.slice(last.index + last[0].length);
       expect(rest.startsWith("\r\x1b[2K")).toBe(true);
       expect(rest).toContain("The answer is 42.");
+
+      // The next turn's prompt starts with the whole first one: the line shows the server reusing it.
+      t.stack.sim.enqueue(slowThought);
+      await tmux.type(chat, "and again?");
+      const reused = /thinking · .* cache ([\d,]+)\/([\d,]+) · slot \d+/;
+      const second = await tmux.waitFor(chat, (s) => reused.test(s), "the second turn's status line");
+      const [, hit, total] = reused.exec(second)!.map((x) => Number(x.replaceAll(",", "")));
+      expect(hit).toBeGreaterThan(0);
+      expect(hit).toBeLessThan(total!);
+      const summary = await tmux.waitFor(chat, (s) => (s.match(/— stop · 1 request/g)?.length ?? 0) === 2, "the turn");
+      expect(summary).toMatch(/— stop · 1 request · \d+ prompt tokens \([1-9]\d*% cached\)/);
       await tmux.keys(chat, "C-d");
       await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit");
     });
