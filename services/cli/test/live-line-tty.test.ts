@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tmux } from "./support/tmux.js";
 import { useChatTty } from "./support/chat-tty.js";
@@ -132,6 +132,24 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       expect(readFileSync(join(t.stack.workspace, "ll.txt"), "utf8")).toBe("hi\n");
       await tmux.keys(chat, "C-d");
       await tmux.waitFor(chat, (s) => s.includes("[exit "), "chat to exit");
+    });
+
+    it("shows llama-server reading a long prompt, batch by batch, with what it took from its cache", async () => {
+      t.stack.sim.enqueue({ content: "Read it all.", prefillMsPerBatch: 1500 });
+      const tmux = c.newTmux();
+      const prompt = join(t.dir, "long-prompt.txt");
+      writeFileSync(prompt, Array.from({ length: 3000 }, (_, i) => `word${i}`).join(" "));
+      const pane = await tmux.start(
+        Tmux.cliLine(["run", "-"], c.env()).replace('; echo "[exit $?]"', ` < '${prompt}'; echo "[exit $?]"`),
+      );
+      const reading = /reading the prompt ([\d,]+)\/([\d,]+) · \d+ s · cache [\d,]+\/[\d,]+ · slot \d+/;
+      const during = await tmux.waitFor(pane, (s) => reading.test(s), "the prefill's progress", 30_000);
+      const [, processed, total] = reading.exec(during)!.map((x) => Number(x.replaceAll(",", "")));
+      expect(total).toBeGreaterThan(2048);
+      expect(processed).toBeLessThanOrEqual(total!);
+      const end = await tmux.waitFor(pane, (s) => s.includes("[exit 0]"), "run to end", 30_000);
+      expect(end).not.toContain("reading the prompt");
+      expect(end).toContain("Read it all.");
     });
 
     it("run: a status line on a terminal; none, and no control sequence, when its output goes to a file or TERM=dumb", async () => {
