@@ -173,39 +173,43 @@ export async function sendAndRender(
       () => ctrlC.press(),
     );
   }
-  // On a terminal: a status line under the output, and in chat a key that shows or hides the reasoning.
+  // On a terminal: a status line under the output (one that can be redrawn), and in chat a key
+  // that shows or hides the reasoning.
   let renderer: TurnRenderer | undefined;
   let keys: import("./turn-keys.js").TurnKeys | undefined;
+  const withKey = Boolean(!opts.json && opts.reasoningKey && process.stdin.isTTY && process.stdout.isTTY);
   if (!opts.json && LiveLine.wanted(process.stdout)) {
-    const withKey = Boolean(opts.reasoningKey && process.stdin.isTTY);
     live = new LiveLine(process.stdout, styleFor(process.stdout), {
       approvalsAskHere: approvals !== undefined,
       ...(withKey
         ? { thinkingHint: () => `${REASONING_KEY.name} ${renderer?.reasoningShown ? "hides" : "shows"} reasoning` }
         : {}),
     });
+  }
+  if (live || withKey) {
     renderer = new TurnRenderer({
       out: process.stdout,
       err: process.stderr,
       style: styleFor(process.stdout),
       showReasoning: opts.reasoning,
       width: widthOf(process.stdout),
-      live,
+      ...(live ? { live } : {}),
       ...(withKey ? { reasoningKey: REASONING_KEY.name } : {}),
     });
-    if (withKey) {
-      const r = renderer;
-      keys = new TurnKeys(
-        process.stdin,
-        () => r.toggleReasoning(),
-        () => ctrlC.press(),
-        () => approvals?.questionOpen ?? false,
-      );
-    }
+  }
+  if (renderer && withKey) {
+    const r = renderer;
+    keys = new TurnKeys(
+      process.stdin,
+      () => r.toggleReasoning(),
+      () => ctrlC.press(),
+      () => approvals?.questionOpen ?? false,
+    );
   }
   // Stopped by a supervisor or a closed terminal: the turn must not run on
   // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
   const stopHandler = (sig: NodeJS.Signals) => {
+    live?.erase();
     printErr(`\n${sig}: cancelling the turn…\n`);
     const exit = () => process.exit(ExitCode.interrupted);
     setTimeout(exit, STOP_CANCEL_TIMEOUT_MS).unref();
