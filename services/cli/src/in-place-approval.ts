@@ -38,6 +38,11 @@ export class InPlaceApprovals {
     private readonly onCtrlC: () => void = () => {},
   ) {}
 
+  /** A question is being read from the terminal: its keys are the question's. */
+  get questionOpen(): boolean {
+    return this.prompting;
+  }
+
   handle(ev: SessionEvent): void {
     const e = ev.event;
     if (e.case === "toolDecision" && e.value.decision === ToolDecision.STAGED && e.value.proposalId) {

@@ -16,6 +16,8 @@ import { widthOf } from "./render/columns.js";
 import { CtrlC } from "./ctrl-c.js";
 import { jsonOf } from "./json.js";
 import { printErr, writeJson } from "./render/terminal-safe.js";
+import { LiveLine } from "./render/live-line.js";
+import { REASONING_KEY, TurnKeys } from "./turn-keys.js";
 
 export interface StreamOptions {
   json: boolean;
@@ -24,19 +26,23 @@ export interface StreamOptions {
   untilStreamEnd?: boolean;
   /** Sees every event (in-place approval questions). */
   onEvent?: (ev: SessionEvent) => void;
+  /** The renderer to use (one with a status line, one a key toggles); else a plain one. */
+  renderer?: TurnRenderer;
+}
+
+function plainRenderer(reasoning: boolean): TurnRenderer {
+  return new TurnRenderer({
+    out: process.stdout,
+    err: process.stderr,
+    style: styleFor(process.stdout),
+    showReasoning: reasoning,
+    width: widthOf(process.stdout),
+  });
 }
 
 /** Prints a stream of session events until its turn ends; returns the exit code. */
 export async function renderEvents(events: AsyncIterable<SessionEvent>, opts: StreamOptions): Promise<ExitCode> {
-  const renderer = opts.json
-    ? undefined
-    : new TurnRenderer({
-        out: process.stdout,
-        err: process.stderr,
-        style: styleFor(process.stdout),
-        showReasoning: opts.reasoning,
-        width: widthOf(process.stdout),
-      });
+  const renderer = opts.json ? undefined : (opts.renderer ?? plainRenderer(opts.reasoning));
   let outcome = new TurnOutcome();
   // A stream that ends before its turn does was cut off (loopd went away).
   let exit: ExitCode = ExitCode.interrupted;
@@ -144,9 +150,11 @@ export async function sendAndRender(
   client: LoopClient,
   sessionId: string,
   text: string,
-  opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean },
+  opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean; reasoningKey?: boolean },
 ): Promise<ExitCode> {
+  let live: LiveLine | undefined;
   const ctrlC = new CtrlC(() => {
+    live?.erase();
     printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
   });
@@ -165,9 +173,43 @@ export async function sendAndRender(
       () => ctrlC.press(),
     );
   }
+  // On a terminal: a status line under the output (one that can be redrawn), and in chat a key
+  // that shows or hides the reasoning.
+  let renderer: TurnRenderer | undefined;
+  let keys: import("./turn-keys.js").TurnKeys | undefined;
+  const withKey = Boolean(!opts.json && opts.reasoningKey && process.stdin.isTTY && process.stdout.isTTY);
+  if (!opts.json && LiveLine.wanted(process.stdout)) {
+    live = new LiveLine(process.stdout, styleFor(process.stdout), {
+      approvalsAskHere: approvals !== undefined,
+      ...(withKey
+        ? { thinkingHint: () => `${REASONING_KEY.name} ${renderer?.reasoningShown ? "hides" : "shows"} reasoning` }
+        : {}),
+    });
+  }
+  if (live || withKey) {
+    renderer = new TurnRenderer({
+      out: process.stdout,
+      err: process.stderr,
+      style: styleFor(process.stdout),
+      showReasoning: opts.reasoning,
+      width: widthOf(process.stdout),
+      ...(live ? { live } : {}),
+      ...(withKey ? { reasoningKey: REASONING_KEY.name } : {}),
+    });
+  }
+  if (renderer && withKey) {
+    const r = renderer;
+    keys = new TurnKeys(
+      process.stdin,
+      () => r.toggleReasoning(),
+      () => ctrlC.press(),
+      () => approvals?.questionOpen ?? false,
+    );
+  }
   // Stopped by a supervisor or a closed terminal: the turn must not run on
   // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
   const stopHandler = (sig: NodeJS.Signals) => {
+    live?.erase();
     printErr(`\n${sig}: cancelling the turn…\n`);
     const exit = () => process.exit(ExitCode.interrupted);
     setTimeout(exit, STOP_CANCEL_TIMEOUT_MS).unref();
@@ -181,11 +223,24 @@ export async function sendAndRender(
     );
     const code = await renderEvents(events, {
       ...opts,
-      ...(approvals ? { onEvent: (ev) => approvals.handle(ev) } : {}),
+      ...(renderer ? { renderer } : {}),
+      ...(approvals || keys
+        ? {
+            onEvent: (ev) => {
+              approvals?.handle(ev);
+              keys?.rearm();
+            },
+          }
+        : {}),
     });
+    // The questions after the turn read whole lines: the terminal goes back to cooked mode first.
+    keys?.dispose();
+    keys = undefined;
     await approvals?.askAfterTurn();
     return code;
   } finally {
+    keys?.dispose();
+    live?.stop();
     approvals?.dispose();
     ctrlC.dispose();
     for (const sig of STOP_SIGNALS) process.off(sig, stopHandler);

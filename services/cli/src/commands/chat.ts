@@ -38,7 +38,9 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       "after",
       `
 On a terminal you get a prompt: Enter sends, Ctrl-C cancels a running turn
-(the session stays usable; a second Ctrl-C quits), Ctrl-D or /exit quits.
+(the session stays usable; a second Ctrl-C quits), Ctrl-T shows or hides
+the reasoning while it streams, Ctrl-D or /exit quits. A status line under
+the output says what the turn is doing (see docs/cli.md).
 Pasted lines are one message; so is everything between two lines holding
 only """. Up/Down recall earlier messages, across runs
 (~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
@@ -94,7 +96,9 @@ Examples:
         }
         const interactive = Boolean(process.stdin.isTTY);
         if (interactive)
-          note('Enter sends · """ starts a multi-line block · /help · Ctrl-C cancels a turn · Ctrl-D quits');
+          note(
+            'Enter sends · """ starts a multi-line block · /help · Ctrl-T shows/hides reasoning · Ctrl-C cancels a turn · Ctrl-D quits',
+          );
         let last: ExitCode = ExitCode.ok;
         for await (let text of interactive ? promptLines(style, () => mode.current ?? "ask") : stdinLines()) {
           // Slash commands (/help, /compact, /status, …) are the CLI's, never the model's;
@@ -126,6 +130,7 @@ Examples:
             json: !!opts.json,
             reasoning: !!opts.reasoning,
             askInPlace: true,
+            reasoningKey: true,
             ...(budgets ? { budgets } : {}),
           });
         }

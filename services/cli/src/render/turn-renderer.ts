@@ -6,6 +6,7 @@ import { callLine, resultLines } from "./frame.js";
 import { cut, wrapWords } from "./columns.js";
 import { decisionLines, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
 import { eraseLine, writeText } from "./terminal-safe.js";
+import type { LiveLine } from "./live-line.js";
 
 export interface RenderOptions {
   out: NodeJS.WritableStream;
@@ -13,6 +14,10 @@ export interface RenderOptions {
   style: Style;
   /** Show reasoning text (dimmed); otherwise a one-line thinking summary. */
   showReasoning: boolean;
+  /** The key that shows or hides the reasoning while it streams, named in the summary (chat on a terminal). */
+  reasoningKey?: string;
+  /** The turn's status line (a terminal): erased before every write, told after every event. */
+  live?: LiveLine;
   /** Longest tool result excerpt shown, in lines. */
   resultLines?: number;
   /** The terminal's columns: every line the renderer composes fits them. Undefined when piped. */
@@ -26,6 +31,9 @@ export class TurnRenderer {
   private retryOpen = false;
   private reasoningDeltas = 0;
   private inReasoning = false;
+  /** The current block of reasoning, kept while hidden: the key shows it from its start. */
+  private reasoningText = "";
+  private showReasoning: boolean;
   private readonly progress: ProgressLine;
   /** A tool call being written, shown on a line redrawn in place (a terminal only) until the call is complete. */
   private growing: { name: string; bytes: number } | undefined;
@@ -34,10 +42,31 @@ export class TurnRenderer {
 
   constructor(private readonly o: RenderOptions) {
     this.progress = new ProgressLine(o.err, o.style);
+    this.showReasoning = o.showReasoning;
+  }
+
+  /** The reasoning shown from now on (and the hidden part of the current block at once), or hidden from now on. */
+  toggleReasoning(): void {
+    this.o.live?.erase();
+    this.showReasoning = !this.showReasoning;
+    if (this.inReasoning && this.showReasoning) {
+      this.line(this.o.style.dim("thinking:"));
+      this.emit(this.o.style.dim(this.reasoningText));
+    } else if (this.inReasoning) {
+      this.line(
+        this.o.style.dim(`(reasoning hidden${this.o.reasoningKey ? `; ${this.o.reasoningKey} shows it` : ""})`),
+      );
+    }
+    this.o.live?.settle(this.atLineStart && !this.retryOpen);
+  }
+
+  get reasoningShown(): boolean {
+    return this.showReasoning;
   }
 
   private emit(text: string): void {
     if (!text) return;
+    this.o.live?.erase();
     writeText(this.o.out, text);
     this.atLineStart = text.endsWith("\n");
   }
@@ -56,11 +85,23 @@ export class TurnRenderer {
     if (!this.inReasoning) return;
     this.inReasoning = false;
     const s = this.o.style;
-    if (this.o.showReasoning) this.line("");
-    else this.prose(`(thought for ${this.reasoningDeltas} tokens; --reasoning shows it)`, s.dim);
+    this.reasoningText = "";
+    if (this.showReasoning) this.line("");
+    else
+      this.prose(
+        `(thought for ${this.reasoningDeltas} tokens; ${this.o.reasoningKey ? `${this.o.reasoningKey} or ` : ""}--reasoning shows it)`,
+        s.dim,
+      );
   }
 
   handle(ev: SessionEvent): void {
+    this.o.live?.handle(ev);
+    this.render(ev);
+    // A retry line stays open for its end: the status line waits below nothing.
+    this.o.live?.settle(this.atLineStart && !this.retryOpen);
+  }
+
+  private render(ev: SessionEvent): void {
     const s = this.o.style;
     const e = ev.event;
     if (e.case !== "progress") this.progress.clear();
@@ -77,21 +118,25 @@ export class TurnRenderer {
         for (const l of wrapWords(
           `waiting for slot ${e.value.slot}: ${e.value.position} ahead (held by ${e.value.heldBySession})`,
           this.o.width,
-        ))
+        )) {
+          this.o.live?.erase();
           writeText(this.o.err, `${s.yellow(l)}\n`);
+        }
         break;
       case "progress":
-        this.progress.update(e.value.processed, e.value.total, e.value.cache);
+        // The status line shows the prefill on a terminal; the bar is for a terminal on stderr only.
+        if (!this.o.live) this.progress.update(e.value.processed, e.value.total, e.value.cache);
         break;
       case "reasoning":
         if (!this.inReasoning) {
           this.inReasoning = true;
           this.reasoningDeltas = 0;
-          if (this.o.showReasoning) this.line(s.dim("thinking:"));
+          if (this.showReasoning) this.line(s.dim("thinking:"));
         }
         // The server streams one token per delta, so deltas count tokens.
         this.reasoningDeltas++;
-        if (this.o.showReasoning) this.emit(s.dim(e.value.text));
+        if (this.o.reasoningKey) this.reasoningText += e.value.text;
+        if (this.showReasoning) this.emit(s.dim(e.value.text));
         break;
       case "content":
         this.endReasoning();
@@ -227,7 +272,8 @@ export class TurnRenderer {
    * follows, and a log of sizes would only be noise).
    */
   private showGrowing(name: string, bytes: number): void {
-    if (!(this.o.out as NodeJS.WriteStream).isTTY) return;
+    // The status line says it there (the same words), so the call's line is not drawn twice.
+    if (this.o.live || !(this.o.out as NodeJS.WriteStream).isTTY) return;
     if (this.growing) eraseLine(this.o.out);
     else if (!this.atLineStart) this.emit("\n");
     this.growing = { name, bytes };
@@ -248,6 +294,7 @@ export class TurnRenderer {
   }
 
   finish(): void {
+    this.o.live?.stop();
     this.progress.clear();
     if (this.growing) this.endGrowing(false);
     if (!this.atLineStart) this.emit("\n");
