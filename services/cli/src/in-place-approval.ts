@@ -36,6 +36,8 @@ export class InPlaceApprovals {
     private readonly alert: (p: Proposal) => void = () => {},
     /** Ctrl-C at a question during the turn (the terminal's readline takes it from the process). */
     private readonly onCtrlC: () => void = () => {},
+    /** What another terminal puts before `boxmaker` to reach this stack (socket-choice.ts reachPrefix). */
+    private readonly reach = "",
   ) {}
 
   /** A question is being read from the terminal: its keys are the question's. */
@@ -113,7 +115,9 @@ export class InPlaceApprovals {
         if (a === undefined || a === "" || a === "l" || a === "later") {
           // After Ctrl-C the turn is being cancelled: its tool result says the proposal was withdrawn.
           if (!ac.signal.aborted && !this.turnCancelled)
-            this.note(`left pending; \`boxmaker approve ${id}\` or \`boxmaker reject ${id}\` from any terminal`);
+            this.note(
+              `left pending; \`${this.reach}boxmaker approve ${id}\` or \`${this.reach}boxmaker reject ${id}\` from any terminal`,
+            );
           return;
         }
         if (a === "d" || a === "diff") {

@@ -18,6 +18,19 @@ export interface SocketChoice {
   source: SocketSource;
 }
 
+/**
+ * What another terminal needs to reach this same stack, as a prefix of a
+ * command: nothing when it finds the stack the same way (cli.json, the stack
+ * `up` recorded, the default socket), else the socket in BOXMAKER_SOCKET
+ * (chosen by --socket or the environment, or a stack `demo` started itself).
+ */
+export function reachPrefix(choice: SocketChoice): string {
+  const k = choice.source.kind;
+  if (k !== "flag" && k !== "env" && k !== "own") return "";
+  const p = choice.path;
+  return `BOXMAKER_SOCKET=${/^[\w./-]+$/.test(p) ? p : `'${p.replaceAll("'", "'\\''")}'`} `;
+}
+
 /** "from --socket", "from boxmaker up, pid 1234", "system default": what `status` and errors say. */
 export function sourceText(s: SocketSource): string {
   switch (s.kind) {

@@ -150,7 +150,7 @@ export async function sendAndRender(
   client: LoopClient,
   sessionId: string,
   text: string,
-  opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean; reasoningKey?: boolean },
+  opts: StreamOptions & { budgets?: BudgetsInit; askInPlace?: boolean; reasoningKey?: boolean; reach?: string },
 ): Promise<ExitCode> {
   let live: LiveLine | undefined;
   const ctrlC = new CtrlC(() => {
@@ -171,6 +171,7 @@ export async function sendAndRender(
       approvalAlert(process.stderr),
       // Ctrl-C at the question is Ctrl-C: the turn is cancelled (its proposal withdrawn), a second one quits.
       () => ctrlC.press(),
+      opts.reach ?? "",
     );
   }
   // On a terminal: a status line under the output (one that can be redrawn), and in chat a key

@@ -5,6 +5,7 @@ import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-optio
 import { ExitCode } from "../exit-codes.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
+import { reachPrefix } from "../socket-choice.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList } from "../slash-builtins.js";
 import { runSlashCommand, type SlashOutcome } from "../slash-commands.js";
@@ -130,6 +131,7 @@ Examples:
             json: !!opts.json,
             reasoning: !!opts.reasoning,
             askInPlace: true,
+            reach: reachPrefix(await g.socket()),
             reasoningKey: true,
             ...(budgets ? { budgets } : {}),
           });

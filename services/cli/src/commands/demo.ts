@@ -1,3 +1,4 @@
+import { reachPrefix } from "../socket-choice.js";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
 import { withClient } from "../connection.js";
@@ -107,7 +108,9 @@ Examples:
             let onEvent: (ev: import("@boxmaker/common/client").SessionEvent) => void;
             if (tty) {
               const { InPlaceApprovals } = await import("../in-place-approval.js");
-              const approvals = new InPlaceApprovals(client, s);
+              // The demo's stack is its own: another terminal reaches it only by its socket.
+              const reach = reachPrefix({ path: plan.layout.sockets.loopd, source: { kind: "own" } });
+              const approvals = new InPlaceApprovals(client, s, undefined, undefined, undefined, undefined, reach);
               onEvent = (ev) => approvals.handle(ev);
             } else {
               onEvent = (ev) => {

@@ -3,6 +3,7 @@ import { withClient } from "../connection.js";
 import { readPrompt } from "../prompt-input.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
+import { reachPrefix } from "../socket-choice.js";
 import { printErr } from "../render/terminal-safe.js";
 import { MODE_CHOICES, modeFlag } from "./mode.js";
 import { commandPrompt } from "./commands.js";
@@ -83,6 +84,7 @@ Examples:
           json: !!opts.json,
           reasoning: !!opts.reasoning,
           askInPlace: true,
+          reach: reachPrefix(await g.socket()),
           ...(budgets ? { budgets } : {}),
         });
       });
