@@ -184,10 +184,18 @@ describe("modes through brokerd, writing real files", () => {
           }
         },
       ),
-      { numRuns: 60 },
+      // Both outcomes are always exercised: a plain path in auto, a secret one through call_tool in ask.
+      {
+        numRuns: 60,
+        examples: [
+          [[], ["src/a.ts", "docs/x.md"], "auto", false],
+          [[], [".env", "AGENTS.md"], "ask", true],
+        ],
+      },
     );
-    expect(written).toBeGreaterThan(10);
-    expect(refused).toBeGreaterThan(10);
+    // Not a count that depends on the seed (about 13 plain writes in 60 runs, and seeds gave 8): both happened.
+    expect(written).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
   });
 
   it("read-only reads and finds tools, and refuses every write and command with plan mode as the reason", async () => {
