@@ -61,7 +61,8 @@ const PER_MESSAGE_TOKENS = 9;
 
 export class Compactor {
   private nCtx = new Map<number, number>();
-  private readonly tokens: ServerTokens;
+  /** Counts by the server's tokenizer; the runner's baseline prompt counts with it too (one warning, not two). */
+  readonly tokens: ServerTokens;
 
   constructor(
     private readonly infer: Pick<ClientOf<typeof InferService>, "complete" | "status" | "countTokens">,

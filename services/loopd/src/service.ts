@@ -1,40 +1,21 @@
-import type { LoopdConfig } from "./config.js";
 import {
   invalidArgument,
   notFound,
   parseMode,
   PERMISSION_MODES,
   type PermissionMode,
-  toRpcError,
-  type BrokerService,
-  type ClientOf,
   type ImplOf,
-  type InferService,
   type LoopService,
 } from "@boxmaker/common";
-import type { SessionRunner } from "./session-runner.js";
 import { lateDecisionNote } from "./approvals.js";
-import type { LogRetention, SessionStore } from "./session-store.js";
 import type { SessionSummary } from "./session-index.js";
-import type { SessionRoleName } from "./session-log.js";
 import type { Schedules } from "./schedules.js";
-import { diskUsage } from "./disk-usage.js";
+import { loopStatus, type StatusDeps } from "./loop-status.js";
 import { planOf } from "./plan-tool.js";
 import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
-export interface LoopServiceDeps {
-  runner: SessionRunner;
-  store: SessionStore;
-  infer: ClientOf<typeof InferService>;
-  broker: ClientOf<typeof BrokerService>;
+export interface LoopServiceDeps extends StatusDeps {
   schedules: Schedules;
-  sockets: { loopd: string; inferproxy: string; brokerd: string };
-  /** Where the session logs are and when they are compressed, for the disk usage `status` shows. */
-  sessionsDir: string;
-  sessionLogs: LogRetention;
-  /** The turn budgets and per-request max_tokens, for `doctor` to state at the server's speed. */
-  budgets: LoopdConfig["budgets"];
-  maxTokensPerRequest: number;
 }
 
 /**
@@ -215,63 +196,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     listHooks: (req, ctx) => d.broker.listHooks(req, { signal: ctx.signal }),
     trustHooks: (req, ctx) => d.broker.trustHooks(req, { signal: ctx.signal }),
 
-    async status(_req, ctx) {
-      const probe = async <T>(name: string, socket: string, call: () => Promise<T>) => {
-        try {
-          return { value: await call(), health: { name, socket, reachable: true, message: "ok" } };
-        } catch (err) {
-          return { value: undefined, health: { name, socket, reachable: false, message: toRpcError(err).message } };
-        }
-      };
-      // A daemon that is down is reported as down now, not waited for.
-      const opts = { signal: ctx.signal, timeoutMs: 3_000, waitForReady: false };
-      const [infer, broker, disk] = await Promise.all([
-        probe("inferproxy", d.sockets.inferproxy, () => d.infer.status({}, opts)),
-        probe("brokerd", d.sockets.brokerd, () => d.broker.brokerStatus({}, opts)),
-        diskUsage(
-          { dir: d.sessionsDir, archived: archivedOf(d.store), retention: d.sessionLogs },
-          d.infer,
-          d.broker,
-          opts,
-        ),
-      ]);
-      const cfgSlots = Object.entries(runner.slotMap) as [SessionRoleName, number][];
-      const selfTest = infer.value?.selfTest;
-      const baselinePrompt = await runner.baseline.report(
-        selfTest?.ran ? Number(selfTest.checkedAtUnixMs) : 0,
-        ctx.signal,
-      );
-      return {
-        daemons: [
-          { name: "loopd", socket: d.sockets.loopd, reachable: true, message: "ok" },
-          infer.health,
-          broker.health,
-        ],
-        infer: infer.value,
-        broker: broker.value,
-        slots: cfgSlots.map(([role, slot]) => ({
-          slot,
-          role,
-          runningSession: runner.slots.holder(slot) ?? "",
-          runningMode: store.get(runner.slots.holder(slot) ?? "")?.state.mode ?? "",
-          queuedSessions: runner.slots.waiting(slot),
-          cachedSession: runner.parking.occupantOf(slot) ?? "",
-        })),
-        sessions: store.count(),
-        instructionsFile: runner.instructionsFile(),
-        disk,
-        cacheHealth: runner.cacheHealth.ofServer(),
-        slotMapProblem: runner.slotMapProblem(),
-        budgets: {
-          maxIterations: d.budgets.max_iterations,
-          maxTotalTokens: d.budgets.max_total_tokens,
-          maxWallMs: d.budgets.max_wall_ms,
-          maxThinkingTokens: d.budgets.max_thinking_tokens,
-        },
-        maxTokensPerRequest: d.maxTokensPerRequest,
-        baselinePrompt,
-      };
-    },
+    status: (_req, ctx) => loopStatus(d, ctx.signal),
 
     async compactSession(req) {
       const r = await runner.compactNow(req.sessionId);
@@ -299,10 +224,4 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
       return sessionInfo(s);
     },
   };
-}
-
-/** Which sessions are archived, as one lookup for a status (every summary once, not per log file). */
-function archivedOf(store: SessionStore): (id: string) => boolean | undefined {
-  const archived = new Map(store.summaries().map((e) => [e.summary.id, e.summary.archived]));
-  return (id) => archived.get(id);
 }

@@ -18,7 +18,6 @@ import { mergeLimits, type BudgetLimits } from "./budgets.js";
 import type { LoopdConfig } from "./config.js";
 import { systemMessageJson } from "./messages.js";
 import { BaselinePrompt } from "./baseline-prompt.js";
-import { ServerTokens } from "./server-tokens.js";
 import { readInstructions, withInstructions } from "./project-instructions.js";
 import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
@@ -71,15 +70,6 @@ export class SessionRunner {
     this.approvals = new ApprovalWaits(d.config.approval_wait_ms);
     this.blobs = new SessionBlobs(d.broker, d.log, d.config.prepass.excerpt_bytes);
     this.hookEvents = new HookEvents(d.broker, d.log);
-    const tokens = new ServerTokens(d.infer, d.log);
-    this.baseline = new BaselinePrompt(
-      async () => ({
-        systemJson: systemMessageJson(this.systemPrompt()),
-        toolsJson: (await d.broker.getTools({}, { timeoutMs: 10_000 })).toolsJson,
-      }),
-      (messagesJson, toolsJson, signal) => tokens.prompt(messagesJson, toolsJson, signal),
-      d.log,
-    );
     const spill: Spill = async (s, text, threshold, signal) => {
       const r = await this.blobs.spill(s, text, threshold, signal);
       return { text: r.text, blocks: r.blocks.length };
@@ -91,6 +81,14 @@ export class SessionRunner {
       () => this.systemPrompt(),
       d.config.max_tokens,
       spill,
+    );
+    this.baseline = new BaselinePrompt(
+      async () => ({
+        systemJson: systemMessageJson(this.systemPrompt()),
+        toolsJson: (await d.broker.getTools({}, { timeoutMs: 10_000 })).toolsJson,
+      }),
+      (messagesJson, toolsJson, signal) => this.compactor.tokens.prompt(messagesJson, toolsJson, signal),
+      d.log,
     );
     const subagents: SubagentHost = {
       create: (role, title, parentId) => this.create(role, title, parentId),
