@@ -9,7 +9,7 @@ import {
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { COMPRESSED } from "./log-compression.js";
-import type { LogRetention } from "./session-store.js";
+import type { LogRetention } from "./log-compression.js";
 
 type DiskUsageInit = MessageInitShape<typeof DiskUsageSchema>;
 

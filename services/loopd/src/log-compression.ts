@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { readFileSync, statSync, unlinkSync } from "node:fs";
-import { dirname } from "node:path";
-import { atomicWrite, fsyncDir } from "@boxmaker/common";
+import { basename, dirname } from "node:path";
+import { atomicWrite, fsyncDir, messageOf, pastRetention } from "@boxmaker/common";
 
 /**
  * A session log put away compressed, and brought back when the session is
@@ -17,7 +17,7 @@ import { atomicWrite, fsyncDir } from "@boxmaker/common";
 export const COMPRESSED = ".gz";
 
 /** Compresses `path` (a `.jsonl`) to `path.gz`; returns both sizes. */
-export function compressLog(path: string): { gz: string; before: number; after: number } {
+function compressLog(path: string): { gz: string; before: number; after: number } {
   const plain = readFileSync(path);
   const packed = gzipSync(plain);
   // Checked before the plain log goes: a compressor fault must never cost a session.
@@ -36,4 +36,62 @@ export function restoreLog(gz: string): string {
   unlinkSync(gz);
   fsyncDir(dirname(gz));
   return path;
+}
+
+/** When session logs are compressed (config `session_logs`); 0: never. */
+export interface LogRetention {
+  /** An archived session's log, this many days after its last record (the archive). */
+  compress_archived_after_days: number;
+  /** Any session's log, this many days after its last record. */
+  compress_idle_after_days: number;
+}
+
+/** What one compression pass did. */
+export interface CompressPass {
+  compressed: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  failed: Array<{ id: string; why: string }>;
+}
+
+/** A dormant session's log as the store lists it; its path and file name change when it is compressed. */
+interface ListedLog {
+  file: string;
+  path: string;
+  summary: { id: string; archived: boolean; updatedAt: number };
+}
+
+/**
+ * Compresses the plain logs `r` says are due: archived ones untouched for
+ * compress_archived_after_days, any untouched for compress_idle_after_days.
+ * Each entry compressed is pointed at its `.gz`; one that fails stays plain
+ * and is tried again on the next pass.
+ */
+export function compressDue(logs: ListedLog[], r: LogRetention, now: number): CompressPass {
+  const plain = logs.filter((d) => !d.path.endsWith(COMPRESSED));
+  const at = (d: ListedLog) => d.summary.updatedAt;
+  const due = new Set([
+    ...pastRetention(
+      plain.filter((d) => d.summary.archived),
+      at,
+      { keepDays: r.compress_archived_after_days, keepMax: 0 },
+      now,
+    ),
+    ...pastRetention(plain, at, { keepDays: r.compress_idle_after_days, keepMax: 0 }, now),
+  ]);
+  const pass: CompressPass = { compressed: 0, bytesBefore: 0, bytesAfter: 0, failed: [] };
+  for (const d of due) {
+    try {
+      const c = compressLog(d.path);
+      d.path = c.gz;
+      d.file = basename(c.gz);
+      pass.compressed++;
+      pass.bytesBefore += c.before;
+      pass.bytesAfter += c.after;
+    } catch (err) {
+      // Left plain, and tried again on the next pass: a full disk, say.
+      pass.failed.push({ id: d.summary.id, why: messageOf(err) });
+    }
+  }
+  return pass;
 }

@@ -10,7 +10,8 @@ import type { LoopdConfig } from "./config.js";
 import { diskUsage } from "./disk-usage.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { SessionRunner } from "./session-runner.js";
-import type { LogRetention, SessionStore } from "./session-store.js";
+import type { LogRetention } from "./log-compression.js";
+import type { SessionStore } from "./session-store.js";
 
 /** What loopd's Status reports from: its own state, its peers, and the facts of its config it states. */
 export interface StatusDeps {

@@ -1,8 +1,8 @@
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { makeConfiguredDir, messageOf, pastRetention, type Logger } from "@boxmaker/common";
-import { COMPRESSED, compressLog, restoreLog } from "./log-compression.js";
+import { makeConfiguredDir, messageOf, type Logger } from "@boxmaker/common";
+import { COMPRESSED, compressDue, restoreLog, type CompressPass, type LogRetention } from "./log-compression.js";
 import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
 import { SessionLog, type LogRecord } from "./session-log.js";
 import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
@@ -27,22 +27,6 @@ function newSessionId(): string {
 }
 
 export type NewSession = Omit<SessionHeader, "id">;
-
-/** When session logs are compressed (config `session_logs`); 0: never. */
-export interface LogRetention {
-  /** An archived session's log, this many days after its last record (the archive). */
-  compress_archived_after_days: number;
-  /** Any session's log, this many days after its last record. */
-  compress_idle_after_days: number;
-}
-
-/** What one compression pass did. */
-export interface CompressPass {
-  compressed: number;
-  bytesBefore: number;
-  bytesAfter: number;
-  failed: Array<{ id: string; why: string }>;
-}
 
 /** All sessions, one log file each under `<state_dir>/sessions/`. */
 export class SessionStore {
@@ -206,31 +190,7 @@ export class SessionStore {
    * logs without reading them.
    */
   compressPast(r: LogRetention, now: number): CompressPass {
-    const plain = [...this.dormant.values()].filter((d) => !d.path.endsWith(COMPRESSED));
-    const at = (d: (typeof plain)[number]) => d.summary.updatedAt;
-    const due = new Set([
-      ...pastRetention(
-        plain.filter((d) => d.summary.archived),
-        at,
-        { keepDays: r.compress_archived_after_days, keepMax: 0 },
-        now,
-      ),
-      ...pastRetention(plain, at, { keepDays: r.compress_idle_after_days, keepMax: 0 }, now),
-    ]);
-    const pass: CompressPass = { compressed: 0, bytesBefore: 0, bytesAfter: 0, failed: [] };
-    for (const d of due) {
-      try {
-        const c = compressLog(d.path);
-        d.path = c.gz;
-        d.file = basename(c.gz);
-        pass.compressed++;
-        pass.bytesBefore += c.before;
-        pass.bytesAfter += c.after;
-      } catch (err) {
-        // Left plain, and tried again on the next pass: a full disk, say.
-        pass.failed.push({ id: d.summary.id, why: messageOf(err) });
-      }
-    }
+    const pass = compressDue([...this.dormant.values()], r, now);
     if (pass.compressed) this.saveIndex();
     return pass;
   }
