@@ -11,7 +11,7 @@ import type { LoopClient } from "./connection.js";
 import { ExitCode } from "./exit-codes.js";
 import { TurnRenderer } from "./render/turn-renderer.js";
 import { TurnOutcome } from "./turn-outcome.js";
-import { styleFor } from "./render/style.js";
+import { markdownWanted, styleFor } from "./render/style.js";
 import { widthOf } from "./render/columns.js";
 import { CtrlC } from "./ctrl-c.js";
 import { jsonOf } from "./json.js";
@@ -37,6 +37,7 @@ function plainRenderer(reasoning: boolean): TurnRenderer {
     style: styleFor(process.stdout),
     showReasoning: reasoning,
     width: widthOf(process.stdout),
+    markdown: markdownWanted(process.stdout),
   });
 }
 
@@ -154,7 +155,8 @@ export async function sendAndRender(
 ): Promise<ExitCode> {
   let live: LiveLine | undefined;
   const ctrlC = new CtrlC(() => {
-    live?.erase();
+    if (renderer) renderer.pause();
+    else live?.erase();
     printErr("\ncancelling the turn (Ctrl-C again to quit)…\n");
     client.cancelTurn({ sessionId }).catch(() => undefined);
   });
@@ -194,6 +196,7 @@ export async function sendAndRender(
       style: styleFor(process.stdout),
       showReasoning: opts.reasoning,
       width: widthOf(process.stdout),
+      markdown: markdownWanted(process.stdout),
       ...(live ? { live } : {}),
       ...(withKey ? { reasoningKey: REASONING_KEY.name } : {}),
     });
@@ -210,7 +213,8 @@ export async function sendAndRender(
   // Stopped by a supervisor or a closed terminal: the turn must not run on
   // without anyone waiting for it (it would hold the slot). Cancel it, then exit.
   const stopHandler = (sig: NodeJS.Signals) => {
-    live?.erase();
+    if (renderer) renderer.pause();
+    else live?.erase();
     printErr(`\n${sig}: cancelling the turn…\n`);
     const exit = () => process.exit(ExitCode.interrupted);
     setTimeout(exit, STOP_CANCEL_TIMEOUT_MS).unref();

@@ -3,9 +3,9 @@ import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output } from "../output.js";
 import { printOut } from "../render/terminal-safe.js";
-import { styleFor } from "../render/style.js";
+import { markdownWanted, styleFor } from "../render/style.js";
 import { ago } from "../render/text.js";
-import { widthOf } from "../render/columns.js";
+import { cut, widthOf, wrapWords } from "../render/columns.js";
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
@@ -42,15 +42,26 @@ Examples:
           const s = styleFor(process.stdout);
           const info = res.session;
           if (info) {
+            const width = widthOf(process.stdout);
+            // Each fact line wraps at its words on a narrow terminal; the title is cut.
+            const facts = (text: string, colour: (t: string) => string) =>
+              wrapWords(text, width, "", "  ").map((l) => `${colour(l)}\n`);
+            const title = info.title || "(untitled)";
             printOut(
-              s.bold(`${info.title || "(untitled)"}\n`) +
-                s.dim(
-                  `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
-                ) +
-                s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
-                s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
-                (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
+              [
+                `${s.bold(width === undefined ? title : cut(title, width))}\n`,
+                ...facts(
+                  `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}`,
+                  s.dim,
+                ),
+                ...facts(
+                  `mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}`,
+                  s.dim,
+                ),
+                ...facts(`cache reuse: ${reuseText(info.cacheHealth)}`, s.dim),
+                ...(info.cacheHealth?.warning ? facts(`warning: ${info.cacheHealth.warning}`, s.yellow) : []),
                 "\n",
+              ].join(""),
             );
           }
           if (res.plan.length) {
@@ -62,6 +73,7 @@ Examples:
             reasoning: opts.reasoning,
             resultLines: Math.max(0, Number(opts.resultLines) || 0),
             width: widthOf(process.stdout),
+            markdown: markdownWanted(process.stdout),
           });
         },
       });

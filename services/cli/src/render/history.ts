@@ -2,6 +2,7 @@ import { ToolDecision, type HistoryMessage } from "@boxmaker/common/client";
 import { contentText, parseStored, type StoredMessage } from "./stored-message.js";
 import type { Style } from "./style.js";
 import { callLine, resultLines } from "./frame.js";
+import { MarkdownBlocks } from "./markdown/blocks.js";
 
 export interface HistoryOptions {
   style: Style;
@@ -10,6 +11,15 @@ export interface HistoryOptions {
   resultLines: number;
   /** The terminal's columns: frames are cut to them. Undefined when piped. */
   width?: number;
+  /** Answers rendered as Markdown (a terminal with colour), as `run` and `chat` show them. */
+  markdown?: boolean;
+}
+
+/** An answer as a person reads it: Markdown fitted inside the indent, or the model's text as it is. */
+function answerLines(body: string, o: HistoryOptions, width: number | undefined): string {
+  if (!o.markdown) return indent(body);
+  const md = new MarkdownBlocks(o.style, width);
+  return [...body.split("\n").flatMap((l) => md.line(l)), ...md.end()].map((l) => (l ? `  ${l}` : l)).join("\n");
 }
 
 const clock = (ms: bigint) => (ms ? new Date(Number(ms)).toTimeString().slice(0, 5) : "");
@@ -50,7 +60,7 @@ export function renderHistory(messages: readonly HistoryMessage[], o: HistoryOpt
           out.push(o.reasoning ? s.dim(indent(reasoning)) : s.dim(`  (thought for ${reasoning.length} characters)`));
         }
         const body = contentText(m.content).trim();
-        if (body) out.push(indent(body));
+        if (body) out.push(answerLines(body, o, inner));
         for (const call of m.tool_calls ?? []) {
           out.push(`  ${callLine(call.function.name, call.function.arguments, s, inner)}`);
           const r = results.get(call.id);

@@ -8,6 +8,9 @@ export interface Style {
   yellow(text: string): string;
   cyan(text: string): string;
   magenta(text: string): string;
+  italic(text: string): string;
+  underline(text: string): string;
+  strike(text: string): string;
 }
 
 /**
@@ -36,6 +39,9 @@ const COLOURS: Style = {
   yellow: sgr(33, 39),
   cyan: sgr(36, 39),
   magenta: sgr(35, 39),
+  italic: sgr(3, 23),
+  underline: sgr(4, 24),
+  strike: sgr(9, 29),
 };
 
 const same = (text: string) => text;
@@ -47,10 +53,31 @@ const PLAIN: Style = {
   yellow: same,
   cyan: same,
   magenta: same,
+  italic: same,
+  underline: same,
+  strike: same,
 };
 
-/** Colour only on a terminal and never when NO_COLOR is set (https://no-color.org). */
+/**
+ * Colour on a terminal unless NO_COLOR is set to anything but the empty
+ * string (https://no-color.org) or TERM is dumb; FORCE_COLOR decides over
+ * both, as in Node: "0" or "false" turns colour off, any other value on
+ * (https://nodejs.org/api/cli.html#force_color1-2-3).
+ */
+export function colourWanted(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return force !== "0" && force !== "false";
+  return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== "dumb";
+}
+
 export function styleFor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): Style {
-  const enabled = Boolean(stream.isTTY) && !("NO_COLOR" in env) && env.TERM !== "dumb";
-  return enabled || "FORCE_COLOR" in env ? COLOURS : PLAIN;
+  return colourWanted(stream, env) ? COLOURS : PLAIN;
+}
+
+/**
+ * Answers rendered as Markdown: a terminal with colour only. Piped output and
+ * NO_COLOR keep the model's text byte for byte (scripts, copy, logs).
+ */
+export function markdownWanted(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(stream.isTTY) && colourWanted(stream, env);
 }

@@ -80,6 +80,14 @@ export function eraseLine(stream: NodeJS.WritableStream): void {
   stream.write("\r\x1b[2K");
 }
 
+/**
+ * Erases the `rows` rows ending at the cursor's (a line the CLI drew and
+ * wrapped itself, to be redrawn), leaving the cursor at the first one's start.
+ */
+export function eraseRows(stream: NodeJS.WritableStream, rows: number): void {
+  stream.write(`\r\x1b[2K${"\x1b[1A\x1b[2K".repeat(Math.max(0, rows - 1))}`);
+}
+
 export const printOut = (text: string): void => writeText(process.stdout, text);
 export const printErr = (text: string): void => writeText(process.stderr, text);
 

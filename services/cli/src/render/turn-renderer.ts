@@ -7,6 +7,7 @@ import { cut, wrapWords } from "./columns.js";
 import { decisionLines, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
 import { eraseLine, writeText } from "./terminal-safe.js";
 import type { LiveLine } from "./live-line.js";
+import { AnswerView } from "./markdown/answer-view.js";
 
 export interface RenderOptions {
   out: NodeJS.WritableStream;
@@ -22,6 +23,8 @@ export interface RenderOptions {
   resultLines?: number;
   /** The terminal's columns: every line the renderer composes fits them. Undefined when piped. */
   width?: number;
+  /** Render the answer's Markdown (a terminal with colour); otherwise the model's text as it is. */
+  markdown?: boolean;
 }
 
 /** Turns one turn's events into what a person reads. The exit code is TurnOutcome's job. */
@@ -40,9 +43,13 @@ export class TurnRenderer {
   /** update_plan calls: the plan event shows them, not a frame (unless they fail). */
   private readonly planCalls = new Set<string>();
 
+  /** The answer as Markdown (a terminal); undefined writes the text as it comes. */
+  private readonly answer: AnswerView | undefined;
+
   constructor(private readonly o: RenderOptions) {
     this.progress = new ProgressLine(o.err, o.style);
     this.showReasoning = o.showReasoning;
+    if (o.markdown) this.answer = new AnswerView(o.out, o.style, o.width);
   }
 
   /** The reasoning shown from now on (and the hidden part of the current block at once), or hidden from now on. */
@@ -94,6 +101,35 @@ export class TurnRenderer {
       );
   }
 
+  /** The answer's text: rendered as Markdown on a terminal, else written as the model wrote it. */
+  private content(text: string): void {
+    if (!this.answer) {
+      this.emit(text);
+      return;
+    }
+    this.o.live?.erase();
+    if (!this.atLineStart && !this.answer.midLine) this.emit("\n");
+    this.answer.push(text);
+    this.atLineStart = !this.answer.midLine;
+  }
+
+  /** Whatever of the answer is held (a line being written, a table) is written out before anything else. */
+  private endAnswer(): void {
+    if (!this.answer) return;
+    const mid = this.answer.midLine;
+    this.o.live?.erase();
+    this.answer.end();
+    if (mid) this.atLineStart = true;
+  }
+
+  /** Before a write of someone else's (a notice on stderr): the status line erased, a line being redrawn let go. */
+  pause(): void {
+    this.o.live?.erase();
+    if (!this.answer?.midLine) return;
+    this.answer.commit();
+    this.atLineStart = true;
+  }
+
   handle(ev: SessionEvent): void {
     this.o.live?.handle(ev);
     this.render(ev);
@@ -105,6 +141,7 @@ export class TurnRenderer {
     const s = this.o.style;
     const e = ev.event;
     if (e.case !== "progress") this.progress.clear();
+    if (e.case !== "content" && e.case !== "progress") this.endAnswer();
     if (this.growing && e.case !== "toolCallProgress") this.endGrowing(e.case === "toolCall");
     if (this.retryOpen && !(e.case === "retry" && e.value.phase === "resent")) {
       // Whatever comes instead of the answer (another break, the turn's end) starts its own line.
@@ -140,7 +177,7 @@ export class TurnRenderer {
         break;
       case "content":
         this.endReasoning();
-        this.emit(e.value.text);
+        this.content(e.value.text);
         break;
       case "thinkingCap":
         this.endReasoning();
@@ -294,6 +331,7 @@ export class TurnRenderer {
   }
 
   finish(): void {
+    this.endAnswer();
     this.o.live?.stop();
     this.progress.clear();
     if (this.growing) this.endGrowing(false);

@@ -36,9 +36,9 @@ export class Tmux {
     return `${cmd}; echo "[exit $?]"; sleep 3600`;
   }
 
-  /** Opens the first window running `line`; further panes come from split(). */
-  async start(line: string): Promise<string> {
-    await this.tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "main", line);
+  /** Opens the first window running `line` (120×40 unless told); further panes come from split(). */
+  async start(line: string, size: { columns: number; rows: number } = { columns: 120, rows: 40 }): Promise<string> {
+    await this.tmux("new-session", "-d", "-x", String(size.columns), "-y", String(size.rows), "-s", "main", line);
     this.socketPath = (await this.tmux("display-message", "-p", "#{socket_path}")).stdout.trim();
     return "main:0.0";
   }
