@@ -6,6 +6,7 @@ import type { Style } from "./render/style.js";
 import { terminalText, writeText } from "./render/terminal-safe.js";
 import { activeDiff } from "./render/active-lines.js";
 import { widthOf, wrapWords } from "./render/columns.js";
+import { readKey } from "./key-choice.js";
 
 /** Diff lines shown before the question; `d` shows the whole proposal. */
 const PREVIEW_LINES = 20;
@@ -101,18 +102,14 @@ export class InPlaceApprovals {
       writeText(this.err, preview(p, this.style, PREVIEW_LINES, this.width));
       this.alert(p);
       for (;;) {
-        const a = (
-          await this.question(
-            afterTurn
-              ? `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `
-              : `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater · Ctrl-C cancels the turn `,
-            ac.signal,
-            !afterTurn,
-          )
-        )
-          ?.trim()
-          .toLowerCase();
-        if (a === undefined || a === "" || a === "l" || a === "later") {
+        const a = await this.choose(
+          afterTurn
+            ? `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater `
+            : `${this.style.bold("approve?")} [y]es · [n]o, reject · [d]iff in full · [l]ater · Ctrl-C cancels the turn `,
+          ac.signal,
+          !afterTurn,
+        );
+        if (a === undefined || a === "l") {
           // After Ctrl-C the turn is being cancelled: its tool result says the proposal was withdrawn.
           if (!ac.signal.aborted && !this.turnCancelled)
             this.note(
@@ -120,16 +117,14 @@ export class InPlaceApprovals {
             );
           return;
         }
-        if (a === "d" || a === "diff") {
+        if (a === "d") {
           writeText(this.err, renderProposal(p, this.style, this.width));
           continue;
         }
-        if (a === "y" || a === "yes") return void (await this.decide(id, true, "", ac.signal, afterTurn));
-        if (a === "n" || a === "no") {
-          const reason = await this.question("reason for the model (optional): ", ac.signal, !afterTurn);
-          if (reason === undefined) return;
-          return void (await this.decide(id, false, reason.trim(), ac.signal, afterTurn));
-        }
+        if (a === "y") return void (await this.decide(id, true, "", ac.signal, afterTurn));
+        const reason = await this.question("reason for the model (optional, Enter for none): ", ac.signal, !afterTurn);
+        if (reason === undefined) return;
+        return void (await this.decide(id, false, reason.trim(), ac.signal, afterTurn));
       }
     } finally {
       this.open.delete(id);
@@ -169,6 +164,45 @@ export class InPlaceApprovals {
     }
   }
 
+  /** Writes a question wrapped to the width; its last line is returned, to be written (or prompted) without a newline. */
+  private lastLineOf(q: string): string {
+    // On a narrow terminal the choices wrap at spaces.
+    const lines = wrapWords(q, this.width === undefined ? undefined : this.width - 1);
+    if (lines.length > 1) writeText(this.err, `${lines.slice(0, -1).join("\n")}\n`);
+    return `${(lines.at(-1) ?? "").trimEnd()} `;
+  }
+
+  /**
+   * One key of y/n/d/l, no Enter (key-choice.ts); undefined on Ctrl-C,
+   * Ctrl-D or when withdrawn. `duringTurn`: Ctrl-C also cancels the turn.
+   */
+  private async choose(q: string, signal: AbortSignal, duringTurn: boolean): Promise<string | undefined> {
+    if (signal.aborted) return undefined;
+    writeText(this.err, this.lastLineOf(q));
+    const input = this.input as NodeJS.ReadStream;
+    if (!input.isTTY) return this.question("", signal, duringTurn).then((a) => a?.trim().toLowerCase()[0]);
+    this.prompting = true;
+    try {
+      const a = await readKey(input, "yndl", signal);
+      // Withdrawn (decided elsewhere): handle() has ended the line already.
+      if (signal.aborted) return undefined;
+      this.prompting = false;
+      if (a && "ctrlC" in a) {
+        writeText(this.err, "\n");
+        if (duringTurn) {
+          this.turnCancelled = true;
+          this.onCtrlC();
+        }
+        return undefined;
+      }
+      const said = a ? { y: "yes", n: "no, reject", d: "diff", l: "later" }[a.key] : "later";
+      writeText(this.err, `${this.style.dim(said ?? "")}\n`);
+      return a?.key;
+    } finally {
+      this.prompting = false;
+    }
+  }
+
   /**
    * One line from the terminal; undefined on Ctrl-C, Ctrl-D or when withdrawn.
    * `duringTurn`: Ctrl-C also cancels the turn, as it does while the answer streams —
@@ -176,10 +210,8 @@ export class InPlaceApprovals {
    */
   private async question(q: string, signal: AbortSignal, duringTurn = false): Promise<string | undefined> {
     if (signal.aborted) return undefined;
-    // On a narrow terminal the choices wrap at spaces; readline is given the last line only.
-    const lines = wrapWords(q, this.width === undefined ? undefined : this.width - 1);
-    const last = `${(lines.pop() ?? "").trimEnd()} `;
-    if (lines.length) writeText(this.err, `${lines.join("\n")}\n`);
+    // Readline is given the last line only: it redraws that one.
+    const last = q ? this.lastLineOf(q) : "";
     const rl = createInterface({ input: this.input, output: this.err, terminal: true });
     this.prompting = true;
     try {

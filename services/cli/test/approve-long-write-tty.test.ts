@@ -36,7 +36,7 @@ describe.skipIf(!requires("boxmaker on a terminal (pty tests)", ["tmux"]))("appr
     expect(asked.split("\n"), asked).toContain(`+${payload}`);
     expect(asked).toMatch(/⋮ \d+ lines not shown: blank, comments, removed or unchanged/);
     expect(asked).toContain("every line that can run is above");
-    await tmux.type(pane, "n");
+    await tmux.keys(pane, "n");
     await tmux.waitFor(pane, (s) => s.includes("reason for the model"), "the reason question");
     await tmux.type(pane, "a hook I did not ask for");
     await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");

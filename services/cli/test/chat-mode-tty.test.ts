@@ -55,7 +55,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     write(3, "asked.txt");
     await tmux.type(chat, "write asked.txt");
     await tmux.waitFor(chat, (s) => s.includes("[l]ater"), "the in-place question");
-    await tmux.type(chat, "y");
+    await tmux.keys(chat, "y");
     await tmux.waitFor(chat, (s) => s.includes("Answer 3."), "the third turn");
     expect(readFileSync(join(t.stack.workspace, "asked.txt"), "utf8")).toBe("v3\n");
 

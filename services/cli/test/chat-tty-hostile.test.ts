@@ -33,7 +33,7 @@ describe.skipIf(!requires("boxmaker on a terminal (pty tests)", ["tmux"]))("host
     // Nothing before the answer was cleared: the session line is still on the screen.
     expect(asked).toMatch(/^session s-/m);
     expect(asked).toContain(`Let me help. ${SHOWN.title}${SHOWN.clipboard}${SHOWN.clear}`);
-    await tmux.type(pane, "y");
+    await tmux.keys(pane, "y");
     const done = await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");
     expect(done).toContain(`Done.${SHOWN.overwrite}`);
     expect(done).toContain("[exit 0]");

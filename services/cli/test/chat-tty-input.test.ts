@@ -97,7 +97,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
       await tmux.type(chat, "edit undo-me.txt");
       await tmux.waitFor(chat, (s) => s.includes("[l]ater"), "the in-place question");
-      await tmux.type(chat, "y");
+      await tmux.keys(chat, "y");
       const edited = await tmux.waitFor(chat, (s) => s.includes("Edited it."), "the edit");
       const id = /session (s-\S+)/.exec(edited)![1]!;
       expect(readFileSync(join(t.stack.workspace, "undo-me.txt"), "utf8")).toBe("model was here\n");
@@ -128,7 +128,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       expect(asked).toContain('Found it: line 2 says "Helo".');
       expect(asked).toMatch(/^-\s+return "Helo, " \+ name \+ "!"$/m);
       expect(asked).toMatch(/^\+\s+return "Hello, " \+ name \+ "!"$/m);
-      await tmux.type(demo, "y");
+      await tmux.keys(demo, "y");
       const done = await tmux.waitFor(demo, (s) => s.includes("[exit "), "the demo to end", 30_000);
       expect(done).toContain('Fixed: greeting.py now greets with "Hello, world!".');
       expect(done).toMatch(/greeting\.py now reads:\n\s+def greet\(name\):\n\s+return "Hello, " \+ name/);

@@ -94,7 +94,7 @@ describe.skipIf(!needs)("boxmaker chat: a host a command's network asks for", ()
     expect(asked).toContain(`proposal ${id} pending`);
     expect(asked).toContain(`network: ask.test:${port} for \`${command}\``);
     expect(served).toBe(before);
-    await tmux.type(chat, "y");
+    await tmux.keys(chat, "y");
     const approved = await tmux.waitFor(chat, (s) => s.includes("applied: "), "the decision's line");
     expect(approved).toContain(`applied: ask.test:${port} is allowed for this session's commands from now on`);
     await tmux.type(chat, "try again");

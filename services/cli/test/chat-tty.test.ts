@@ -36,12 +36,12 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
 
     // A second terminal: approve shows the diff and asks before applying.
     const approver = await tmux.split(Tmux.cliLine(["approve", proposalId], c.env()));
-    const question = await tmux.waitFor(approver, (s) => s.includes("[y/N]"), "the approval prompt");
+    const question = await tmux.waitFor(approver, (s) => s.includes("[l]ater"), "the approval prompt");
     expect(question).toContain(`proposal ${proposalId} pending`);
     expect(question).toMatch(/^\+\+\+ b\/hello\.txt/m);
     expect(question).toMatch(/^\+hello from the model$/m);
-    expect(question).toContain("Apply this write_file? [y/N]");
-    await tmux.type(approver, "y");
+    expect(question).toContain("Apply this write_file? [y]es, apply · [n]o, reject · [l]ater");
+    await tmux.keys(approver, "y");
     const approved = await tmux.waitFor(approver, (s) => s.includes("[exit "), "approve to exit");
     expect(approved).toMatch(/applied: Created hello\.txt/);
     expect(approved).toContain("[exit 0]");
@@ -89,7 +89,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(asked).toMatch(/^\+line 1$/m);
     expect(asked).toMatch(/… \d+ more lines \(d shows them all\)/);
     expect(asked).not.toMatch(/^\+line 30$/m);
-    await tmux.type(chat, "d");
+    await tmux.keys(chat, "d");
     // The whole diff, then the question again below it (two writes: wait for both).
     const full = await tmux.waitFor(
       chat,
@@ -98,7 +98,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     );
     expect(full.match(/\[l\]ater/g)?.length).toBe(2);
     expect(full.lastIndexOf("[l]ater")).toBeGreaterThan(full.indexOf("+line 30"));
-    await tmux.type(chat, "y");
+    await tmux.keys(chat, "y");
     const done = await tmux.waitFor(chat, (s) => /— stop · 2 requests/.test(s), "the turn to end");
     expect(done).toMatch(/│ Created inplace\.txt/);
     expect(done).toContain("Wrote inplace.txt.");
@@ -116,7 +116,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     tmux = c.newTmux();
     const pane = await tmux.start(Tmux.cliLine(["run", "write", "nope.txt"], c.env()));
     await tmux.waitFor(pane, (s) => s.includes("[l]ater"), "the in-place question");
-    await tmux.type(pane, "n");
+    await tmux.keys(pane, "n");
     await tmux.waitFor(pane, (s) => s.includes("reason for the model"), "the reason question");
     await tmux.type(pane, "use notes.txt instead");
     const done = await tmux.waitFor(pane, (s) => s.includes("[exit "), "run to exit");

@@ -79,7 +79,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal with hooks (pty tests)", 
     const args = readFileSync(notified, "utf8").split("\n");
     expect(args.slice(0, 3)).toEqual(["--app-name=boxmaker", "--", "boxmaker: approval waiting"]);
     expect(args[3]).toMatch(/^write_file · proposal p-\S+ · session s-\S+$/);
-    await tmux.type(chat, "y");
+    await tmux.keys(chat, "y");
 
     const done = await tmux.waitFor(chat, (s) => s.includes("Lint is clean now."), "the turn to end");
     // The person sees the note in the tool result's frame too.
@@ -127,7 +127,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal with hooks (pty tests)", 
     // The bell would come before the question; the question's bytes having arrived, so would it.
     await waitFor(() => raw().includes("approve?"), 15_000, "the question in the raw bytes");
     expect(raw()).not.toContain("\x07");
-    await tmux.type(chat, "n");
+    await tmux.keys(chat, "n");
     await tmux.waitFor(chat, (s) => s.includes("reason for the model"), "the reason question");
     await tmux.type(chat, "not now");
     await tmux.waitFor(chat, (s) => s.includes("Left it pending."), "the turn to end");

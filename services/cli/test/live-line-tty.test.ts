@@ -123,7 +123,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       const atQuestion = recorded(bytes);
       expect(atQuestion.slice(atQuestion.indexOf("approve?"))).not.toMatch(/waiting for|· slot \d/);
       expect((await tmux.screen(chat)).trimEnd().split("\n").at(-1)).toMatch(/\[l\]ater ·? ?Ctrl-C cancels the turn$/);
-      await tmux.type(chat, "y");
+      await tmux.keys(chat, "y");
       await tmux.waitFor(chat, (s) => statusLine.test(s), "the status line again, while the model thinks");
       await tmux.keys(chat, "C-t");
       await tmux.waitFor(chat, (s) => s.includes("step1 step2"), "the hidden reasoning shown");

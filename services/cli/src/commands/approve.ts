@@ -24,11 +24,12 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .addHelpText(
       "after",
       `
-On a terminal, asks before applying unless --yes; without a terminal
-(a script, a pipe) --yes is required. brokerd re-checks the file or command
-against the current disk before it applies anything. \`boxmaker proposals\`
-lists what waits. Exit 0 when applied, 1 when applying failed, 4 when you
-answered no.
+On a terminal, asks before applying unless --yes, one key without Enter:
+y applies, n rejects (with an optional reason for the model), l leaves it
+pending. Without a terminal (a script, a pipe) --yes is required. brokerd
+re-checks the file or command against the current disk before it applies
+anything. \`boxmaker proposals\` lists what waits. Exit 0 when applied, 1
+when applying failed, 4 when you rejected it or left it pending.
 
 Examples:
   boxmaker approve p-7f3a
@@ -46,8 +47,8 @@ Examples:
     .addHelpText(
       "after",
       `
-On a terminal, asks before rejecting unless --yes; without a terminal
---yes is required.
+On a terminal, asks before rejecting unless --yes, one key without Enter:
+y or n rejects, l leaves it pending. Without a terminal --yes is required.
 
 Examples:
   boxmaker reject p-7f3a
@@ -84,27 +85,52 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
       process.exitCode = ExitCode.failed;
       return;
     }
+    let verdict = approve;
+    let reason = opts.reason ?? "";
     if (!opts.yes) {
-      const { confirm } = await import("../confirm.js");
+      // One key, and the same letters as the question inside a turn: y approves, n rejects, l leaves it.
+      const { readKey } = await import("../key-choice.js");
       // A network proposal applies nothing: approving it lets the session's commands reach the host.
       const what = p.tool === "network" ? "network request" : p.tool;
       const q = approve
         ? p.tool === "network"
-          ? "Allow this host for the session?"
-          : `Apply this ${what}?`
-        : `Reject this ${what}?`;
-      if (!(await confirm(q))) {
+          ? "Allow this host for the session? [y]es · [n]o, reject · [l]ater "
+          : `Apply this ${what}? [y]es, apply · [n]o, reject · [l]ater `
+        : `Reject this ${what}? [y]es or [n], reject · [l]ater `;
+      printErr(q);
+      const a = await readKey(process.stdin, "ynl");
+      const key = a && "key" in a ? a.key : "l";
+      printErr(`${{ y: approve ? "yes" : "reject", n: "no, reject", l: "later" }[key]}\n`);
+      if (key === "l") {
         printErr(`left pending; \`boxmaker approve ${p.id}\` or \`boxmaker reject ${p.id}\` later\n`);
         process.exitCode = ExitCode.needsApproval;
         return;
       }
+      verdict = approve && key === "y";
+      if (!verdict && !opts.reason) {
+        const { createInterface } = await import("node:readline/promises");
+        const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+        // Ctrl-C or Ctrl-D here rejects without a reason: the decision was made with the key.
+        reason = await new Promise<string>((resolve) => {
+          rl.once("SIGINT", () => resolve(""));
+          rl.once("close", () => resolve(""));
+          rl.question("reason for the model (optional, Enter for none): ").then(resolve, () => resolve(""));
+        }).finally(() => rl.close());
+        reason = reason.trim();
+      }
     }
-    const res = await client.decideProposal({ id: p.id, approve, reason: opts.reason ?? "" });
+    const res = await client.decideProposal({ id: p.id, approve: verdict, reason });
     const decided = res.proposal!;
     await output(opts, {
       json: async () => proto((await import("@boxmaker/common/client")).ProposalSchema, decided),
       text: () => `${stateText(decided.state, s)}${decided.result ? `: ${decided.result}` : ""}\n`,
     });
-    process.exitCode = decided.state === (approve ? "applied" : "rejected") ? ExitCode.ok : ExitCode.failed;
+    // Rejected at `approve`'s own question: not applied, by the person's answer.
+    process.exitCode =
+      decided.state === (verdict ? "applied" : "rejected")
+        ? verdict === approve
+          ? ExitCode.ok
+          : ExitCode.needsApproval
+        : ExitCode.failed;
   });
 }
