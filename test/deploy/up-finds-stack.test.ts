@@ -93,6 +93,12 @@ describe("a shell without BOXMAKER_SOCKET finds the stack `boxmaker up` started"
       up_pid: up.proc.pid,
       runtime_dir: run,
       state_dir: join(tmp.dir, "state"),
+      // What `up` keeps of the processes' logs, and at what limit (docs/operations.md, "Disk upkeep").
+      logs: expect.objectContaining({
+        dir: join(tmp.dir, "state", "logs"),
+        max_bytes: 16 * 1024 * 1024,
+        keep_files: 4,
+      }),
     });
     expect(doc.daemons.length).toBeGreaterThan(0);
   }, 30_000);

@@ -1,5 +1,6 @@
 import { lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { LogRotationLimits } from "./log-rotation-plan.js";
 
 /**
  * Where `boxmaker up` says which stack it runs, so a new shell finds it
@@ -13,6 +14,14 @@ export interface StackRecord {
   stateDir: string;
   /** `boxmaker up`'s own pid. */
   pid: number;
+  /** The processes' logs and the limits `up` rotates them at, for `status` (absent in a record of an older `up`). */
+  logs?: StackLogs;
+}
+
+export interface StackLogs extends LogRotationLimits {
+  dir: string;
+  /** The live logs' file names in `dir`, e.g. brokerd.log. */
+  names: string[];
 }
 
 /** $XDG_RUNTIME_DIR/boxmaker when there is one (per user, tmpfs, mode 0700), else a per-user temp dir. */
@@ -76,8 +85,20 @@ export function readStackRecord(file: string, uid: number): StackRecord | undefi
       !Number.isInteger(r.pid)
     )
       return undefined;
+    if (r.logs !== undefined && !wellFormedLogs(r.logs)) delete r.logs;
     return r as StackRecord;
   } catch {
     return undefined;
   }
+}
+
+function wellFormedLogs(l: Partial<StackLogs>): boolean {
+  return (
+    typeof l.dir === "string" &&
+    Array.isArray(l.names) &&
+    l.names.every((n) => typeof n === "string" && !n.includes("/")) &&
+    Number.isInteger(l.maxBytes) &&
+    Number.isInteger(l.keep) &&
+    typeof l.compress === "boolean"
+  );
 }

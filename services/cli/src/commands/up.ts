@@ -4,6 +4,8 @@ import { UsageError } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
 import type { UpFlags } from "../supervisor/up-options.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
+import { DEFAULT_LOG_ROTATION } from "../log-rotation-plan.js";
+import { formatBytes } from "../render/disk.js";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -42,6 +44,13 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
       "seconds the model server may take to load (inferproxy waits on it too)",
       "900",
     )
+    // No commander defaults: planUp's DEFAULT_LOG_ROTATION is the one place they are set.
+    .option(
+      "--log-max-size <size>",
+      `rotate a process's log in <state-dir>/logs past this size, e.g. 64K, 16M (default ${formatBytes(DEFAULT_LOG_ROTATION.maxBytes)})`,
+    )
+    .option("--log-keep <n>", `older log files kept per process, .1 the newest (default ${DEFAULT_LOG_ROTATION.keep})`)
+    .option("--no-log-compress", "leave the older log files plain (default: .2 on are gzip-compressed)")
     .addHelpText(
       "after",
       `
@@ -92,8 +101,13 @@ for other shells; restarts a daemon that dies; Ctrl-C or SIGTERM stops all.`,
         // So a new shell's `boxmaker` finds this stack without BOXMAKER_SOCKET.
         onReady: () => {
           const { loopd } = plan.layout.sockets;
-          const { runtimeDir, stateDir } = plan.layout;
-          const problem = writeStackRecord(record, { loopdSocket: loopd, runtimeDir, stateDir, pid: process.pid }, uid);
+          const { runtimeDir, stateDir, logDir } = plan.layout;
+          const logs = { dir: logDir, names: sup.logNames(), ...plan.logRotation };
+          const problem = writeStackRecord(
+            record,
+            { loopdSocket: loopd, runtimeDir, stateDir, pid: process.pid, logs },
+            uid,
+          );
           if (problem)
             printErr(`boxmaker up: not recorded in ${record} (${problem}); other shells need BOXMAKER_SOCKET\n`);
         },

@@ -2,7 +2,7 @@ import type { DiskUsage, StoreRetention } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 
 /** Bytes in binary units, one decimal from KiB up: how `status` sizes what is on disk. */
-function formatBytes(n: bigint | number): string {
+export function formatBytes(n: bigint | number): string {
   let v = Number(n);
   if (v < 1024) return `${v} B`;
   for (const unit of ["KiB", "MiB", "GiB", "TiB"]) {

@@ -4,6 +4,7 @@ import { table } from "./text.js";
 import { wrapWords } from "./columns.js";
 import { diskRows, retentionRows } from "./disk.js";
 import { probeSentence, reuseText } from "./template-probe.js";
+import { logRows, type LogsReport } from "./log-rows.js";
 
 /** Whether the stack can serve a turn: every daemon up and the server's self-test passed. */
 export function healthy(st: LoopStatusResponse): boolean {
@@ -12,8 +13,11 @@ export function healthy(st: LoopStatusResponse): boolean {
 
 const short = (sha: string) => (sha ? sha.slice(0, 12) : "?");
 
-/** `width`: the terminal's columns (each table fits them, its last column wrapping at spaces); undefined when piped. */
-export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): string {
+/**
+ * `width`: the terminal's columns (each table fits them, its last column wrapping at spaces); undefined when piped.
+ * `logs`: the daemons' log files, which the CLI reads itself (loopd does not know where `up` put them).
+ */
+export function renderStatus(st: LoopStatusResponse, s: Style, width?: number, logs?: LogsReport): string {
   const out: string[] = [];
   // Tables sit two columns in.
   const fit = { width: width === undefined ? undefined : width - 2 };
@@ -116,6 +120,7 @@ export function renderStatus(st: LoopStatusResponse, s: Style, width?: number): 
       ),
     ),
   );
+  if (logs) out.push("", s.bold("logs"), indent(table(logRows(logs, s), fit)));
   out.push("", `${s.bold("sessions")}  ${st.sessions}`);
   out.push(
     ...wrapWords(

@@ -9,13 +9,15 @@ const TAIL_BYTES = 64 * 1024;
  * stack trace. A daemon that refuses to start says why in one such line on
  * stderr (runMain in @boxmaker/common: a config error, a socket or state
  * directory in use), and that line is what `boxmaker up` should show instead
- * of an exit status and a log path. `from` is where this run's output begins.
+ * of an exit status and a log path. `from` is where this run's output begins;
+ * a log now shorter than that was rotated (emptied) since, so what is in it is
+ * all this run's and is read from its start.
  */
 export function lastWords(logPath: string, from: number): string | undefined {
   let fd: number | undefined;
   try {
     const size = statSync(logPath).size;
-    const start = Math.max(from, size - TAIL_BYTES);
+    const start = Math.max(from > size ? 0 : from, size - TAIL_BYTES);
     if (size <= start) return undefined;
     const buf = Buffer.alloc(size - start);
     fd = openSync(logPath, "r");

@@ -12,6 +12,8 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv;
   /** stdout and stderr are appended here. */
   logPath: string;
+  /** How many times the log was rotated (emptied) so far (LogRotator): a run's output may then begin at 0. */
+  logRotations?: () => number;
   probe: Probe;
   readyTimeoutMs: number;
   /** How the first start's wait is shown (the model server's progress line); restarts are reported as events. */
@@ -78,6 +80,7 @@ export class ManagedProcess {
     writeSync(log, `--- ${new Date().toISOString()} boxmaker up: starting ${spec.command} ${spec.args.join(" ")}\n`);
     // Where this run's own output begins: what it says before dying is read from here.
     const from = fstatSync(log).size;
+    const rotations = spec.logRotations?.() ?? 0;
     const child = spawn(spec.command, spec.args, {
       stdio: ["ignore", log, log],
       env: spec.env ?? process.env,
@@ -92,8 +95,10 @@ export class ManagedProcess {
     child.once("exit", (code, signal) => {
       // A daemon that refuses to start exits with a status after saying why in one line (a bad key, a
       // socket or state directory in use): that line, not the status, is what the person running `up` needs.
+      // A log rotated since this run began holds only this run's output, from its start.
+      const since = (spec.logRotations?.() ?? 0) === rotations ? from : 0;
       const said =
-        ac.signal.aborted || code === null ? undefined : lastWords(spec.logPath, from)?.replace(/^fatal: /, "");
+        ac.signal.aborted || code === null ? undefined : lastWords(spec.logPath, since)?.replace(/^fatal: /, "");
       ac.abort(said ?? `${describeExit({ code, signal })} before it was ready (log: ${spec.logPath})`);
       if (this.child === child) this.onExit({ code, signal });
     });

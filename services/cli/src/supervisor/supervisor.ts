@@ -1,6 +1,6 @@
 import { daemonEnvironment } from "./daemon-env.js";
 import { chmodSync, existsSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { DAEMON_NODE_FLAGS } from "@boxmaker/common/lite";
 import {
   brokerdConfig,
@@ -24,6 +24,9 @@ import { NotReadyError } from "../errors.js";
 import { probeSlotSave } from "./parking-probe.js";
 import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
 import { styleFor } from "../render/style.js";
+import { LogRotator } from "./log-rotator.js";
+import type { LogRotationLimits } from "../log-rotation-plan.js";
+import { formatBytes } from "../render/disk.js";
 
 export interface SupervisorOptions {
   layout: Layout;
@@ -46,6 +49,8 @@ export interface SupervisorOptions {
   err: (line: string) => void;
   /** Called once every process is ready, before the summary says so. */
   onReady?: () => void;
+  /** When a process's log is rotated: past what size, and how many older files are kept. */
+  logRotation: LogRotationLimits;
 }
 
 /**
@@ -62,8 +67,14 @@ export class Supervisor {
   private resolveDone!: (code: number) => void;
   /** Resolves with the exit code once the stack has stopped (signal: 0; a daemon that gave up: 1). */
   readonly done = new Promise<number>((r) => (this.resolveDone = r));
+  /** Keeps each process's log (the model server's too) within --log-max-size, whatever restarts it goes through. */
+  private readonly logs: LogRotator;
 
-  constructor(private readonly o: SupervisorOptions) {}
+  constructor(private readonly o: SupervisorOptions) {
+    this.logs = new LogRotator(o.logRotation, (log, message) =>
+      o.err(`boxmaker up: could not rotate ${log}: ${message}`),
+    );
+  }
 
   async start(): Promise<void> {
     const { layout, upstream } = this.o;
@@ -79,6 +90,7 @@ export class Supervisor {
 
     this.prepareDirs();
     await this.refuseIfRunning();
+    this.logs.start();
 
     const llama = this.llamaSpec();
     if (llama) await this.startProcess(llama);
@@ -127,11 +139,17 @@ export class Supervisor {
       // Only sockets of processes this supervisor started: not an existing
       // upstream's, and not those of another stack it refused to replace.
       for (const name of this.procs.keys()) removeIfSocket(this.socketOf(name));
+      await this.logs.stop();
       // Nothing started (a missing socket, a server that never loaded): the reason is the one line to see.
       if (this.procs.size) this.o.err("boxmaker up: stopped");
       this.resolveDone(code);
     })();
     return this.stopping;
+  }
+
+  /** The file names of the processes' logs, in the layout's logDir (for the stack record `status` reads). */
+  logNames(): string[] {
+    return [...this.procs.values()].map((p) => basename(p.spec.logPath));
   }
 
   /** The pid of a managed process, for `boxmaker up` tests and diagnostics. */
@@ -235,7 +253,10 @@ export class Supervisor {
   }
 
   private async startProcess(spec: ProcessSpec): Promise<void> {
-    const p = new ManagedProcess(spec, (e) => this.onEvent(e));
+    this.logs.watch(spec.logPath);
+    const p = new ManagedProcess({ ...spec, logRotations: () => this.logs.rotationsOf(spec.logPath) }, (e) =>
+      this.onEvent(e),
+    );
     this.procs.set(spec.name, p);
     await p.start();
   }
@@ -261,6 +282,11 @@ export class Supervisor {
     if (this.parking) rows.push(["parking", this.parking]);
     if (this.template) rows.push(["template", this.template]);
     rows.push(["workspace", this.o.settings.workspaceRoots.join(", ")]);
+    const { maxBytes, keep, compress } = this.o.logRotation;
+    rows.push([
+      "logs",
+      `${layout.logDir}, each rotated past ${formatBytes(maxBytes)}, ${keep} older kept${compress && keep > 1 ? " (.2 on gzip-compressed)" : ""}`,
+    ]);
     rows.push(["configs", layout.configDir]);
     rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
     const w = Math.max(...rows.map(([k]) => k.length));

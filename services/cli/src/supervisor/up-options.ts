@@ -4,6 +4,7 @@ import type { StackSettings, Upstream } from "./configs.js";
 import { checkSocketPaths, defaultRuntimeDir, defaultStateDir, layoutFor, type Layout } from "./layout.js";
 import { DEFAULT_RESTART_POLICY, type RestartPolicyOptions } from "./restart-policy.js";
 import { installRoot } from "./install-paths.js";
+import { DEFAULT_LOG_ROTATION, type LogRotationLimits } from "../log-rotation-plan.js";
 import { UsageError } from "../errors.js";
 
 /** `boxmaker up`'s flags as commander hands them over. */
@@ -22,6 +23,10 @@ export interface UpFlags {
   logLevel?: string;
   maxRestarts?: string;
   readyTimeout?: string;
+  logMaxSize?: string;
+  logKeep?: string;
+  /** false with --no-log-compress. */
+  logCompress?: boolean;
 }
 
 export interface UpPlan {
@@ -32,6 +37,8 @@ export interface UpPlan {
   restart: RestartPolicyOptions;
   llamaReadyTimeoutMs: number;
   daemonReadyTimeoutMs: number;
+  /** How the processes' logs in the state dir are kept in bounds (log-rotator.ts). */
+  logRotation: LogRotationLimits;
 }
 
 export interface Host {
@@ -90,6 +97,11 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
 
   const maxRestarts = positiveInt("--max-restarts", f.maxRestarts, DEFAULT_RESTART_POLICY.maxRestarts, true);
   const readyTimeoutS = positiveInt("--ready-timeout", f.readyTimeout, 900, false);
+  const logRotation: LogRotationLimits = {
+    maxBytes: f.logMaxSize === undefined ? DEFAULT_LOG_ROTATION.maxBytes : parseSize("--log-max-size", f.logMaxSize),
+    keep: positiveInt("--log-keep", f.logKeep, DEFAULT_LOG_ROTATION.keep, true),
+    compress: f.logCompress ?? DEFAULT_LOG_ROTATION.compress,
+  };
   return {
     layout,
     upstream,
@@ -104,6 +116,7 @@ export function planUp(f: UpFlags, host: Host): UpPlan {
     // brokerd and loopd start in seconds whatever the model does.
     llamaReadyTimeoutMs: readyTimeoutS * 1000,
     daemonReadyTimeoutMs: 60_000,
+    logRotation,
   };
 }
 
@@ -139,6 +152,19 @@ function positiveInt(flag: string, v: string | undefined, def: number, zeroOk: b
   if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1))
     throw new UsageError(`${flag} needs a ${zeroOk ? "non-negative" : "positive"} integer`);
   return n;
+}
+
+const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+/** A log's rotation limit rotating every few lines would only churn the disk. */
+const MIN_LOG_BYTES = 1024;
+
+/** "16M", "64KiB", "1.5G", "70000": binary units, as `status` shows sizes. */
+function parseSize(flag: string, v: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([kmg])(?:i?b)?|b)?$/i.exec(v.trim());
+  const bytes = m ? Math.floor(Number(m[1]) * UNITS[(m[2] ?? "").toLowerCase()]!) : Number.NaN;
+  if (!(bytes >= MIN_LOG_BYTES))
+    throw new UsageError(`${flag} needs a size of at least 1K, such as 64K, 16M or 1G (not ${JSON.stringify(v)})`);
+  return bytes;
 }
 
 export function findOnPath(bin: string, path: string): string | undefined {
