@@ -8,6 +8,8 @@ import { endsChat } from "./slash-builtins.js";
 
 /** Lines arriving within this window of each other are one paste, so one message. */
 const PASTE_WINDOW_MS = 25;
+/** The key that opens $EDITOR on the line typed so far (as Codex's Ctrl-G; free in readline). */
+const EDITOR_KEY = { name: "g", label: "Ctrl-G" } as const;
 /** A line holding only this opens and closes an explicit multi-line block. */
 const BLOCK_FENCE = '"""';
 const HISTORY_KEEP = 1000;
@@ -81,6 +83,13 @@ export class PromptReader {
     for (;;) {
       const r = await this.ask();
       if (r.kind === "eof") return undefined;
+      if (r.kind === "edit") {
+        const message = await this.edit(r.text);
+        if (message === undefined) continue;
+        this.history.unshift(message.replace(/\n/g, " ⏎ "));
+        appendHistory(this.file, message);
+        return message;
+      }
       if (r.kind === "interrupt") {
         if (r.hadText) continue; // Ctrl-C abandons the line, as in a shell
         if (warned) return undefined;
@@ -99,7 +108,32 @@ export class PromptReader {
     }
   }
 
-  private ask(): Promise<{ kind: "text"; text: string } | { kind: "eof" } | { kind: "interrupt"; hadText: boolean }> {
+  /** The editor on `initial` (the line typed so far); its saved text is the message, nothing when it was left empty. */
+  private async edit(initial: string): Promise<string | undefined> {
+    const { editPrompt, editorCommand } = await import("./editor-prompt.js");
+    printErr(
+      this.style.dim(`(editing in ${editorCommand()}; save and quit to send, leave it empty to send nothing)\n`),
+    );
+    try {
+      const text = await editPrompt(initial ? `${initial}\n` : "");
+      if (text === undefined) printErr(this.style.dim("(the message was empty: nothing was sent)\n"));
+      else
+        printErr(
+          `${this.style.dim("sending:")} ${text.split("\n")[0]}${text.includes("\n") ? this.style.dim(` (+${text.split("\n").length - 1} lines)`) : ""}\n`,
+        );
+      return text;
+    } catch (err) {
+      printErr(`${this.style.yellow((err as Error).message)}\n`);
+      return undefined;
+    }
+  }
+
+  private ask(): Promise<
+    | { kind: "text"; text: string }
+    | { kind: "eof" }
+    | { kind: "interrupt"; hadText: boolean }
+    | { kind: "edit"; text: string }
+  > {
     const rl = createInterface({
       input: process.stdin,
       output: process.stderr,
@@ -112,13 +146,21 @@ export class PromptReader {
       const lines: string[] = [];
       let inBlock = false;
       let timer: NodeJS.Timeout | undefined;
+      const onKey = (_: string | undefined, key: { ctrl?: boolean; name?: string } | undefined) => {
+        if (!key?.ctrl || key.name !== EDITOR_KEY.name) return;
+        // Readline is closed first: the editor gets a terminal in its own mode, with no reader beside it.
+        printErr("\n");
+        settle({ kind: "edit", text: [...lines, rl.line].filter((l) => l !== "").join("\n") });
+      };
       const settle = (v: Parameters<typeof resolve>[0]) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        process.stdin.off("keypress", onKey);
         resolve(v);
         rl.close();
       };
+      process.stdin.on("keypress", onKey);
       const finishPaste = () => {
         // Pasted text whose last line has no newline yet: wait for its Enter.
         if (rl.line.length > 0) return;

@@ -22,6 +22,7 @@ const SLASH_BUILTINS = [
   { name: "proposals", summary: "what waits for a decision in this session" },
   { name: "compact", summary: "fold older turns into a summary now (a new epoch)" },
   { name: "cancel", summary: "cancel this session's running turn (e.g. one started elsewhere)" },
+  { name: "edit", args: "[TEXT]", summary: "write the message in $VISUAL/$EDITOR, starting from TEXT (also Ctrl-G)" },
   { name: "mode", args: "[M]", summary: "show or set the permission mode: read-only, ask, auto-edit, auto" },
   { name: "exit", aliases: ["quit"], summary: "quit (also Ctrl-D)" },
 ] as const satisfies readonly SlashBuiltin[];

@@ -73,6 +73,16 @@ const RUN: Record<BuiltinName, SlashHandler> = {
     const { cancelled } = await client.cancelTurn({ sessionId });
     return said(note, cancelled ? `cancelled the running turn of ${sessionId}` : "no turn is running");
   },
+  edit: async ({ note }, line) => {
+    const { editPrompt, EditorError } = await import("./editor-prompt.js");
+    try {
+      const text = await editPrompt(line.trim().replace(/^\/\S+\s*/, ""));
+      return text === undefined ? said(note, "the message was empty: nothing was sent") : { kind: "send", text };
+    } catch (err) {
+      if (err instanceof EditorError) return said(note, err.message);
+      throw err;
+    }
+  },
   mode: async (ctx, line) => said(ctx.note, await modeSlash(line, ctx)),
   exit: async () => ({ kind: "quit" }),
 };

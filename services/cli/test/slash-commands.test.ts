@@ -60,16 +60,17 @@ function captureStderr(): { text: () => string } {
 const style = styleFor({ isTTY: false } as NodeJS.WriteStream);
 
 describe("chat's slash commands", () => {
-  it("/help lists chat's own commands as it did before they came from one list", () => {
+  it("/help lists chat's own commands, one a line, in one column", () => {
     expect(builtinHelp()).toBe(`commands:
-  /help        this list
-  /status      the stack's health, slots and pending proposals
-  /tools       the tools the model always has
-  /proposals   what waits for a decision in this session
-  /compact     fold older turns into a summary now (a new epoch)
-  /cancel      cancel this session's running turn (e.g. one started elsewhere)
-  /mode [M]    show or set the permission mode: read-only, ask, auto-edit, auto
-  /exit        quit (also Ctrl-D)
+  /help          this list
+  /status        the stack's health, slots and pending proposals
+  /tools         the tools the model always has
+  /proposals     what waits for a decision in this session
+  /compact       fold older turns into a summary now (a new epoch)
+  /cancel        cancel this session's running turn (e.g. one started elsewhere)
+  /edit [TEXT]   write the message in $VISUAL/$EDITOR, starting from TEXT (also Ctrl-G)
+  /mode [M]      show or set the permission mode: read-only, ask, auto-edit, auto
+  /exit          quit (also Ctrl-D)
 a message may span lines: paste it, or put it between two lines holding only """`);
   });
 
@@ -116,6 +117,9 @@ a message may span lines: paste it, or put it between two lines holding only """
       fc.constant(""),
       fc.string({ maxLength: 20 }).map((s) => ` ${s.replace(/^\s+/, "")}`),
     );
+    // The editor /edit opens: one that saves the file as it was given.
+    vi.stubEnv("VISUAL", "");
+    vi.stubEnv("EDITOR", "true");
     await fc.assert(
       fc.asyncProperty(word, rest, fc.constantFrom("", "  ", "\t"), async (w, args, pad) => {
         const { client, calls } = fakeClient();
@@ -141,6 +145,9 @@ a message may span lines: paste it, or put it between two lines holding only """
         // Nothing a slash line does sends a message or starts a turn.
         expect(calls.filter((c) => /^(send|createSession|follow)$/.test(c))).toEqual([]);
         if (w === "exit" || w === "quit") expect(outcome).toEqual({ kind: "quit" });
+        // /edit sends what the editor saved (here `true`, which keeps the text given): chat sends it, as the person wrote it.
+        else if (w === "edit")
+          expect(outcome).toEqual(args.trim() ? { kind: "send", text: args.trim() } : { kind: "done" });
         else if (builtins.includes(w)) expect(outcome).toEqual({ kind: "done" });
         else if (w === "greet") expect(outcome.kind).toBe("send");
         else {
@@ -151,5 +158,6 @@ a message may span lines: paste it, or put it between two lines holding only """
       }),
       { numRuns: 300 },
     );
+    vi.unstubAllEnvs();
   });
 });

@@ -10,7 +10,7 @@ import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList } from "../slash-builtins.js";
 import { runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
-import { styleFor } from "../render/style.js";
+import { markdownWanted, styleFor } from "../render/style.js";
 import { widthOf } from "../render/columns.js";
 
 interface ChatFlags extends BudgetFlags {
@@ -43,7 +43,8 @@ On a terminal you get a prompt: Enter sends, Ctrl-C cancels a running turn
 the reasoning while it streams, Ctrl-D or /exit quits. A status line under
 the output says what the turn is doing (see docs/cli.md).
 Pasted lines are one message; so is everything between two lines holding
-only """. Up/Down recall earlier messages, across runs
+only """; Ctrl-G (or /edit) writes the message in $VISUAL or $EDITOR,
+starting from what is typed. Up/Down recall earlier messages, across runs
 (~/.local/state/boxmaker/chat_history; BOXMAKER_CHAT_HISTORY= turns it off).
 A staged write or command is asked about in place (y/n/d/l). Slash commands:
 ${builtinSlashList()}; /NAME ARGS
@@ -91,6 +92,7 @@ Examples:
                 reasoning: false,
                 resultLines: 2,
                 width: widthOf(process.stdout),
+                markdown: markdownWanted(process.stdout),
               }),
             );
           }
@@ -98,7 +100,7 @@ Examples:
         const interactive = Boolean(process.stdin.isTTY);
         if (interactive)
           note(
-            'Enter sends · """ starts a multi-line block · /help · Ctrl-T shows/hides reasoning · Ctrl-C cancels a turn · Ctrl-D quits',
+            'Enter sends · """ starts a multi-line block · Ctrl-G writes it in $EDITOR · /help · Ctrl-T shows/hides reasoning · Ctrl-C cancels a turn · Ctrl-D quits',
           );
         let last: ExitCode = ExitCode.ok;
         for await (let text of interactive ? promptLines(style, () => mode.current ?? "ask") : stdinLines()) {

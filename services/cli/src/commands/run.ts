@@ -16,6 +16,7 @@ interface RunFlags extends BudgetFlags {
   command?: string;
   session?: string;
   continue?: boolean;
+  edit?: boolean;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -31,6 +32,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       "send the prompt to this existing session instead of a new one (a unique prefix is enough)",
     )
     .option("-c, --continue", "send the prompt to the most recent session (the last main session not archived)")
+    .option("-e, --edit", "write the prompt in $VISUAL or $EDITOR first (starting from the words given, if any)")
     .option(
       "--mode <mode>",
       `permission mode: ${MODE_CHOICES} (default: cli.json's mode, else ask; see \`boxmaker mode --help\`)`,
@@ -45,6 +47,7 @@ Examples:
   boxmaker run --max-iterations 3 "fix the failing test"
   boxmaker run --mode read-only "plan how to split parser.ts"
   boxmaker run -c "now add a test for it"
+  boxmaker run --edit "review the error handling in"
   boxmaker run --session s-mx4f7p33 "and the README"
   boxmaker run --command review src/app.ts "error handling"
   boxmaker run --json "list the TODOs in src/" | jq -r 'select(.content) | .content.text'`,
@@ -52,7 +55,9 @@ Examples:
     .action(async (words: string[], opts: RunFlags) => {
       const g = globals();
       const mode = opts.mode === undefined ? g.mode : modeFlag(opts.mode);
-      let text = opts.command === undefined ? await readPrompt(words) : "";
+      if (opts.edit && opts.command !== undefined)
+        throw new UsageError("--edit and --command both give the prompt: use one");
+      let text = opts.edit ? await editedPrompt(words) : opts.command === undefined ? await readPrompt(words) : "";
       const budgets = budgetsFrom(opts);
       // Loaded here, not at the top: `boxmaker --help` must not pay for gRPC.
       const { SessionRole } = await import("@boxmaker/common/client");
@@ -89,4 +94,19 @@ Examples:
         });
       });
     });
+}
+
+/** The prompt from the editor, on a terminal only: without one there is nobody to write it. */
+async function editedPrompt(words: string[]): Promise<string> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY)
+    throw new UsageError("--edit needs a terminal for the editor; give the prompt as arguments or `-` for stdin");
+  const { editPrompt, EditorError } = await import("../editor-prompt.js");
+  try {
+    const text = await editPrompt(words.length ? `${words.join(" ")}\n` : "");
+    if (text === undefined) throw new UsageError("the prompt is empty (the editor left it so): nothing was sent");
+    return text;
+  } catch (err) {
+    if (err instanceof EditorError) throw new UsageError(err.message);
+    throw err;
+  }
 }
