@@ -1,8 +1,9 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output } from "../output.js";
-import { printOut } from "../render/terminal-safe.js";
+import { printPaged } from "../pager.js";
 import { styleFor } from "../render/style.js";
 import { ago } from "../render/text.js";
 import { widthOf } from "../render/columns.js";
@@ -11,7 +12,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("show")
     .description("print a session's history: messages, reasoning (dimmed) and framed tool calls")
-    .argument("<id>", "session id (see `boxmaker ls`)")
+    .addArgument(sessionArgument("<id>", "session id (see `boxmaker ls`)"))
     .option("--no-reasoning", "collapse reasoning to a one-line note")
     .option("--result-lines <n>", "lines of each tool result to show", "4")
     .option("--json", "print the session and its messages as one JSON object")
@@ -24,7 +25,8 @@ Examples:
     )
     .action(async (id: string, opts: { reasoning: boolean; resultLines: string; json?: boolean }) => {
       const { SessionInfoSchema } = await import("@boxmaker/common/client");
-      const res = await withClient(globals(), (client) => client.getSession({ id }));
+      const g = globals();
+      const res = await withClient(g, (client) => client.getSession({ id }));
       await output(opts, {
         json: (jsonOf) => {
           // message_json is itself JSON: embed it parsed so one jq path reaches into it.
@@ -41,28 +43,31 @@ Examples:
           const { reuseText } = await import("../render/template-probe.js");
           const s = styleFor(process.stdout);
           const info = res.session;
+          let text = "";
           if (info) {
-            printOut(
+            text +=
               s.bold(`${info.title || "(untitled)"}\n`) +
-                s.dim(
-                  `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
-                ) +
-                s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
-                s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
-                (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
-                "\n",
-            );
+              s.dim(
+                `${info.id} · ${info.state} · slot ${info.slot} · ${info.messages} messages · ${info.contextTokens} context tokens · active ${ago(info.updatedUnixMs)}\n`,
+              ) +
+              s.dim(`mode: ${info.mode || "ask"} · project instructions: ${info.instructionsFile || "none"}\n`) +
+              s.dim(`cache reuse: ${reuseText(info.cacheHealth)}\n`) +
+              (info.cacheHealth?.warning ? s.yellow(`warning: ${info.cacheHealth.warning}\n`) : "") +
+              "\n";
           }
           if (res.plan.length) {
             const { planLines } = await import("../render/plan.js");
-            printOut(`${planLines(res.plan, s).join("\n")}\n\n`);
+            text += `${planLines(res.plan, s).join("\n")}\n\n`;
           }
-          return renderHistory(res.messages, {
+          text += renderHistory(res.messages, {
             style: s,
             reasoning: opts.reasoning,
             resultLines: Math.max(0, Number(opts.resultLines) || 0),
             width: widthOf(process.stdout),
           });
+          // A long history on a terminal opens in the pager, as a whole: its height is known only once it is all made.
+          await printPaged(text, g.pager);
+          return undefined;
         },
       });
     });
