@@ -13,6 +13,9 @@ export type Requirement =
   | "curl"
   | "git"
   | "tmux"
+  | "fish"
+  | "zsh"
+  | "less"
   | "python3"
   | "systemd-analyze"
   | "nix-instantiate"
@@ -24,6 +27,9 @@ const HOW_TO_GET: Record<Requirement, string> = {
   curl: "apt-get install -y curl",
   git: "apt-get install -y git",
   tmux: "apt-get install -y tmux",
+  fish: "apt-get install -y fish",
+  zsh: "apt-get install -y zsh",
+  less: "apt-get install -y less",
   python3: "apt-get install -y python3",
   "systemd-analyze": "apt-get install -y systemd",
   "nix-instantiate": "apt-get install -y nix-bin",

@@ -10,4 +10,6 @@ export interface GlobalOptions {
   timeoutMs?: number | undefined;
   /** cli.json's "mode": run's and chat's mode for a new session when --mode is not given. */
   mode?: PermissionMode | undefined;
+  /** false with --no-pager: long output on a terminal is printed as it is, not paged (pager.ts). */
+  pager?: boolean | undefined;
 }

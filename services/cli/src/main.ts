@@ -33,8 +33,12 @@ import { register as registerContract } from "./commands/contract.js";
 import { register as registerDoctor } from "./commands/doctor.js";
 import { register as registerMemoryPlan } from "./commands/memory-plan.js";
 import { register as registerHooks } from "./commands/hooks.js";
+import { register as registerCompletion } from "./commands/completion.js";
 import { printErr } from "./render/terminal-safe.js";
+import { printPaged } from "./pager.js";
 import { usageLine } from "./usage-error.js";
+
+let helpText = "";
 
 const program = new Command("boxmaker")
   .description("Boxmaker: agent sessions on your own llama-server")
@@ -44,20 +48,28 @@ const program = new Command("boxmaker")
     "loopd's socket (default: $BOXMAKER_SOCKET, cli.json's socket, the stack `boxmaker up` runs, /run/boxmaker/loopd.sock)",
   )
   .option("--timeout <seconds>", "give up on loopd when it does not answer a call within this (default 30)")
+  .option("--no-pager", "print long output as it is, even on a terminal (see $BOXMAKER_PAGER, $PAGER)")
   // A usage error is one line naming the command's help (usage-error.ts), not the whole help.
-  .configureOutput({ outputError: () => {} })
+  // Help (and --version) is kept until the parse is over, then paged like any long text (pager.ts).
+  .configureOutput({
+    outputError: () => {},
+    writeOut: (text) => {
+      helpText += text;
+    },
+  })
   .exitOverride()
   .addHelpText("after", EXIT_CODES_HELP);
 
-const globals = (): GlobalOptions => {
-  const o = program.opts<{ socket?: string; timeout?: string }>();
+// `flags` stands in for the program's own when what is run is not this command line (a completion of another).
+const globals = (flags?: { socket?: string }): GlobalOptions => {
+  const o = { ...program.opts<{ socket?: string; timeout?: string; pager: boolean }>(), ...flags };
   const timeoutMs = parseTimeout(o.timeout);
   // A broken cli.json is said even when --socket makes its socket moot: it holds the mode too.
   const config = loadCliConfig(process.env, homedir());
   const stackRecord = stackRecordPath(process.env, tmpdir(), process.getuid?.() ?? 0);
   let choice: ReturnType<typeof chooseSocket> | undefined;
   const socket = () => (choice ??= chooseSocket(o.socket, process.env, config, stackRecord));
-  return { socket, stackRecord, timeoutMs, mode: config.mode };
+  return { socket, stackRecord, timeoutMs, mode: config.mode, pager: o.pager };
 };
 
 for (const register of [
@@ -84,6 +96,7 @@ for (const register of [
   registerCompact,
   registerMode,
   registerHooks,
+  registerCompletion,
 ]) {
   register(program, globals);
 }
@@ -107,6 +120,9 @@ async function main(): Promise<void> {
     await program.parseAsync(process.argv);
   } catch (err) {
     process.exitCode = await exitCodeFor(err);
+  }
+  if (helpText) {
+    await printPaged(helpText, program.opts<{ pager: boolean }>().pager);
   }
 }
 

@@ -86,13 +86,25 @@ describe("what a command loads", () => {
     expect(builtins.filter((b) => /^NativeModule (readline|repl|zlib|dns|child_process)$/.test(b))).toEqual([]);
   });
 
-  it("`boxmaker --help` loads no gRPC, no protobuf, no crypto and no subprocess code", async () => {
-    const { modules, builtins } = await loaded(["--help"]);
-    expect(matching(modules, /services\/cli\/dist\/main\.js$/)).toHaveLength(1);
-    expect(matching(modules, /node_modules\/commander\/lib\/command\.js$/)).toHaveLength(1);
-    expect(matching(modules, /@grpc\/|@bufbuild\/protobuf\/|_pb\.js$/)).toEqual([]);
-    expect(
-      builtins.filter((b) => /^NativeModule (crypto|child_process|http2|stream\/consumers|readline)$/.test(b)),
-    ).toEqual([]);
+  it("a TAB after `boxmaker show` (its session ids) loads loopd's client and nothing it does not use", async () => {
+    const { modules, builtins } = await loaded(["__complete", "--", "show", ""]);
+    expect(matching(modules, /gen\/boxmaker\/v1\/loop_pb\.js$/)).toHaveLength(1);
+    expect(matching(modules, /services\/cli\/dist\/completion\/ids\.js$/)).toHaveLength(1);
+    expect(matching(modules, NOT_FOR_LOOPD_READS)).toEqual([]);
+    expect(matching(modules, /services\/cli\/dist\/render\/(status|history)\.js$/)).toEqual([]);
+    expect(builtins.filter((b) => /^NativeModule (readline|repl|zlib|dns|child_process)$/.test(b))).toEqual([]);
   });
+
+  it.each([[["--help"]], [["__complete", "--", "sh"]]])(
+    "`boxmaker %j` loads no gRPC, no protobuf, no crypto and no subprocess code",
+    async (args) => {
+      const { modules, builtins } = await loaded(args);
+      expect(matching(modules, /services\/cli\/dist\/main\.js$/)).toHaveLength(1);
+      expect(matching(modules, /node_modules\/commander\/lib\/command\.js$/)).toHaveLength(1);
+      expect(matching(modules, /@grpc\/|@bufbuild\/protobuf\/|_pb\.js$/)).toEqual([]);
+      expect(
+        builtins.filter((b) => /^NativeModule (crypto|child_process|http2|stream\/consumers|readline)$/.test(b)),
+      ).toEqual([]);
+    },
+  );
 });

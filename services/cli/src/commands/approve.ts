@@ -1,4 +1,5 @@
-import type { Command } from "commander";
+import { Argument, type Command } from "commander";
+import { completesTo } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -13,12 +14,17 @@ interface DecideFlags {
   reason?: string;
 }
 
+const proposalArgument = () =>
+  completesTo(new Argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)"), {
+    ids: "proposals",
+  });
+
 /** approve and reject share everything but the question asked and the verb sent. */
 export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("approve")
     .description("show a staged write, command or network host, then approve and apply it")
-    .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
+    .addArgument(proposalArgument())
     .option("-y, --yes", "do not ask for confirmation")
     .option("--json", "print the decided proposal as JSON")
     .addHelpText(
@@ -40,7 +46,7 @@ Examples:
   program
     .command("reject")
     .description("reject a staged write or command; the waiting turn is told so")
-    .argument("<proposal-id>", "the id from the tool call's frame (a unique prefix is enough)")
+    .addArgument(proposalArgument())
     .option("-r, --reason <text>", "why, passed on to the model")
     .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
     .option("--json", "print the decided proposal as JSON")

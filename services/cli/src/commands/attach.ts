@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -14,7 +15,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("attach")
     .description("watch a session's running turn from another terminal, without taking it over")
-    .argument("<id>", "session id")
+    .addArgument(sessionArgument("<id>", "session id"))
     .option("-f, --follow", "keep watching after the turn ends (and wait for one if none is running)")
     .option("--json", "one JSON event per line on stdout")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")

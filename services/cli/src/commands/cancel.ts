@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
@@ -7,7 +8,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("cancel")
     .description("cancel the turn a session is running; the session stays usable")
-    .argument("<id>", "session id")
+    .addArgument(sessionArgument("<id>", "session id"))
     .option("--json", "print the CancelTurn response as JSON")
     .addHelpText(
       "after",

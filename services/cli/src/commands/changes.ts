@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -14,7 +15,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("changes")
     .description("a session's applied file writes and edits, each with its diff")
-    .argument("<id>", "the session (see `boxmaker ls`)")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls`)"))
     .option("--stat", "one line per change, no diffs")
     .option("--json", "print the ListChanges response as one JSON object")
     .addHelpText(
@@ -55,7 +56,7 @@ Examples:
   program
     .command("undo")
     .description("restore the files a session's last changes wrote")
-    .argument("<id>", "the session (see `boxmaker ls`)")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls`)"))
     .option("-n, --last <n>", "how many of the latest changes not undone yet", "1")
     .option("--all", "every change of the session not undone yet")
     .option("--force", "restore a file even if it changed since the session wrote it")

@@ -1,4 +1,5 @@
 import { messageOf, parseMode } from "@boxmaker/common/lite";
+import { sessionArgument } from "../completion/value-kinds.js";
 import type { Command } from "commander";
 import { withClient } from "../connection.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
@@ -9,7 +10,7 @@ import { reachPrefix } from "../socket-choice.js";
 import { printOut, printErr } from "../render/terminal-safe.js";
 import { builtinSlashList } from "../slash-builtins.js";
 import { runSlashCommand, type SlashOutcome } from "../slash-commands.js";
-import { MODE_CHOICES, modeFlag, setMode, type ChatMode } from "./mode.js";
+import { MODE_CHOICES, modeFlag, modeOption, setMode, type ChatMode } from "./mode.js";
 import { markdownWanted, styleFor } from "../render/style.js";
 import { widthOf } from "../render/columns.js";
 
@@ -25,14 +26,13 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   const cmd = program
     .command("chat")
     .description("talk to the agent turn by turn in one session; resume an existing session by id")
-    .argument("[id]", "session to resume (see `boxmaker ls`)")
+    .addArgument(sessionArgument("[id]", "session to resume (see `boxmaker ls`)"))
     .option("--json", "one JSON event per line on stdout (the prompt stays on stderr)")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--history <n>", "messages of an existing session to show when resuming", "6")
     .option("-c, --continue", "resume the most recent session (the last main session not archived)")
-    .option(
-      "--mode <mode>",
-      `permission mode: ${MODE_CHOICES} (default: the resumed session's, else cli.json's mode, else ask)`,
+    .addOption(
+      modeOption(`permission mode: ${MODE_CHOICES} (default: the resumed session's, else cli.json's mode, else ask)`),
     );
   addBudgetOptions(cmd)
     .addHelpText(

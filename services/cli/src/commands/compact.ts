@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
@@ -33,7 +34,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("compact")
     .description("fold a session's earlier turns into a summary now, in a new epoch")
-    .argument("<id>", "session id")
+    .addArgument(sessionArgument("<id>", "session id"))
     .option("--json", "print the CompactSession response as JSON")
     .addHelpText(
       "after",

@@ -1,4 +1,5 @@
 import { reachPrefix } from "../socket-choice.js";
+import { sandboxOption } from "../completion/value-kinds.js";
 import type { Command } from "commander";
 import type { GlobalOptions } from "../global-options.js";
 import { withClient } from "../connection.js";
@@ -40,7 +41,7 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
     .command("demo")
     .description("a first look without a GPU: a simulated model reads a file, proposes a fix you approve, and answers")
     .option("--keep", "keep the demo's directory (workspace, logs, session) afterwards")
-    .option("--sandbox <mode>", "bwrap | none (default: bwrap when it is installed)")
+    .addOption(sandboxOption("bwrap | none (default: bwrap when it is installed)"))
     .addHelpText(
       "after",
       `

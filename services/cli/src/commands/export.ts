@@ -1,8 +1,10 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
+import { completesTo, sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
-import { jsonText, printErr, visible, writeJson, writeText } from "../render/terminal-safe.js";
+import { jsonText, printErr, visible, writeJson } from "../render/terminal-safe.js";
+import { printPaged } from "../pager.js";
 
 interface ExportFlags {
   format: string;
@@ -14,8 +16,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("export")
     .description("write a session's transcript: Markdown to read, or JSON lines to process")
-    .argument("<id>", "the session (see `boxmaker ls -a`)")
-    .option("-f, --format <format>", "md | jsonl", "md")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls -a`)"))
+    .addOption(completesTo(new Option("-f, --format <format>", "md | jsonl").default("md"), { words: ["md", "jsonl"] }))
     .option("-o, --output <file>", "write here instead of stdout")
     .option("--reasoning", "include the model's reasoning (md; jsonl always has the stored message)")
     .addHelpText(
@@ -34,7 +36,8 @@ Examples:
     .action(async (id: string, opts: ExportFlags) => {
       if (opts.format !== "md" && opts.format !== "jsonl")
         throw new UsageError(`--format: md or jsonl, not "${opts.format}"`);
-      const res = await withClient(globals(), (client) => client.getSession({ id }));
+      const g = globals();
+      const res = await withClient(g, (client) => client.getSession({ id }));
       const { transcriptMarkdown, transcriptJsonl } = await import("../render/transcript.js");
       // A file is read with cat and less as well: it gets the same visible controls as the terminal.
       const text =
@@ -45,8 +48,10 @@ Examples:
         const { writeFileSync } = await import("node:fs");
         writeFileSync(opts.output, text);
         printErr(`wrote ${opts.output}\n`);
+      } else if (opts.format === "md") {
+        await printPaged(text, g.pager);
       } else {
-        (opts.format === "md" ? writeText : writeJson)(process.stdout, text);
+        writeJson(process.stdout, text);
       }
     });
 }

@@ -1,5 +1,6 @@
 import { PERMISSION_MODES, parseMode, type PermissionMode } from "@boxmaker/common/lite";
-import type { Command } from "commander";
+import { completesTo, sessionArgument } from "../completion/value-kinds.js";
+import { Argument, Option, type Command } from "commander";
 import { withClient, type LoopClient } from "../connection.js";
 import { UsageError } from "../errors.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -14,6 +15,13 @@ const WHAT: Record<PermissionMode, string> = {
 };
 
 export const MODE_CHOICES = PERMISSION_MODES.join(" | ");
+
+/**
+ * --mode for run and chat. Its words complete, but commander does not check
+ * them (choices would): modeFlag does, and also takes "plan" for read-only.
+ */
+export const modeOption = (description: string): Option =>
+  completesTo(new Option("--mode <mode>", description), { words: PERMISSION_MODES });
 
 /** The mode a --mode flag or /mode names; a word that is not one is a usage error naming the choices. */
 export function modeFlag(raw: string): PermissionMode {
@@ -38,8 +46,8 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("mode")
     .description("show or set a session's permission mode (read-only, ask, auto-edit, auto)")
-    .argument("<id>", "the session (see `boxmaker ls`)")
-    .argument("[mode]", MODE_CHOICES)
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls`)"))
+    .addArgument(completesTo(new Argument("[mode]", MODE_CHOICES), { words: PERMISSION_MODES }))
     .option("--json", 'print {"session", "mode", "previous"} as one JSON object')
     .addHelpText(
       "after",

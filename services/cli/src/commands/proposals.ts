@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionOption } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
@@ -11,7 +12,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .command("proposals")
     .description("list staged writes and commands waiting for a person")
     .option("-a, --all", "include decided proposals")
-    .option("-s, --session <id>", "only this session's")
+    .addOption(sessionOption("-s, --session <id>", "only this session's"))
     .option("--json", "print the ListProposals response as one JSON object")
     .addHelpText(
       "after",

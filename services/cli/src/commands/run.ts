@@ -1,11 +1,12 @@
 import type { Command } from "commander";
+import { sessionOption } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import { readPrompt } from "../prompt-input.js";
 import { addBudgetOptions, budgetsFrom, type BudgetFlags } from "../budget-options.js";
 import type { GlobalOptions } from "../global-options.js";
 import { reachPrefix } from "../socket-choice.js";
 import { printErr } from "../render/terminal-safe.js";
-import { MODE_CHOICES, modeFlag } from "./mode.js";
+import { MODE_CHOICES, modeFlag, modeOption } from "./mode.js";
 import { commandPrompt } from "./commands.js";
 import { UsageError } from "../errors.js";
 
@@ -27,15 +28,16 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--json", "one JSON event per line on stdout")
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--command <name>", "send the custom command NAME's prompt, with the arguments (see `boxmaker commands`)")
-    .option(
-      "--session <id>",
-      "send the prompt to this existing session instead of a new one (a unique prefix is enough)",
+    .addOption(
+      sessionOption(
+        "--session <id>",
+        "send the prompt to this existing session instead of a new one (a unique prefix is enough)",
+      ),
     )
     .option("-c, --continue", "send the prompt to the most recent session (the last main session not archived)")
     .option("-e, --edit", "write the prompt in $VISUAL or $EDITOR first (starting from the words given, if any)")
-    .option(
-      "--mode <mode>",
-      `permission mode: ${MODE_CHOICES} (default: cli.json's mode, else ask; see \`boxmaker mode --help\`)`,
+    .addOption(
+      modeOption(`permission mode: ${MODE_CHOICES} (default: cli.json's mode, else ask; see \`boxmaker mode --help\`)`),
     );
   addBudgetOptions(cmd)
     .addHelpText(

@@ -1,4 +1,5 @@
-import type { Command } from "commander";
+import { Argument, type Command } from "commander";
+import { completesTo } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import type { GlobalOptions } from "../global-options.js";
 import { readPrompt } from "../prompt-input.js";
@@ -6,6 +7,9 @@ import { output, proto } from "../output.js";
 import { printErr } from "../render/terminal-safe.js";
 import { styleFor } from "../render/style.js";
 import { table, truncate } from "../render/text.js";
+
+const scheduleArgument = () =>
+  completesTo(new Argument("<id>", "schedule id (see `boxmaker schedule ls`)"), { ids: "schedules" });
 
 export function register(program: Command, globals: () => GlobalOptions): void {
   const schedule = program
@@ -70,7 +74,7 @@ Examples:
   schedule
     .command("run")
     .description("run a schedule once now, in a new session (its cron times are unchanged)")
-    .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
+    .addArgument(scheduleArgument())
     .option("--json", "print the new session as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
       const s = await withClient(globals(), (client) => client.runSchedule({ id }));
@@ -83,7 +87,7 @@ Examples:
   schedule
     .command("rm")
     .description("remove a schedule")
-    .argument("<id>", "schedule id (see `boxmaker schedule ls`)")
+    .addArgument(scheduleArgument())
     .option("--json", "print the RemoveSchedule response as JSON")
     .action(async (id: string, opts: { json?: boolean }) => {
       const res = await withClient(globals(), (client) => client.removeSchedule({ id }));

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sessionArgument } from "../completion/value-kinds.js";
 import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
@@ -11,7 +12,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("archive")
     .description("archive a session: it leaves `ls` (see `ls -a`) and takes no more messages; its log stays")
-    .argument("<id>", "the session (see `boxmaker ls`)")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls`)"))
     .option("--json", "print the archived session as JSON")
     .addHelpText("after", "\nExamples:\n  boxmaker archive s-mx2icmrq-ac4d6343")
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -25,7 +26,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   program
     .command("rm")
     .description("delete a session and its log for good")
-    .argument("<id>", "the session (see `boxmaker ls -a`)")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls -a`)"))
     .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
     .option("--json", 'print {"session", "deleted"} as one JSON object')
     .addHelpText(
@@ -67,7 +68,7 @@ Examples:
   program
     .command("rename")
     .description("give a session a new title")
-    .argument("<id>", "the session (see `boxmaker ls`)")
+    .addArgument(sessionArgument("<id>", "the session (see `boxmaker ls`)"))
     .argument("<title...>", "the new title")
     .option("--json", "print the renamed session as JSON")
     .addHelpText("after", '\nExamples:\n  boxmaker rename s-mx2icmrq-ac4d6343 "fix the flaky parser test"')

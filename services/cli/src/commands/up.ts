@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { sandboxOption } from "../completion/value-kinds.js";
 import type { GlobalOptions } from "../global-options.js";
 import { UsageError } from "../errors.js";
 import { ExitCode } from "../exit-codes.js";
@@ -32,7 +33,7 @@ export function register(program: Command, _globals: () => GlobalOptions): void 
       "logs, session logs, blobs, slot saves (default: $XDG_STATE_HOME/boxmaker or ~/.local/state/boxmaker)",
     )
     .option("--workspace <dir>", "a directory tools may work in (repeatable; default: the current directory)", collect)
-    .option("--sandbox <mode>", "bwrap | none (none runs tools unsandboxed)", "bwrap")
+    .addOption(sandboxOption("bwrap | none (none runs tools unsandboxed)").default("bwrap"))
     .option(
       "--overrides <file>",
       "JSON {inferproxy, brokerd, loopd} merged over the generated configs (policy, MCP servers, budgets)",

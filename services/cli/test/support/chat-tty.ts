@@ -35,6 +35,9 @@ export function useChatTty(prefix: string, opts: StackOptions = {}) {
       NO_COLOR: undefined,
       FORCE_COLOR: undefined,
       TERM: "xterm-256color",
+      // A pane shows what `show` and `export` print in full, to be read off the screen: no pager to quit
+      // (the pager has its own tests, pager-tty.test.ts).
+      BOXMAKER_PAGER: "",
     }),
     /** The user messages the last model request carried. */
     userMessages: () =>

@@ -26,18 +26,22 @@ export class Tmux {
    * the pane open so the final screen can still be captured.
    */
   static cliLine(args: string[], env: Record<string, string | undefined>): string {
+    return `${Tmux.cliCommand(args, env)}; echo "[exit $?]"; sleep 3600`;
+  }
+
+  /** The shell command running the CLI with `env` (undefined: unset), to build a line of one's own around. */
+  static cliCommand(args: string[], env: Record<string, string | undefined>): string {
     const unset = Object.entries(env)
       .filter(([, v]) => v === undefined)
       .map(([k]) => `-u ${k}`);
     const set = Object.entries(env)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => quote(`${k}=${v}`));
-    const cmd = ["env", ...unset, ...set, quote(process.execPath), quote(cliMain), ...args.map(quote)].join(" ");
-    return `${cmd}; echo "[exit $?]"; sleep 3600`;
+    return ["env", ...unset, ...set, quote(process.execPath), quote(cliMain), ...args.map(quote)].join(" ");
   }
 
-  /** Opens the first window running `line` (120×40 unless told); further panes come from split(). */
-  async start(line: string, size: { columns: number; rows: number } = { columns: 120, rows: 40 }): Promise<string> {
+  /** Opens the first window running `line` on a terminal of `size`; further panes come from split(). */
+  async start(line: string, size = { columns: 120, rows: 40 }): Promise<string> {
     await this.tmux("new-session", "-d", "-x", String(size.columns), "-y", String(size.rows), "-s", "main", line);
     this.socketPath = (await this.tmux("display-message", "-p", "#{socket_path}")).stdout.trim();
     return "main:0.0";
