@@ -14,7 +14,7 @@
 // BOXMAKER_BENCH_SOAK_S sets the length in seconds; BOXMAKER_BENCH_SOAK_TURNS
 // instead runs until that many main turns were acknowledged (within the
 // bench's time limit); BOXMAKER_BENCH_SOAK_SEED picks another run of chances.
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionRole, type SessionEvent } from "@boxmaker/common";
 import type { Turn } from "@boxmaker/llama-sim";
@@ -32,16 +32,13 @@ import {
   type TurnEnd,
   unansweredTurns,
 } from "../support/soak-ledger.js";
-import { openFdsByKind, statusMb } from "../support/processes.js";
+import { openFdsByKind } from "../support/processes.js";
+import { ProcessSampler } from "../support/process-sampler.js";
+import { Chaos, DAEMONS } from "../support/stack-chaos.js";
 import type { BenchContext, Emit } from "./bench-context.js";
 
 export const timeLimitS = 600;
 export const soakTimeLimitS = 2700;
-
-const DAEMONS = ["inferproxy", "brokerd", "loopd"] as const;
-type Daemon = (typeof DAEMONS)[number];
-type Target = Daemon | "llama-server";
-const TARGETS: readonly Target[] = [...DAEMONS, "llama-server"];
 
 // A slot this small (the tools alone are ~1,000 tokens) fills in a dozen turns, so sessions compact.
 const N_CTX = 8192;
@@ -50,7 +47,6 @@ const WORKERS = 4;
 const TURNS_PER_SESSION = 30;
 // A client that sees nothing end its turn by then gives up on it and counts it as failed without a reason.
 const TURN_TIMEOUT_MS = 120_000;
-const SAMPLE_MS = 5_000;
 
 interface Settings {
   durationS: number;
@@ -101,131 +97,6 @@ async function boot(dir: string): Promise<{ stack: Stack; sim: SimProcess }> {
   }).start();
   writeFileSync(join(stack.workspace, "notes.txt"), "the build is green; the deploy is on Friday\n");
   return { stack, sim };
-}
-
-/**
- * Kills one process at a time and starts it again, every 4–10 s: SIGTERM (a
- * stop) or SIGKILL (a crash, an OOM kill), down for 0.2–2 s. Keeps when loopd
- * was down, so that a client's stream cut then is known to have a cause.
- */
-class Chaos {
-  readonly kills = new Map<string, number>(TARGETS.map((t) => [t, 0]));
-  readonly restartFailures: string[] = [];
-  readonly slowStops: string[] = [];
-  private readonly loopdDown: { from: number; to: number }[] = [];
-  private stopping = false;
-  private running: Promise<void> | undefined;
-
-  constructor(
-    private readonly stack: Stack,
-    private readonly sim: SimProcess,
-    private readonly rand: () => number,
-  ) {}
-
-  start(): void {
-    this.running = this.loop();
-  }
-
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.running;
-  }
-
-  /** Whether loopd was down at any moment between `from` and `to` (ms, performance.now()). */
-  loopdDownBetween(from: number, to: number): boolean {
-    return this.loopdDown.some((w) => w.from <= to + 1000 && w.to >= from - 1000);
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      await sleep(4000 + this.rand() * 6000);
-      if (this.stopping) break;
-      const target = TARGETS[Math.floor(this.rand() * TARGETS.length)]!;
-      const signal: NodeJS.Signals = this.rand() < 0.5 ? "SIGKILL" : "SIGTERM";
-      await this.bounce(target, signal, 200 + this.rand() * 1800);
-    }
-  }
-
-  private async bounce(target: Target, signal: NodeJS.Signals, downMs: number): Promise<void> {
-    const from = performance.now();
-    const window = { from, to: Number.POSITIVE_INFINITY };
-    if (target === "loopd") this.loopdDown.push(window);
-    await this.stopOrKill(target, signal);
-    this.kills.set(target, this.kills.get(target)! + 1);
-    await sleep(downMs);
-    await this.restart(target);
-    window.to = performance.now();
-  }
-
-  /** Sends `signal`; a process still there 15 s after a SIGTERM is recorded (a finding) and SIGKILLed. */
-  private async stopOrKill(target: Target, signal: NodeJS.Signals): Promise<void> {
-    const kill = (s: NodeJS.Signals) => (target === "llama-server" ? this.sim.kill(s) : this.stack.kill(target, s));
-    const exited = kill(signal).then(() => true);
-    if (await Promise.race([exited, sleep(15_000).then(() => false)])) return;
-    this.slowStops.push(`${target} still running 15 s after ${signal}`);
-    await kill("SIGKILL");
-    await exited;
-  }
-
-  /** Starts the target again; a start that fails is retried and recorded (a finding: it should not fail). */
-  async restart(target: Target): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (target === "llama-server") await this.sim.start([], { nCtx: N_CTX });
-        else await this.stack.startDaemon(target);
-        return;
-      } catch (err) {
-        this.restartFailures.push(`${target} attempt ${attempt}: ${String(err).slice(0, 300)}`);
-        if (attempt >= 5) throw err;
-        await sleep(1000);
-      }
-    }
-  }
-
-  /** Every process up, whatever the last bounce left (called once the loop has stopped). */
-  async ensureUp(): Promise<void> {
-    if (this.sim.pid === undefined) await this.restart("llama-server");
-    for (const d of DAEMONS) {
-      const p = this.stack.daemons.get(d)!.proc;
-      if (p.exitCode !== null || p.signalCode) await this.restart(d);
-    }
-  }
-}
-
-/** Resident memory and open fds of each daemon and the server, sampled through the run. */
-class Sampler {
-  readonly first = new Map<string, { rss: number; fds: number }>();
-  readonly last = new Map<string, { rss: number; fds: number }>();
-  readonly max = new Map<string, { rss: number; fds: number }>();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(readonly pidsNow: () => Map<string, number | undefined>) {}
-
-  start(): void {
-    this.sample();
-    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.sample();
-  }
-
-  private sample(): void {
-    for (const [name, pid] of this.pidsNow()) {
-      if (pid === undefined) continue;
-      let s: { rss: number; fds: number };
-      try {
-        s = { rss: statusMb(pid, "VmRSS"), fds: readdirSync(`/proc/${pid}/fd`).length };
-      } catch {
-        continue; // it died between the pid and the read
-      }
-      if (!this.first.has(name)) this.first.set(name, s);
-      this.last.set(name, s);
-      const m = this.max.get(name) ?? { rss: 0, fds: 0 };
-      this.max.set(name, { rss: Math.max(m.rss, s.rss), fds: Math.max(m.fds, s.fds) });
-    }
-  }
 }
 
 /** What a turn asks the model to do, and what the simulator is told to answer on the main slot. */
@@ -283,12 +154,18 @@ interface Tally {
   rejected: number;
 }
 
+/** What the clients share: the processes, the chaos, and where what they see is counted. */
+interface SoakRun {
+  stack: Stack;
+  sim: SimProcess;
+  chaos: Chaos;
+  ledger: SoakLedger;
+  tally: Tally;
+  rand: () => number;
+}
+
 /** One main session's client: turn after turn until `done()`, a new session every TURNS_PER_SESSION turns. */
-async function worker(
-  w: number,
-  ctx: { stack: Stack; sim: SimProcess; chaos: Chaos; ledger: SoakLedger; tally: Tally; rand: () => number },
-  done: () => boolean,
-): Promise<void> {
+async function worker(w: number, ctx: SoakRun, done: () => boolean): Promise<void> {
   const client = loopClient(ctx.stack.sockets.loopd);
   let sessionId: string | undefined;
   let turnsInSession = 0;
@@ -331,7 +208,7 @@ async function runTurn(
   sessionId: string,
   text: string,
   marker: string,
-  ctx: { chaos: Chaos; ledger: SoakLedger; tally: Tally; rand: () => number },
+  ctx: SoakRun,
 ): Promise<TurnEnd> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), TURN_TIMEOUT_MS);
@@ -459,10 +336,10 @@ export default async function (emit: Emit, { soak }: BenchContext): Promise<void
   const rand = random(cfg.seed);
   const tmp = tempDir("bxb-soak-");
   const { stack, sim } = await boot(tmp.dir);
-  const chaos = new Chaos(stack, sim, rand);
+  const chaos = new Chaos(stack, sim, rand, (s) => s.start([], { nCtx: N_CTX }));
   const ledger = new SoakLedger();
   const tally: Tally = { byKind: new Map(), compactions: 0, spills: 0, approved: 0, rejected: 0 };
-  const sampler = new Sampler(
+  const sampler = new ProcessSampler(
     () =>
       new Map<string, number | undefined>([
         ...DAEMONS.map((d) => [d, stack.daemons.get(d)!.proc.pid] as [string, number | undefined]),
@@ -486,7 +363,7 @@ export default async function (emit: Emit, { soak }: BenchContext): Promise<void
           `${c.failedWithReason + c.failedWithoutReason} failed, ${c.rejected} rejected\n`,
       );
     }, 30_000);
-    const ctx = { stack, sim, chaos, ledger, tally, rand };
+    const ctx: SoakRun = { stack, sim, chaos, ledger, tally, rand };
     await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w, ctx, done)));
     clearInterval(progress);
     const runS = (performance.now() - t0) / 1000;
