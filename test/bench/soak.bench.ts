@@ -373,6 +373,8 @@ export default async function (emit: Emit, { soak }: BenchContext): Promise<void
     sampler.stop();
     const after = usageOf(tmp.dir);
 
+    // Before the check below, which reads every session back into loopd (each read-back holds its log open).
+    const fdsAtEnd = fdReport(tmp.dir, sampler.pidsNow());
     const logged = await loggedMessages(client, ledger.acknowledged.keys());
     const lost = lostTurns(ledger.acknowledged, logged);
     const unanswered = unansweredTurns(ledger.completedTurns, logged);
@@ -421,7 +423,7 @@ export default async function (emit: Emit, { soak }: BenchContext): Promise<void
       emit(`${name}_fds_max`, m.fds, "fds");
     }
     report(ledger, tally, chaos, lost, unanswered);
-    reportFds(tmp.dir, sampler.pidsNow());
+    process.stderr.write(fdsAtEnd);
     if (lost.length) {
       throw new Error(
         `${lost.length} acknowledged turns are missing from their session logs: ${lost
@@ -467,13 +469,15 @@ function report(ledger: SoakLedger, tally: Tally, chaos: Chaos, lost: Missing, u
 }
 
 /** What each process's open fds are at the end: a count that grew says here what it grew with. */
-function reportFds(dir: string, pids: Map<string, number | undefined>): void {
+function fdReport(dir: string, pids: Map<string, number | undefined>): string {
+  let out = "";
   for (const [name, pid] of pids) {
     if (pid === undefined) continue;
     const kinds = [...openFdsByKind(pid)]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 5)
       .map(([k, v]) => `${v} ${k.replace(dir, "<stack>")}`);
-    process.stderr.write(`soak: ${name} open fds at the end: ${kinds.join(", ")}\n`);
+    out += `soak: ${name} open fds at the end: ${kinds.join(", ")}\n`;
   }
+  return out;
 }

@@ -35,9 +35,18 @@ describe("the soak bench's checks", () => {
   });
 
   it("a failure message that names no cause is generic; one that names it is not", () => {
-    for (const m of ["", "Internal error", "13 INTERNAL: ", "error", "unknown"])
-      expect(isGenericFailure(m), m).toBe(true);
-    expect(isGenericFailure("UNAVAILABLE: llama-server is not reachable at unix:/run/llama.sock")).toBe(false);
+    const generic = [
+      "",
+      "Internal error",
+      "13 INTERNAL: ",
+      "error",
+      "unknown",
+      "Connection dropped",
+      "read ECONNRESET",
+    ];
+    for (const m of generic) expect(isGenericFailure(m), m).toBe(true);
+    expect(isGenericFailure("llama-server is not reachable at unix:/run/llama.sock")).toBe(false);
+    expect(isGenericFailure("the input goes to brokerd's blob store, and read ECONNRESET")).toBe(false);
   });
 
   it("directory usage counts each directory's whole subtree, folds fan-out directories, and diffs against before", () => {

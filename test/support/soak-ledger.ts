@@ -10,15 +10,20 @@ export type TurnEnd =
   | { kind: "failed"; reason: string; generic: boolean };
 
 /**
- * A failure message that names no cause: empty, or only a status word. A turn
- * that fails must tell the person why; these do not.
+ * A failure message that names no cause: empty, only a status word, or only
+ * a transport error ("Connection dropped", "read ECONNRESET") that does not
+ * say which daemon or server went away. A turn that fails must tell the
+ * person why; these do not.
  */
 export function isGenericFailure(message: string): boolean {
   const m = message
     .trim()
     .replace(/^\d+\s+/, "")
+    .replace(/^[A-Z_]+:\s*/, "")
     .replace(/[.:!]+$/, "");
   if (m.length < 8) return true;
+  if (/^(read|write|connect) E[A-Z]+$|^connection (dropped|closed|reset)$|^stream refused by server$/i.test(m))
+    return true;
   return /^(internal|unknown|error|failed|failure|undefined|null|cancelled|aborted)(\s+error)?(:\s*(internal|unknown|error)?)?$/i.test(
     m,
   );
