@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { dirname } from "node:path";
 
 /** Whether a process with this pid exists (signal 0 checks without sending anything). */
 export const alive = (pid: number): boolean => {
@@ -47,4 +48,29 @@ export async function forkReady(script: string, args: string[]): Promise<ChildPr
   const ready = await Promise.race([once(child, "message").then(() => true), once(child, "exit").then(() => false)]);
   if (!ready) throw new Error(`${script} exited before it was ready (${child.exitCode ?? child.signalCode})`);
   return child;
+}
+
+/**
+ * A process's open fds by what they are: "socket", "pipe", "anon_inode:[eventfd]"…, or the
+ * directory of an open file (its session logs, its blobs). What a growing fd count is made of.
+ */
+export function openFdsByKind(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return out;
+  }
+  for (const fd of fds) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed while listed
+    }
+    const kind = target.startsWith("/") ? dirname(target) : target.replace(/:\[\d+\]$/, "");
+    out.set(kind, (out.get(kind) ?? 0) + 1);
+  }
+  return out;
 }
