@@ -20,6 +20,7 @@ interface ChatFlags extends BudgetFlags {
   history: string;
   mode?: string;
   continue?: boolean;
+  resume?: boolean;
 }
 
 export function register(program: Command, globals: () => GlobalOptions): void {
@@ -31,6 +32,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     .option("--reasoning", "show the model's reasoning (dimmed) instead of a one-line summary")
     .option("--history <n>", "messages of an existing session to show when resuming", "6")
     .option("-c, --continue", "resume the most recent session (the last main session not archived)")
+    .option("-r, --resume", "pick the session to resume from a list of recent ones (on a terminal)")
     .addOption(
       modeOption(`permission mode: ${MODE_CHOICES} (default: the resumed session's, else cli.json's mode, else ask)`),
     );
@@ -58,6 +60,7 @@ Examples:
   boxmaker chat
   boxmaker chat s-mx4f7p33-e9e25c52
   boxmaker chat -c
+  boxmaker chat -r
   boxmaker chat --mode auto-edit
   printf 'list files\\nnow count them\\n' | boxmaker chat --json`,
     )
@@ -65,9 +68,13 @@ Examples:
       const budgets = budgetsFrom(opts);
       const g = globals();
       // cli.json's mode is for new sessions: a resumed one keeps its own unless --mode says otherwise.
-      if (id && opts.continue) throw new UsageError("an id and --continue both name the session: give one");
+      if ([id !== undefined, opts.continue, opts.resume].filter(Boolean).length > 1)
+        throw new UsageError("an id, --continue and --resume each name the session: give one");
+      if (opts.resume && !(process.stdin.isTTY && process.stderr.isTTY))
+        throw new UsageError("--resume needs a terminal to pick on; give the session's id or -c");
       const mode: ChatMode = {
-        current: opts.mode !== undefined ? modeFlag(opts.mode) : id || opts.continue ? undefined : g.mode,
+        current:
+          opts.mode !== undefined ? modeFlag(opts.mode) : id || opts.continue || opts.resume ? undefined : g.mode,
       };
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
@@ -76,6 +83,17 @@ Examples:
       let sessionId = id;
       await withClient(g, async (client) => {
         if (opts.continue) id = await (await import("../last-session.js")).lastSessionId(client);
+        if (opts.resume) {
+          const { pickSession, recentSessions } = await import("../session-picker/pick-session.js");
+          const rows = await recentSessions(client);
+          if (rows.length === 0)
+            throw new UsageError("no session to resume: `boxmaker chat` or `boxmaker run PROMPT` starts one");
+          id = await pickSession(rows);
+          if (id === undefined) {
+            note("nothing resumed");
+            return;
+          }
+        }
         if (id) {
           const r = await client.getSession({ id });
           // A prefix names the session; from here on it goes by its whole id.
