@@ -12,7 +12,7 @@ import { builtinSlashList } from "../slash-builtins.js";
 import { runSlashCommand, type SlashOutcome } from "../slash-commands.js";
 import { MODE_CHOICES, modeFlag, modeOption, setMode, type ChatMode } from "./mode.js";
 import { markdownWanted, styleFor } from "../render/style.js";
-import { widthOf } from "../render/columns.js";
+import { widthOf, wrapWords } from "../render/columns.js";
 
 interface ChatFlags extends BudgetFlags {
   json?: boolean;
@@ -79,7 +79,13 @@ Examples:
       const { SessionRole } = await import("@boxmaker/common/client");
       const { sendAndRender } = await import("../turn-stream.js");
       const style = styleFor(process.stderr);
-      const note = (t: string) => void printErr(`${style.dim(t)}\n`);
+      // Chat's own lines wrap at their words on a narrow terminal, as every other line it writes.
+      const note = (t: string) =>
+        void printErr(
+          wrapWords(t, widthOf(process.stderr))
+            .map((l) => `${style.dim(l)}\n`)
+            .join(""),
+        );
       let sessionId = id;
       await withClient(g, async (client) => {
         if (opts.continue) id = await (await import("../last-session.js")).lastSessionId(client);

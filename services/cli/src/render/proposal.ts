@@ -51,5 +51,7 @@ function fitDiffLine(l: string, width: number | undefined): string[] {
   const shown = faithfulLine(l);
   if (width === undefined) return [shown];
   if (/^(\+\+\+|---|@@)/.test(l)) return [cut(shown, width)];
+  // The patch's rule under its Index line is decoration: as wide as the terminal, not folded.
+  if (/^=+$/.test(l)) return ["=".repeat(Math.min(l.length, width))];
   return foldLine(shown, width);
 }
