@@ -1,32 +1,20 @@
 import type { ClientOf, Compacted, InferService, Logger } from "@boxmaker/common";
-import { EmptySummaryError } from "./errors.js";
-import { buildMessagesJson } from "./epoch-view.js";
-import { epochMessages, type SessionState, type StoredMessage } from "./session-state.js";
+import { epochMessages, type SessionState } from "./session-state.js";
 import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf } from "./folds.js";
-import { clippedTranscript, needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
-import { systemMessageJson, userMessageJson } from "./messages.js";
+import { needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
 import type { Session } from "./session.js";
 import { blobRefs } from "./prepass/index.js";
 import { bytesPerToken, isMeasured, tokensSinceAnswer } from "./token-counts.js";
-import { cutMiddle, fitRequest, messageText, promptLimit } from "./compaction-fit.js";
-import { isContextOverflow } from "./completion.js";
+import { messageText } from "./compaction-fit.js";
 import { ServerTokens } from "./server-tokens.js";
+import { shrinkKept, type Spill } from "./compaction-shrink.js";
+import { summarise } from "./compaction-summary.js";
 
 export interface CompactionSettings {
   /** Compact when the next request would fill more than this share of the slot's context. */
   threshold: number;
   keep_recent_messages: number;
 }
-
-const SUMMARY_REQUEST =
-  "[Boxmaker compaction] The conversation is about to outgrow the context window. Write a concise summary of " +
-  "everything above that you will need to continue: the task, decisions, facts learned, file paths, blob pointers " +
-  "(blob:sha256:…) and open questions. Quote exact values; do not call tools.";
-
-const SUMMARY_REQUEST_AFTER_FOLDS =
-  "[Boxmaker compaction] The conversation is about to outgrow the context window. The summary in the system prompt " +
-  "is kept as it is. Write a concise summary of only the conversation after it: the task, decisions, facts learned, " +
-  "file paths, blob pointers (blob:sha256:…) and open questions. Quote exact values; do not call tools.";
 
 /**
  * What a compaction did: the generated Compacted event (loop.proto is the one
@@ -37,13 +25,11 @@ export type CompactResult = Omit<Compacted, "$typeName" | "$unknown" | "reason">
   reason: "auto" | "large" | "overflow" | "request";
 };
 
-/** Spills large blocks of a message text to the blob store (the inbound pre-pass with a given threshold). */
-export type Spill = (
-  s: Session,
-  text: string,
-  thresholdBytes: number,
-  signal: AbortSignal,
-) => Promise<{ text: string; blocks: number }>;
+/** What was appended since the last answer is counted by the server past this many bytes (below, the estimate is cheap and harmless). */
+const COUNT_SINCE_ABOVE_BYTES = 4_096;
+
+/** Tokens a message costs beyond its text (the template's role markers), as token-counts.ts reckons. */
+const PER_MESSAGE_TOKENS = 9;
 
 /**
  * Starts a new epoch. Old turns are folded once into a marked block; on
@@ -53,12 +39,6 @@ export type Spill = (
  * messages are carried verbatim, except that after an overflow a message too
  * big for the context is spilled to the blob store. Old epochs stay in the log.
  */
-/** What was appended since the last answer is counted by the server past this many bytes (below, the estimate is cheap and harmless). */
-const COUNT_SINCE_ABOVE_BYTES = 4_096;
-
-/** Tokens a message costs beyond its text (the template's role markers), as token-counts.ts reckons. */
-const PER_MESSAGE_TOKENS = 9;
-
 export class Compactor {
   private nCtx = new Map<number, number>();
   /** Counts by the server's tokenizer; the runner's baseline prompt counts with it too (one warning, not two). */
@@ -170,7 +150,7 @@ export class Compactor {
     // After an overflow (or before one), a carried message bigger than a quarter of the context goes to the blob store.
     const shrinking = (reason === "overflow" || reason === "large") && nCtx > 0;
     const carriedMessages = shrinking
-      ? await this.shrinkKept(s, kept, nCtx, signal)
+      ? await shrinkKept({ tokens: this.tokens, spill: this.spill }, s, kept, nCtx, signal)
       : { json: kept.map((m) => m.json), spilled: 0, cut: 0 };
     const keptJson = carriedMessages.json;
     const spilled = carriedMessages.spilled;
@@ -180,7 +160,11 @@ export class Compactor {
     let folds = carried;
     let summaryBytes = 0;
     if (folded.length) {
-      const summary = await this.summarise(st, folded, carried, nCtx, reason !== "auto", signal);
+      const summary = await summarise(
+        { infer: this.infer, tokens: this.tokens, systemPrompt: () => this.promptNow(), maxTokens: this.maxTokens },
+        { st, folded, carried, nCtx, mayNotFit: reason !== "auto" },
+        signal,
+      );
       summaryBytes = Buffer.byteLength(summary);
       const blobs = blobRefs([carried, ...folded.map((m) => m.json)].join("\n")).filter((b) => !carried.includes(b));
       const block = foldBlock(foldCount(carried) + 1, st.epoch.epoch, folded.length, summary, blobs);
@@ -204,159 +188,4 @@ export class Compactor {
     s.events.publish({ case: "compacted", value: out });
     return out;
   }
-
-  /**
-   * The kept messages, each user message or tool result over a quarter of the
-   * context by the server's count spilled to the blob store (its large blocks),
-   * and what is still over cut to its start and end with a marker (its whole
-   * text stays in the session log, and a capped tool result's pointer is at
-   * its start). Without a count, bytes at the session's ratio decide, as before.
-   */
-  private async shrinkKept(
-    s: Session,
-    kept: readonly StoredMessage[],
-    nCtx: number,
-    signal: AbortSignal,
-  ): Promise<{ json: string[]; spilled: number; cut: number }> {
-    const quarter = Math.floor(nCtx / 4);
-    const out: string[] = [];
-    let spilled = 0;
-    let cut = 0;
-    for (const m of kept) {
-      const msg = JSON.parse(m.json) as { role?: string; content?: unknown };
-      if (typeof msg.content !== "string" || (msg.role !== "user" && msg.role !== "tool")) {
-        out.push(m.json);
-        continue;
-      }
-      let text = msg.content;
-      const bytes = Buffer.byteLength(text);
-      const first = (await this.tokens.texts([text], signal))?.[0];
-      const tokens = first ?? Math.ceil(bytes / bytesPerToken(s.state));
-      if (
-        tokens <= quarter &&
-        (first !== undefined || bytes <= Math.max(2_048, quarterContextBytes(nCtx, bytesPerToken(s.state))))
-      ) {
-        out.push(m.json);
-        continue;
-      }
-      if (this.spill) {
-        // The byte threshold this text's own bytes per token gives a quarter of the context.
-        const above = Math.max(1_024, Math.floor((quarter * bytes) / Math.max(1, tokens)));
-        const r = await this.spill(s, text, above, signal);
-        if (r.blocks) {
-          spilled += r.blocks;
-          text = r.text;
-        }
-      }
-      if (first !== undefined) {
-        const fit = await fitRequest({
-          build: (chars) => cutMiddle(text, chars),
-          count: async (t) => (await this.tokens.texts([t], signal))?.[0],
-          budget: text.length,
-          limit: quarter,
-          minBudget: 512,
-        });
-        if (fit.request !== text) cut++;
-        text = fit.request;
-      }
-      out.push(text === msg.content ? m.json : JSON.stringify({ ...msg, content: text }));
-    }
-    return { json: out, spilled, cut };
-  }
-
-  private async summarise(
-    st: SessionState,
-    folded: readonly StoredMessage[],
-    carried: string,
-    nCtx: number,
-    mayNotFit: boolean,
-    signal: AbortSignal,
-  ): Promise<string> {
-    const request = carried ? SUMMARY_REQUEST_AFTER_FOLDS : SUMMARY_REQUEST;
-    const answerTokens = Math.min(this.maxTokens, 4096);
-    const limit = nCtx ? promptLimit(nCtx, answerTokens) : Number.POSITIVE_INFINITY;
-    // A transcript of the turns to fold, each message cut to its share of `budget` bytes.
-    const transcript = (budget: number): SummaryRequest => {
-      const lines = clippedTranscript(folded, budget);
-      const earlier = carried ? `Earlier summary (kept as it is, do not repeat it):\n${carried}\n\n` : "";
-      return {
-        messagesJson: `[${systemMessageJson(this.promptNow())},${userMessageJson(
-          `${earlier}Conversation to summarise:\n${lines.join("\n")}\n\n${request}`,
-        )}]`,
-        toolsJson: "",
-      };
-    };
-    const fitTranscript = (budget: number) =>
-      fitRequest({
-        build: transcript,
-        count: (r) => (nCtx ? this.tokens.prompt(r.messagesJson, r.toolsJson, signal) : Promise.resolve(undefined)),
-        budget,
-        limit,
-        minBudget: 2_048,
-      });
-
-    let req: SummaryRequest | undefined;
-    let budget = Math.floor((nCtx * bytesPerToken(st)) / 2);
-    if (nCtx === 0 || !mayNotFit) {
-      const base = buildMessagesJson(st);
-      const wholeTokens = Math.ceil(Buffer.byteLength(base) / bytesPerToken(st));
-      if (nCtx === 0 || wholeTokens + 1024 + answerTokens < nCtx) {
-        // Reuses the slot's cached prefix: costs only the instruction and the answer, if the server agrees it fits.
-        const whole = {
-          messagesJson: `${base.slice(0, -1)},${userMessageJson(request)}]`,
-          toolsJson: st.epoch.toolsJson,
-        };
-        const n = nCtx ? await this.tokens.prompt(whole.messagesJson, whole.toolsJson, signal) : undefined;
-        if (n === undefined || n <= limit) req = whole;
-      }
-    }
-    if (!req) {
-      const fit = await fitTranscript(budget);
-      req = fit.request;
-      budget = fit.budget;
-    }
-    let text = "";
-    // A refused request says how long it was: cut the transcript by that and ask again, twice at most.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        text = await this.askSummary(st, req, answerTokens, signal);
-        break;
-      } catch (err) {
-        if (!isContextOverflow(err) || attempt >= 2 || !nCtx) throw err;
-        const n = err.details.nPromptTokens;
-        budget = n > limit ? Math.max(2_048, Math.floor((budget * limit * 0.8) / n)) : Math.floor(budget * 0.7);
-        req = (await fitTranscript(budget)).request;
-      }
-    }
-    if (!text.trim()) throw new EmptySummaryError();
-    return text.trim();
-  }
-
-  private async askSummary(
-    st: SessionState,
-    req: SummaryRequest,
-    answerTokens: number,
-    signal: AbortSignal,
-  ): Promise<string> {
-    let text = "";
-    for await (const ev of this.infer.complete(
-      {
-        slot: st.slot,
-        messagesJson: req.messagesJson,
-        toolsJson: req.toolsJson,
-        maxTokens: answerTokens,
-        thinkingCapTokens: 512,
-        requestId: `${st.id}/compaction`,
-      },
-      { signal },
-    )) {
-      if (ev.event.case === "final") text = ev.event.value.content;
-    }
-    return text;
-  }
-}
-
-interface SummaryRequest {
-  messagesJson: string;
-  toolsJson: string;
 }

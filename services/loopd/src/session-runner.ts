@@ -1,13 +1,10 @@
 import {
-  LOOP_TOOL,
   SlotQueue,
   failedPrecondition,
-  invalidArgument,
   messageOf,
   notFound,
   type BrokerService,
   type ClientOf,
-  type FinalMessage,
   type InferService,
   type Logger,
   type SlotMap,
@@ -23,15 +20,17 @@ import { Parking } from "./parking.js";
 import type { SessionRoleName } from "./session-log.js";
 import type { SessionStore } from "./session-store.js";
 import type { Session } from "./session.js";
-import { ApprovalWaits, withdrawProposal } from "./approvals.js";
+import { ApprovalWaits } from "./approvals.js";
 import type { EventBody } from "./event-hub.js";
-import { Compactor, type CompactResult, type Spill } from "./compaction.js";
+import { Compactor, type CompactResult } from "./compaction.js";
+import type { Spill } from "./compaction-shrink.js";
 import { SessionBlobs } from "./session-blobs.js";
 import { HookEvents } from "./hook-events.js";
 import { TurnCancelled } from "./errors.js";
-import { runUpdatePlan } from "./plan-tool.js";
 import { CacheHealth } from "./cache-health.js";
-import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
+import type { SubagentHost } from "./subagent-spawn.js";
+import { loopDepsFor } from "./loop-wiring.js";
+import { oneSessionId } from "./session-lookup.js";
 import type { ServerSlots } from "./server-slots.js";
 
 export interface RunnerDeps {
@@ -47,7 +46,7 @@ export interface RunnerDeps {
 /**
  * Sessions in motion: creates them with a frozen epoch, runs their turns on
  * their pinned slot (waiting in line when the slot is busy), and wires in
- * parking, approvals and subagents.
+ * parking, approvals and subagents (what a turn's loop is given: loop-wiring.ts).
  */
 export class SessionRunner {
   /** One running turn per llama-server slot (held across tool calls, so no other session evicts its cache mid-turn). */
@@ -96,60 +95,19 @@ export class SessionRunner {
       parking: this.parking,
       budgets: () => d.config.budgets,
     };
-    this.loopDeps = {
+    this.loopDeps = loopDepsFor({
       infer: d.infer,
       broker: d.broker,
       log: d.log,
-      maxTokens: d.config.max_tokens,
-      serverWaitMs: d.config.server_wait_ms,
-      localTools: {
-        [LOOP_TOOL.spawnAgent]: (args, parent, signal) => spawnAgent(subagents, args, parent, signal),
-        [LOOP_TOOL.updatePlan]: (args, s, _signal, callId) => runUpdatePlan(args, s, callId),
-      },
-      awaitDecision: async (id, signal, sessionId) => {
-        this.hookEvents.notify(
-          sessionId,
-          "approval_waiting",
-          `session ${sessionId}: proposal ${id} waits for approval`,
-        );
-        try {
-          return await this.approvals.wait(id, signal);
-        } catch (err) {
-          if (!signal.aborted) throw err;
-          // Nobody waits for it any more: approving it later would apply a change the model never learns of.
-          return withdrawProposal(d.broker, d.log, id, messageOf(signal.reason));
-        }
-      },
-      beforeRequest: async (s, signal) => {
-        await this.compactor.maybeCompact(s, signal);
-      },
-      recoverOverflow: async (s, signal) => !!(await this.compactor.recover(s, signal)),
-      prepass: (s, text, signal) =>
-        d.config.prepass.enabled
-          ? this.blobs.spill(s, text, d.config.prepass.threshold_bytes, signal)
-          : Promise.resolve({ text, blocks: [] }),
-      afterResponse: (s, final) => {
-        this.parking.verify(s.id, final);
-        this.noteCacheHealth(s, final);
-      },
-    };
-  }
-
-  /** Feeds cache health; the one warning when reuse fell goes to the session's watchers and the log. */
-  private noteCacheHealth(s: Session, final: FinalMessage): void {
-    const t = final.timings;
-    const w = this.cacheHealth.record({
-      sessionId: s.id,
-      slot: s.state.slot,
-      epoch: s.state.epoch.epoch,
-      cacheN: t?.cacheN ?? 0,
-      promptN: t?.promptN ?? 0,
-      predictedN: t?.predictedN ?? 0,
-      templateWarning: final.templateWarning,
+      config: d.config,
+      subagents,
+      hookEvents: this.hookEvents,
+      approvals: this.approvals,
+      compactor: this.compactor,
+      blobs: this.blobs,
+      parking: this.parking,
+      cacheHealth: this.cacheHealth,
     });
-    if (!w) return;
-    this.d.log.warn({ session: s.id, cause: w.cause, ratio: w.ratio }, w.message);
-    s.events.publish({ case: "cacheWarning", value: w });
   }
 
   /** Folds a session now (`boxmaker compact`), on its slot like a turn. */
@@ -219,14 +177,8 @@ export class SessionRunner {
 
   /** The session `id` names, or a unique prefix of one (what a person types); not found or ambiguous says so. */
   get(id: string): Session {
-    const ids = this.d.store.idsFor(id);
-    if (ids.length > 1) {
-      const some = ids.slice(0, 3).join(", ");
-      throw invalidArgument(
-        `"${id}" matches ${ids.length} sessions (${some}${ids.length > 3 ? ", …" : ""}); give more of the id`,
-      );
-    }
-    const s = ids.length ? this.d.store.get(ids[0]!) : undefined;
+    const full = oneSessionId(id, this.d.store.idsFor(id));
+    const s = full === undefined ? undefined : this.d.store.get(full);
     if (!s) throw notFound(`no session ${id}; \`boxmaker ls\` lists sessions`);
     return s;
   }

@@ -3,11 +3,10 @@ import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { makeConfiguredDir, messageOf, type Logger } from "@boxmaker/common";
 import { COMPRESSED, compressDue, restoreLog, type CompressPass, type LogRetention } from "./log-compression.js";
-import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
-import { SessionLog, type LogRecord } from "./session-log.js";
-import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
+import { SessionLog } from "./session-log.js";
 import { EventHub } from "./event-hub.js";
-import { Session, type RecordSink, type SessionHeader } from "./session.js";
+import { Session, type SessionHeader } from "./session.js";
+import { openSessionLog } from "./session-open.js";
 import { SessionIndex, type SessionSummary } from "./session-index.js";
 import { TopK } from "./top-k.js";
 
@@ -105,44 +104,22 @@ export class SessionStore {
     damaged: Array<{ id: string; why: string }> = [],
     lastSeq = 0,
   ): Session | undefined {
-    let opened: ReturnType<typeof SessionLog.open> | undefined;
-    let state: SessionState;
-    try {
-      opened = SessionLog.open(path);
-      if (opened.records.length === 0) {
-        opened.log.close();
-        return undefined;
-      }
-      state = foldRecords(opened.records);
-    } catch (err) {
-      // One bad log never stops loopd: that session is shown read-only, flagged, and the rest load.
-      opened?.log.close();
-      const why = messageOf(err).replace(`${path}: `, "");
-      const s = this.quarantined(path, f, err instanceof LogCorruptError ? err.validPrefix : [], why);
-      damaged.push({ id: s.id, why });
-      this.log.error({ path, why }, "session log is damaged; the session is read-only");
+    const opened = openSessionLog(path, f, lastSeq);
+    if (opened.kind === "empty") return undefined;
+    const s = opened.session;
+    this.sessions.set(s.id, s);
+    if (opened.kind === "damaged") {
+      this.readOnly.add(s.id);
+      damaged.push({ id: s.id, why: opened.why });
+      this.log.error({ path, why: opened.why }, "session log is damaged; the session is read-only");
       return s;
     }
-    const { log, droppedTailBytes } = opened;
-    if (droppedTailBytes) this.log.warn({ path, droppedTailBytes }, "dropped a torn final record");
-    const s = new Session(log, state, new EventHub(state.id, undefined, lastSeq));
-    this.sessions.set(state.id, s);
+    if (opened.droppedTailBytes)
+      this.log.warn({ path, droppedTailBytes: opened.droppedTailBytes }, "dropped a torn final record");
     if (s.interrupted) {
       s.closeInterruptedTurn();
-      interrupted.push(state.id);
+      interrupted.push(s.id);
     }
-    return s;
-  }
-
-  /** A session whose log cannot be trusted: what could be read, a title saying what is wrong, and no writes. */
-  private quarantined(path: string, file: string, prefix: LogRecord[], why: string): Session {
-    const state = quarantinedState(prefix, why, () => ({
-      id: file.replace(/\.jsonl$/, ""),
-      at: Math.round(statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()),
-    }));
-    const s = new Session(new ReadOnlyLog(path, state.id, why), state, new EventHub(state.id));
-    this.sessions.set(state.id, s);
-    this.readOnly.add(state.id);
     return s;
   }
 
@@ -292,27 +269,4 @@ export class SessionStore {
       this.log.warn({ err: messageOf(err) }, "could not write the session index");
     }
   }
-}
-
-/** The log of a damaged session: shown, never written to. */
-class ReadOnlyLog implements RecordSink {
-  readonly length = 0;
-
-  constructor(
-    readonly path: string,
-    private readonly sessionId: string,
-    private readonly why: string,
-  ) {}
-
-  appendAll(): never {
-    return this.append();
-  }
-
-  append(): never {
-    throw new SessionReadOnlyError(
-      `session ${this.sessionId} is read-only: its log ${this.path} is damaged (${this.why}); repair or delete it`,
-    );
-  }
-
-  close(): void {}
 }
