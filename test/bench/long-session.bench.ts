@@ -16,7 +16,7 @@ import { Agent, request } from "undici";
 import { SessionLog } from "../../services/loopd/dist/session-log.js";
 import { foldRecords } from "../../services/loopd/dist/session-state.js";
 import { buildMessagesJson } from "../../services/loopd/dist/epoch-view.js";
-import { buildCompletionBody, completionInput } from "../../services/inferproxy/dist/request-shaping.js";
+import { buildCompletionBody, completionInput } from "../../services/inferproxy/dist/completion/request-shaping.js";
 import { Stack, repoRoot, waitFor } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { directFirstContent, monotonicMs } from "./direct-request.js";

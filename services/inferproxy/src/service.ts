@@ -10,28 +10,28 @@ import {
   type SlotActionRequest,
 } from "@boxmaker/common";
 import type { InferproxyConfig } from "./config.js";
-import type { CompletionEventInit } from "./completion-stream.js";
-import { CompletionRun } from "./completion-run.js";
-import { completeChannel } from "./complete-channel.js";
+import type { CompletionEventInit } from "./completion/completion-stream.js";
+import { CompletionRun } from "./completion/completion-run.js";
+import { completeChannel } from "./completion/complete-channel.js";
 import { countTokens, type CountTokensInit } from "./count-tokens.js";
 import { errorBodyOf, mapHttpError, type ErrorContext } from "./error-mapping.js";
 import { mapRequestFailure } from "./failure-mapping.js";
-import { HealthMonitor } from "./health-monitor.js";
-import { JsonArrayCheck } from "./json-array-check.js";
-import { LlamaClient } from "./llama-client.js";
-import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
-import { PrefillPace } from "./prefill-pace.js";
-import { completionBodyParts } from "./request-shaping.js";
-import type { SelfTestResult } from "./self-test.js";
-import { requireSelfTest, waitForServer, type ServerGate } from "./server-gate.js";
-import { TemplateProbeRunner } from "./template-probe-runner.js";
-import { refuseToolsIfUnrendered, templateWarning } from "./template-verdict.js";
-import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
-import { SlotFiles } from "./slot-files.js";
-import { slotFilesReply } from "./slot-files-rpc.js";
+import { HealthMonitor } from "./server-check/health-monitor.js";
+import { JsonArrayCheck } from "./completion/json-array-check.js";
+import { LlamaClient } from "./upstream/llama-client.js";
+import { MessagesMemory, completionBody, openOf } from "./completion/messages-memory.js";
+import { PrefillPace } from "./completion/prefill-pace.js";
+import { completionBodyParts } from "./completion/request-shaping.js";
+import type { SelfTestResult } from "./server-check/self-test.js";
+import { requireSelfTest, waitForServer, type ServerGate } from "./server-check/server-gate.js";
+import { TemplateProbeRunner } from "./template-probe/template-probe-runner.js";
+import { refuseToolsIfUnrendered, templateWarning } from "./template-probe/template-verdict.js";
+import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slots/slot-action.js";
+import { SlotFiles } from "./slots/slot-files.js";
+import { slotFilesReply } from "./slots/slot-files-rpc.js";
 import { statusReport, type StatusInit } from "./status-report.js";
 import { Throughput } from "./throughput.js";
-import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream-calls.js";
+import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream/upstream-calls.js";
 
 export interface InferProxyOptions {
   config: InferproxyConfig;

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "@boxmaker/common";
-import type { ContractConfig, ContractEntry } from "./config.js";
+import type { ContractConfig, ContractEntry } from "../config.js";
 import type { RawResponse } from "./connection-check.js";
 import { refusalMessage } from "./contract-refusal.js";
 import { chooseContract } from "./contract-table.js";
-import { ServerCheckError } from "./errors.js";
-import type { LlamaClient } from "./llama-client.js";
+import { ServerCheckError } from "../errors.js";
+import type { LlamaClient } from "../upstream/llama-client.js";
 import { evaluateProps, notRun, type Props, type SelfTestResult } from "./self-test.js";
 
 export type ServerState = "ok" | "loading" | "down";

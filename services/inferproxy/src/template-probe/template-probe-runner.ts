@@ -1,7 +1,7 @@
 import type { Logger } from "@boxmaker/common";
-import type { UpstreamConfig } from "./config.js";
-import { LlamaClient } from "./llama-client.js";
-import { templateSha256, type Props } from "./self-test.js";
+import type { UpstreamConfig } from "../config.js";
+import { LlamaClient } from "../upstream/llama-client.js";
+import { templateSha256, type Props } from "../server-check/self-test.js";
 import { probeNotRun, type TemplateProbeResult } from "./template-probe.js";
 import { probeTemplate } from "./template-probe-io.js";
 

@@ -1,6 +1,6 @@
 import { messageOf } from "@boxmaker/common";
-import type { LlamaClient } from "./llama-client.js";
-import type { Props } from "./self-test.js";
+import type { LlamaClient } from "../upstream/llama-client.js";
+import type { Props } from "../server-check/self-test.js";
 import {
   ProbeError,
   noCorrection,

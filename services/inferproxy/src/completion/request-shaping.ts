@@ -1,6 +1,6 @@
 import { CompleteRequestSchema, invalidArgument, type CompleteRequest } from "@boxmaker/common";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import type { SamplingConfig } from "./config.js";
+import type { SamplingConfig } from "../config.js";
 import { JsonArrayCheck } from "./json-array-check.js";
 
 /**

@@ -1,11 +1,11 @@
 import { cancelled, type Logger } from "@boxmaker/common";
 import { CompletionAssembler, type CompletionEventInit } from "./completion-stream.js";
 import { coalesceEvents } from "./event-coalescing.js";
-import { type ErrorContext, errorBodyOf, mapHttpError } from "./error-mapping.js";
-import { LivenessTimeout, StreamProtocolError, ThinkingCapRefused } from "./errors.js";
-import { mapRequestFailure, mapRunFailure } from "./failure-mapping.js";
+import { type ErrorContext, errorBodyOf, mapHttpError } from "../error-mapping.js";
+import { LivenessTimeout, StreamProtocolError, ThinkingCapRefused } from "../errors.js";
+import { mapRequestFailure, mapRunFailure } from "../failure-mapping.js";
 import { LivenessWatchdog, type SlotSample } from "./liveness.js";
-import type { RequestBody, StreamResponse } from "./llama-client.js";
+import type { RequestBody, StreamResponse } from "../upstream/llama-client.js";
 import { PrefillPace, paceLimits, type PaceLimits } from "./prefill-pace.js";
 import { SseParser } from "./sse-parser.js";
 import { type ControlOutcome, ThinkingCapControl } from "./thinking-cap.js";

@@ -1,7 +1,7 @@
 import { messageOf } from "@boxmaker/common";
-import { slotSample, type SlotSample } from "./liveness.js";
+import { slotSample, type SlotSample } from "../completion/liveness.js";
 import type { JsonResponse, LlamaClient } from "./llama-client.js";
-import { controlOutcome, type ControlOutcome } from "./thinking-cap.js";
+import { controlOutcome, type ControlOutcome } from "../completion/thinking-cap.js";
 
 /**
  * The short JSON calls inferproxy makes to llama-server besides the completion

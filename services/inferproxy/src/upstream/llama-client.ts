@@ -1,10 +1,10 @@
 import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
-import { checkingConnector, type RawResponse } from "./connection-check.js";
-import type { UpstreamConfig } from "./config.js";
-import { upstreamLabel } from "./config.js";
-import { errnoOf, isConnectError } from "./error-mapping.js";
-import { UpstreamConnectError, UpstreamTimeoutError } from "./errors.js";
+import { checkingConnector, type RawResponse } from "../server-check/connection-check.js";
+import type { UpstreamConfig } from "../config.js";
+import { upstreamLabel } from "../config.js";
+import { errnoOf, isConnectError } from "../error-mapping.js";
+import { UpstreamConnectError, UpstreamTimeoutError } from "../errors.js";
 import { Pool, buildConnector, request } from "./undici-pool.js";
 
 /**

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CompletionEventSchema, FinalMessageSchema } from "@boxmaker/common";
 import { ToolCallAccumulator, type AccumulatedToolCall, type ToolCallChunk } from "./tool-call-accumulator.js";
-import type { ServerErrorBody } from "./error-mapping.js";
-import { StreamErrorObject, StreamProtocolError } from "./errors.js";
+import type { ServerErrorBody } from "../error-mapping.js";
+import { StreamErrorObject, StreamProtocolError } from "../errors.js";
 
 export type CompletionEventInit = MessageInitShape<typeof CompletionEventSchema>;
 export type FinalMessageInit = MessageInitShape<typeof FinalMessageSchema>;

@@ -1,6 +1,6 @@
 import type { SelfTest } from "@boxmaker/common";
 import { createHash } from "node:crypto";
-import type { ContractConfig } from "./config.js";
+import type { ContractConfig } from "../config.js";
 
 /** The parts of `GET /props` the contract is about. */
 export interface Props {

@@ -1,5 +1,5 @@
 import { ConfigError, contractModelKey } from "@boxmaker/common";
-import type { ContractConfig, ContractEntry, InferproxyConfig } from "./config.js";
+import type { ContractConfig, ContractEntry, InferproxyConfig } from "../config.js";
 import type { Props } from "./self-test.js";
 
 /**
