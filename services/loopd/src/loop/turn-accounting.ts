@@ -1,5 +1,5 @@
 import type { FinalMessage } from "@boxmaker/common";
-import type { TurnUsage } from "./session.js";
+import type { TurnUsage } from "../sessions/session.js";
 
 type Timings = FinalMessage["timings"];
 

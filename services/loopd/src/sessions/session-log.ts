@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync,
 import { dirname } from "node:path";
 import { createHash } from "node:crypto";
 import { fsyncDir, messageOf } from "@boxmaker/common";
-import { LogCorruptError, LogWriteError } from "./errors.js";
+import { LogCorruptError, LogWriteError } from "../errors.js";
 import type { LogRecord } from "./log-record.js";
 
 // The record types have their own module so errors.ts can name them without importing the log.

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { RpcError, Status, toRpcError } from "@boxmaker/common";
-import { cutForPerson } from "./error-text.js";
+import { cutForPerson } from "../error-text.js";
 
 /**
  * Sending a model request again when llama-server (or inferproxy) went away

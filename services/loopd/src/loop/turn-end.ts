@@ -1,8 +1,8 @@
 import { RpcError, Status, toRpcError } from "@boxmaker/common";
 import type { Breach } from "./budgets.js";
-import { cutForPerson } from "./error-text.js";
-import { LogWriteError } from "./errors.js";
-import type { EventBody } from "./event-hub.js";
+import { cutForPerson } from "../error-text.js";
+import { LogWriteError } from "../errors.js";
+import type { EventBody } from "../sessions/event-hub.js";
 
 /** What a turn came to, for the runner and a parent session (the CLI's TurnOutcome is the exit code a person sees). */
 export interface TurnResult {

@@ -1,6 +1,6 @@
 import { messageOf, type Logger } from "@boxmaker/common";
 import type { ParkedStanding, Parking } from "./parking.js";
-import type { SessionStore } from "./session-store.js";
+import type { SessionStore } from "../sessions/session-store.js";
 
 /**
  * Reconciles the slot-save directory with the sessions once per start, in

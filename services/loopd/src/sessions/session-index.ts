@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { atomicWrite, messageOf } from "@boxmaker/common";
-import { instructionsFileOf } from "./project-instructions.js";
+import { instructionsFileOf } from "../project-instructions.js";
 import type { SessionState } from "./session-state.js";
 
 /**

@@ -1,7 +1,7 @@
 import { parseSpawnAgent } from "@boxmaker/common";
 import type { BudgetLimits } from "./budgets.js";
-import type { Parking } from "./parking.js";
-import type { Session } from "./session.js";
+import type { Parking } from "../slots/parking.js";
+import type { Session } from "../sessions/session.js";
 import type { ToolOutcome } from "./tool-dispatch.js";
 import type { TurnResult } from "./turn-end.js";
 

@@ -1,5 +1,5 @@
 import type { ToolCallDelta } from "@boxmaker/common";
-import type { EventBody } from "./event-hub.js";
+import type { EventBody } from "../sessions/event-hub.js";
 
 /**
  * How often a growing tool call is announced at most. A 3,000-token file at

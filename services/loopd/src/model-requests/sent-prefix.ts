@@ -1,4 +1,4 @@
-import type { SessionState } from "./session-state.js";
+import type { SessionState } from "../sessions/session-state.js";
 
 /*
  * What inferproxy remembers of a session's last request: the token it gave

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { messageOf } from "@boxmaker/common";
-import { LogCorruptError, SessionReadOnlyError } from "./errors.js";
+import { LogCorruptError, SessionReadOnlyError } from "../errors.js";
 import { SessionLog, type LogRecord } from "./session-log.js";
 import { foldRecords, quarantinedState, type SessionState } from "./session-state.js";
 import { EventHub } from "./event-hub.js";

@@ -1,10 +1,10 @@
 import type { ClientOf, Compacted, InferService, Logger } from "@boxmaker/common";
-import { epochMessages, type SessionState } from "./session-state.js";
+import { epochMessages, type SessionState } from "../sessions/session-state.js";
 import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf } from "./folds.js";
 import { needsCompaction, quarterContextBytes, recentToKeep } from "./compaction-policy.js";
-import type { Session } from "./session.js";
-import { blobRefs } from "./prepass/index.js";
-import { bytesPerToken, isMeasured, tokensSinceAnswer } from "./token-counts.js";
+import type { Session } from "../sessions/session.js";
+import { blobRefs } from "../prepass/index.js";
+import { bytesPerToken, isMeasured, tokensSinceAnswer } from "../sessions/token-counts.js";
 import { messageText } from "./compaction-fit.js";
 import { ServerTokens } from "./server-tokens.js";
 import { shrinkKept, type Spill } from "./compaction-shrink.js";

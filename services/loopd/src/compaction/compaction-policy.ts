@@ -1,6 +1,6 @@
-import { replayJson } from "./replay.js";
-import type { StoredMessage } from "./session-state.js";
-import { DEFAULT_BYTES_PER_TOKEN } from "./token-counts.js";
+import { replayJson } from "../sessions/replay.js";
+import type { StoredMessage } from "../sessions/session-state.js";
+import { DEFAULT_BYTES_PER_TOKEN } from "../sessions/token-counts.js";
 
 /**
  * When to compact and what to keep: pure decisions over stored messages and

@@ -1,4 +1,4 @@
-import { blobRefs } from "./prepass/index.js";
+import { blobRefs } from "../prepass/index.js";
 import { replayJson } from "./replay.js";
 import type { StoredMessage } from "./stored-message.js";
 

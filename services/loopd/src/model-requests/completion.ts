@@ -9,12 +9,12 @@ import {
   type InferService,
   type Logger,
 } from "@boxmaker/common";
-import type { TurnBudget } from "./budgets.js";
-import { IncompleteStreamError, InterruptedAnswer } from "./errors.js";
+import type { TurnBudget } from "../loop/budgets.js";
+import { IncompleteStreamError, InterruptedAnswer } from "../errors.js";
 import { pauseBeforeRetry, retryReason, type PendingRetry, type Shown, type TurnRetries } from "./request-retry.js";
-import type { Session } from "./session.js";
+import type { Session } from "../sessions/session.js";
 import { forgetSent, noteSent, requestMessages, type RequestMessages } from "./sent-prefix.js";
-import { ToolCallProgress } from "./tool-call-progress.js";
+import { ToolCallProgress } from "../loop/tool-call-progress.js";
 
 /** What one model request of a turn needs besides its messages. */
 export interface CompletionCall {

@@ -6,7 +6,7 @@ import {
   type ClientOf,
   type ToolCall,
 } from "@boxmaker/common";
-import type { Session } from "./session.js";
+import type { Session } from "../sessions/session.js";
 
 /** What a tool call came to, as the model will read it. */
 export interface ToolOutcome {

@@ -1,5 +1,5 @@
 import type { FinalMessage } from "@boxmaker/common";
-import { isJsonObjectText } from "./replay.js";
+import { isJsonObjectText } from "../sessions/replay.js";
 
 /**
  * The message an answer cut off mid-way (Ctrl-C, the wall budget) is kept as,

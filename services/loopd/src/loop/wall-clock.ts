@@ -1,5 +1,5 @@
 import type { TurnBudget } from "./budgets.js";
-import { WallBudgetExceeded } from "./errors.js";
+import { WallBudgetExceeded } from "../errors.js";
 
 /**
  * A turn's wall-clock budget as an abort signal, so it also stops a request

@@ -1,12 +1,12 @@
 import type { ClientOf, InferService } from "@boxmaker/common";
-import { EmptySummaryError } from "./errors.js";
-import { buildMessagesJson } from "./epoch-view.js";
-import type { SessionState, StoredMessage } from "./session-state.js";
+import { EmptySummaryError } from "../errors.js";
+import { buildMessagesJson } from "../sessions/epoch-view.js";
+import type { SessionState, StoredMessage } from "../sessions/session-state.js";
 import { clippedTranscript } from "./compaction-policy.js";
-import { systemMessageJson, userMessageJson } from "./messages.js";
-import { bytesPerToken } from "./token-counts.js";
+import { systemMessageJson, userMessageJson } from "../sessions/messages.js";
+import { bytesPerToken } from "../sessions/token-counts.js";
 import { fitRequest, promptLimit } from "./compaction-fit.js";
-import { isContextOverflow } from "./completion.js";
+import { isContextOverflow } from "../model-requests/completion.js";
 import type { ServerTokens } from "./server-tokens.js";
 
 /**

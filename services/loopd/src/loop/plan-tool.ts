@@ -1,6 +1,6 @@
 import { LOOP_TOOL, parseUpdatePlan, type UpdatePlanItem } from "@boxmaker/common";
-import type { StoredMessage } from "./session-state.js";
-import type { Session } from "./session.js";
+import type { StoredMessage } from "../sessions/session-state.js";
+import type { Session } from "../sessions/session.js";
 import type { ToolOutcome } from "./tool-dispatch.js";
 
 /** The ack starts with this; planOf recognises an accepted call by it. */

@@ -1,4 +1,4 @@
-import { systemMessageJson } from "./messages.js";
+import { systemMessageJson } from "../sessions/messages.js";
 
 /**
  * The text of folds: what compaction puts into a new epoch's system message

@@ -1,7 +1,7 @@
-import type { StoredMessage } from "./session-state.js";
+import type { StoredMessage } from "../sessions/session-state.js";
 import { quarterContextBytes } from "./compaction-policy.js";
-import type { Session } from "./session.js";
-import { bytesPerToken } from "./token-counts.js";
+import type { Session } from "../sessions/session.js";
+import { bytesPerToken } from "../sessions/token-counts.js";
 import { cutMiddle, fitRequest } from "./compaction-fit.js";
 import type { ServerTokens } from "./server-tokens.js";
 

@@ -1,6 +1,6 @@
 import { DEFAULT_MODE, type PermissionMode } from "@boxmaker/common";
 import { EpochView } from "./epoch-view.js";
-import { LogCorruptError } from "./errors.js";
+import { LogCorruptError } from "../errors.js";
 import type { LogRecord, SessionRoleName } from "./log-record.js";
 import { replayTextOf } from "./replay.js";
 import type { StoredMessage } from "./stored-message.js";

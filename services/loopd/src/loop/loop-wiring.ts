@@ -8,15 +8,15 @@ import {
   type Logger,
 } from "@boxmaker/common";
 import type { LoopDeps } from "./agent-loop.js";
-import type { LoopdConfig } from "./config.js";
-import type { Parking } from "./parking.js";
-import type { Session } from "./session.js";
+import type { LoopdConfig } from "../config.js";
+import type { Parking } from "../slots/parking.js";
+import type { Session } from "../sessions/session.js";
 import { withdrawProposal, type ApprovalWaits } from "./approvals.js";
-import type { Compactor } from "./compaction.js";
-import type { SessionBlobs } from "./session-blobs.js";
-import type { HookEvents } from "./hook-events.js";
+import type { Compactor } from "../compaction/compaction.js";
+import type { SessionBlobs } from "../session-blobs.js";
+import type { HookEvents } from "../hook-events.js";
 import { runUpdatePlan } from "./plan-tool.js";
-import type { CacheHealth } from "./cache-health.js";
+import type { CacheHealth } from "../slots/cache-health.js";
 import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
 
 /** The runner's long-lived parts a turn's loop is wired to. */
