@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTokens, renderPrompt, type ChatMessage } from "@boxmaker/llama-sim";
 import { createClient, InferService } from "@boxmaker/common";
-import { SessionLog } from "../../services/loopd/dist/session-log.js";
+import { SessionLog } from "../../services/loopd/dist/sessions/session-log.js";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { doneOf, loopClient, newSession, turn } from "../support/loop-client.js";

@@ -3,7 +3,7 @@
 // session index, `boxmaker ls` end to end, and loopd's resident memory.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type LogRecord, SessionLog } from "../../services/loopd/dist/session-log.js";
+import { type LogRecord, SessionLog } from "../../services/loopd/dist/sessions/session-log.js";
 import { Stack, runCli } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { p50 } from "./stats.mjs";

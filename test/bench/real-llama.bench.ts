@@ -12,7 +12,7 @@ import { tempDir } from "../support/tmp.js";
 import { directFirstContent } from "./direct-request.js";
 import { loopClient, newSession } from "../support/loop-client.js";
 import { RealLlama, contractOf, findRealLlama } from "../real/support/real-llama.js";
-import { buildCompletionBody, completionInput } from "../../services/inferproxy/src/request-shaping.js";
+import { buildCompletionBody, completionInput } from "../../services/inferproxy/src/completion/request-shaping.js";
 import { p50, p99, nowMs } from "./stats.mjs";
 import type { BenchContext, Emit } from "./bench-context.js";
 

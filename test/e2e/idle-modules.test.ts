@@ -54,7 +54,7 @@ describe("modules a daemon loads for work it has not been given", () => {
     expect(of("inferproxy").files).toContain("/node_modules/undici/lib/dispatcher/pool.js");
     expect(of("inferproxy").files).not.toMatch(/\/node_modules\/undici\/index\.js|\/undici\/lib\/web\//);
     // The template probe ran (the turn waits for it); its Jinja is for templates that need a correction only.
-    expect(of("inferproxy").files).toContain("/services/inferproxy/dist/template-probe.js");
+    expect(of("inferproxy").files).toContain("/services/inferproxy/dist/template-probe/template-probe.js");
     expect(of("inferproxy").files).not.toMatch(/\/node_modules\/@huggingface\/jinja\//);
     expect(of("loopd").files).not.toMatch(/\/node_modules\/(cron-parser|luxon)\//);
     expect(of("brokerd").files).not.toMatch(/\/node_modules\/(diff|@modelcontextprotocol|htmlparser2|entities)\//);

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BrokerService, createClient, createLogger, DAY_MS } from "@boxmaker/common";
 import { Checkpoints } from "../../services/brokerd/src/checkpoints.js";
-import { SessionStore } from "../../services/loopd/src/session-store.js";
+import { SessionStore } from "../../services/loopd/src/sessions/session-store.js";
 import { loopClient, type LoopClient } from "../support/loop-client.js";
 import { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";

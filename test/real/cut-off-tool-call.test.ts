@@ -5,7 +5,7 @@ import { RealLlama, haveRealLlama, startStackOn } from "./support/real-llama.js"
 import type { Stack } from "../support/stack.js";
 import { tempDir } from "../support/tmp.js";
 import { loopClient, newSession, turn, type LoopClient } from "../support/loop-client.js";
-import { SessionStore } from "../../services/loopd/src/session-store.js";
+import { SessionStore } from "../../services/loopd/src/sessions/session-store.js";
 import { createLogger } from "@boxmaker/common";
 
 /**

@@ -53,7 +53,7 @@ describe("one error model", () => {
       .map((f) => relative(repoRoot, f))
       .filter((f) => f.split("/")[2] === "src");
     // The walk reached the callers that used to branch on strings, so an empty result means something.
-    expect(files).toContain("services/loopd/src/completion.ts");
+    expect(files).toContain("services/loopd/src/model-requests/completion.ts");
     expect(files).toContain("services/cli/src/turn-stream.ts");
     const found = files.flatMap((f) =>
       findings(readFileSync(join(repoRoot, f), "utf8")).map((what) => `${f}: ${what}`),

@@ -1,7 +1,7 @@
 import { RpcError, Status, type CountTokensRequest, type CountTokensResponseSchema } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { errorBodyOf, mapHttpError, type ErrorContext } from "./error-mapping.js";
-import type { LlamaClient } from "./llama-client.js";
+import type { LlamaClient } from "./upstream/llama-client.js";
 
 export type CountTokensInit = MessageInitShape<typeof CountTokensResponseSchema>;
 

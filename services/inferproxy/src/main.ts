@@ -11,10 +11,10 @@ import {
   daemonConfigPath,
 } from "@boxmaker/common";
 import { configSchema } from "./config.js";
-import { acceptCommand, differences } from "./contract-refusal.js";
-import { checkContractTable } from "./contract-table.js";
+import { acceptCommand, differences } from "./server-check/contract-refusal.js";
+import { checkContractTable } from "./server-check/contract-table.js";
 import { InferProxy } from "./service.js";
-import type { SelfTestResult } from "./self-test.js";
+import type { SelfTestResult } from "./server-check/self-test.js";
 
 // `--help`, `--version` and a mistyped flag end here, before anything is read or created.
 const configPath = daemonConfigPath(

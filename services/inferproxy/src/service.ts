@@ -1,9 +1,6 @@
 import {
-  ErrorReason,
   SlotQueue,
   type InferService,
-  RpcError,
-  Status,
   cancelled,
   type CallContext,
   type CompleteRequest,
@@ -13,28 +10,28 @@ import {
   type SlotActionRequest,
 } from "@boxmaker/common";
 import type { InferproxyConfig } from "./config.js";
-import type { CompletionEventInit } from "./completion-stream.js";
-import { CompletionRun } from "./completion-run.js";
-import { completeChannel } from "./complete-channel.js";
+import type { CompletionEventInit } from "./completion/completion-stream.js";
+import { CompletionRun } from "./completion/completion-run.js";
+import { completeChannel } from "./completion/complete-channel.js";
 import { countTokens, type CountTokensInit } from "./count-tokens.js";
 import { errorBodyOf, mapHttpError, type ErrorContext } from "./error-mapping.js";
 import { mapRequestFailure } from "./failure-mapping.js";
-import { HealthMonitor } from "./health-monitor.js";
-import { JsonArrayCheck } from "./json-array-check.js";
-import { LlamaClient } from "./llama-client.js";
-import { MessagesMemory, completionBody, openOf } from "./messages-memory.js";
-import { PrefillPace } from "./prefill-pace.js";
-import { completionBodyParts } from "./request-shaping.js";
-import { templateSha256, type SelfTestResult } from "./self-test.js";
-import { probeNotRun, type TemplateProbeResult } from "./template-probe.js";
-import { probeTemplate } from "./template-probe-io.js";
-import { refuseToolsIfUnrendered, templateWarning } from "./template-verdict.js";
-import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slot-action.js";
-import { SlotFiles } from "./slot-files.js";
-import { slotFilesReply } from "./slot-files-rpc.js";
+import { HealthMonitor } from "./server-check/health-monitor.js";
+import { JsonArrayCheck } from "./completion/json-array-check.js";
+import { LlamaClient } from "./upstream/llama-client.js";
+import { MessagesMemory, completionBody, openOf } from "./completion/messages-memory.js";
+import { PrefillPace } from "./completion/prefill-pace.js";
+import { completionBodyParts } from "./completion/request-shaping.js";
+import type { SelfTestResult } from "./server-check/self-test.js";
+import { requireSelfTest, waitForServer, type ServerGate } from "./server-check/server-gate.js";
+import { TemplateProbeRunner } from "./template-probe/template-probe-runner.js";
+import { refuseToolsIfUnrendered, templateWarning } from "./template-probe/template-verdict.js";
+import { checkSlotAction, slotActionResult, type SlotActionInit } from "./slots/slot-action.js";
+import { SlotFiles } from "./slots/slot-files.js";
+import { slotFilesReply } from "./slots/slot-files-rpc.js";
 import { statusReport, type StatusInit } from "./status-report.js";
 import { Throughput } from "./throughput.js";
-import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream-calls.js";
+import { endReasoning, getSlots, postSlotAction, probeSlot } from "./upstream/upstream-calls.js";
 
 export interface InferProxyOptions {
   config: InferproxyConfig;
@@ -69,15 +66,8 @@ export class InferProxy {
   private readonly pace = new PrefillPace();
   /** The server's speed from its own timings, for Status (doctor states budgets in minutes with it). */
   private readonly throughput = new Throughput();
-  /**
-   * The template probe's client: not the checked one, so a server that does
-   * not match the contract is probed too (what its template will cost is what
-   * the operator wants to know before accepting it).
-   */
-  private readonly probeClient: LlamaClient;
-  /** What the server's chat template does with Boxmaker's conversations (template-probe.ts), re-probed at every self-test. */
-  templateProbe: TemplateProbeResult = probeNotRun();
-  private probing: Promise<void> | undefined;
+  /** The template probe, re-run at every self-test (template-probe-runner.ts). */
+  private readonly probe: TemplateProbeRunner;
 
   constructor(o: InferProxyOptions) {
     this.cfg = o.config;
@@ -91,7 +81,7 @@ export class InferProxy {
       timeoutMs,
       log: o.log,
       onSelfTest: (r) => {
-        this.startProbe();
+        this.probe.start(this.monitor.props);
         o.onSelfTest?.(r);
       },
     });
@@ -100,31 +90,7 @@ export class InferProxy {
       onProps: (res) => this.monitor.checkConnection(res),
       timeoutMs: o.config.request_timeout_ms,
     });
-    this.probeClient = new LlamaClient(o.config.upstream);
-  }
-
-  /** Probes the template of the server the self-test just checked; a newer self-test's probe replaces it. */
-  private startProbe(): void {
-    const template = this.monitor.props?.chat_template;
-    const sha = typeof template === "string" ? templateSha256(template) : "";
-    const run = probeTemplate(this.probeClient, this.cfg.request_timeout_ms, sha, this.monitor.props).then((r) => {
-      if (this.probing !== run) return;
-      this.templateProbe = r;
-      this.probing = undefined;
-      const facts = { verdict: r.verdict, error: r.error || undefined, warnings: r.warnings, template_sha256: sha };
-      if (r.ran && r.verdict === "ok") this.log.info(facts, `template probe: ${r.summary}`);
-      else this.log.warn(facts, `template probe: ${r.summary}`);
-    });
-    this.probing = run;
-  }
-
-  /** Waits (at most `ms`) for a probe under way, so what is judged is this server's template. */
-  private async probeSettled(ms: number): Promise<void> {
-    const p = this.probing;
-    if (!p) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-    clearTimeout(timer);
+    this.probe = new TemplateProbeRunner(o.config.upstream, o.config.request_timeout_ms, o.log);
   }
 
   /** Runs the first health check and self-test, then keeps polling. */
@@ -135,7 +101,7 @@ export class InferProxy {
   async close(): Promise<void> {
     this.monitor.stop();
     await this.client.close();
-    await this.probeClient.close();
+    await this.probe.close();
   }
 
   impl(): ImplOf<typeof InferService> {
@@ -151,7 +117,7 @@ export class InferProxy {
 
   /** Counts with the server's tokenizer; not under a slot lock: tokenizing holds no slot. */
   async countTokens(req: CountTokensRequest, ctx: CallContext): Promise<CountTokensInit> {
-    this.requireSelfTest();
+    requireSelfTest(this.gate);
     const errCtx = this.errCtx("token count");
     try {
       return await countTokens(req, {
@@ -182,39 +148,14 @@ export class InferProxy {
     return this.monitor.selfTest.expectedTotalSlots;
   }
 
+  /** The server's health as calls are let through on it (server-gate.ts). */
+  private get gate(): ServerGate {
+    return { monitor: this.monitor, upstream: this.client.label, retryAfterMs: this.cfg.health_poll_ms, log: this.log };
+  }
+
   private servedModel(): string {
     const props = this.monitor.props;
     return props?.model_path ?? props?.model_alias ?? "";
-  }
-
-  /** Completions against a server that fails the contract would poison the session log. */
-  private requireSelfTest(): void {
-    const st = this.monitor.selfTest;
-    if (!st.ran) {
-      throw new RpcError(
-        Status.UNAVAILABLE,
-        `llama-server at ${this.client.label} has not passed the start-up self-test yet (state: ${this.monitor.state})`,
-        { upstream: this.client.label, retryAfterMs: this.cfg.health_poll_ms },
-      );
-    }
-    // A failed self-test is not refused here: a refused server keeps no connection, so this
-    // request's connection is checked afresh (the server may have been swapped back) and
-    // refused there if it still does not match.
-  }
-
-  /** A re-sent request waits for a server that went away to be back (CompleteRequest.wait_for_server_ms). */
-  private async waitForServer(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.monitor.verified) return;
-    this.log.info({ wait_ms: ms, state: this.monitor.state }, "waiting for llama-server to come back");
-    const back = await this.monitor.waitForServer(ms, signal);
-    if (signal.aborted) throw cancelled("cancelled while waiting for llama-server");
-    if (!back) {
-      throw new RpcError(
-        Status.UNAVAILABLE,
-        `llama-server at ${this.client.label} did not come back within ${Math.round(ms / 100) / 10} s (state: ${this.monitor.state})`,
-        { upstream: this.client.label, reason: ErrorReason.SERVER_DOWN, retryAfterMs: this.cfg.health_poll_ms },
-      );
-    }
   }
 
   async *complete(req: CompleteRequest, ctx: CallContext): AsyncGenerator<CompletionEventInit> {
@@ -226,10 +167,10 @@ export class InferProxy {
     );
     // Checked now (completionBodyParts throws otherwise): the next request may send only what it adds.
     const body = completionBody(head, spliced ?? openOf(req.messagesJson), tail);
-    if (req.waitForServerMs > 0) await this.waitForServer(req.waitForServerMs, ctx.signal);
-    this.requireSelfTest();
-    await this.probeSettled(this.cfg.request_timeout_ms);
-    refuseToolsIfUnrendered(this.templateProbe, req.toolsJson, this.servedModel());
+    if (req.waitForServerMs > 0) await waitForServer(this.gate, req.waitForServerMs, ctx.signal);
+    requireSelfTest(this.gate);
+    await this.probe.settled(this.cfg.request_timeout_ms);
+    refuseToolsIfUnrendered(this.probe.result, req.toolsJson, this.servedModel());
     const holder = req.requestId || `anonymous-${++this.anon}`;
     const release = await this.locks.acquire(req.slot, holder, ctx.signal).catch((err: unknown) => {
       throw ctx.signal.aborted ? cancelled("cancelled while waiting for the slot") : err;
@@ -265,7 +206,7 @@ export class InferProxy {
         if (ev.event?.case === "final") {
           this.throughput.observe(ev.event.value.timings);
           ev.event.value.messagesToken = this.memory.remember(body.held, req.afterMessagesToken);
-          ev.event.value.templateWarning = templateWarning(this.templateProbe);
+          ev.event.value.templateWarning = templateWarning(this.probe.result);
         }
         yield ev;
       }
@@ -277,7 +218,7 @@ export class InferProxy {
   async status(): Promise<StatusInit> {
     // The poll stretches while the server is quiet: what status reports is checked now.
     await this.monitor.fresh();
-    await this.probeSettled(5_000);
+    await this.probe.settled(5_000);
     let slotsBody: unknown;
     if (this.monitor.state === "ok") {
       try {
@@ -295,7 +236,7 @@ export class InferProxy {
       upstream: this.client.label,
       totalSlots: this.totalSlots,
       slotsBody,
-      templateProbe: this.templateProbe,
+      templateProbe: this.probe.result,
       throughput: this.throughput.report(),
       holding: (id) => ({ slot: id, heldBy: this.locks.holder(id) ?? "", waiting: this.locks.waiting(id).length }),
     });

@@ -1,8 +1,8 @@
 import type { InferStatusResponseSchema } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ServerState } from "./health-monitor.js";
-import type { Props, SelfTestResult } from "./self-test.js";
-import type { TemplateProbeResult } from "./template-probe.js";
+import type { ServerState } from "./server-check/health-monitor.js";
+import type { Props, SelfTestResult } from "./server-check/self-test.js";
+import type { TemplateProbeResult } from "./template-probe/template-probe.js";
 
 export type StatusInit = MessageInitShape<typeof InferStatusResponseSchema>;
 

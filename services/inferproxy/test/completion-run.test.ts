@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ErrorReason, RpcError, Status, createLogger } from "@boxmaker/common";
-import { CompletionRun, type RunDeps } from "../src/completion-run.js";
-import type { CompletionEventInit } from "../src/completion-stream.js";
+import { CompletionRun, type RunDeps } from "../src/completion/completion-run.js";
+import type { CompletionEventInit } from "../src/completion/completion-stream.js";
 import { LivenessTimeout, ServerCheckError, ThinkingCapRefused, UpstreamConnectError } from "../src/errors.js";
-import type { StreamResponse } from "../src/llama-client.js";
-import type { ControlOutcome } from "../src/thinking-cap.js";
+import type { StreamResponse } from "../src/upstream/llama-client.js";
+import type { ControlOutcome } from "../src/completion/thinking-cap.js";
 import { FakeBody, chunk, deferred, streamResponse } from "./support/fake-stream.js";
 
 /** A CompletionRun wired to fakes: no socket, no server; the test writes the response body. */

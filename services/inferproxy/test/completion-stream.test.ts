@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { CompletionAssembler, type CompletionEventInit } from "../src/completion-stream.js";
+import { CompletionAssembler, type CompletionEventInit } from "../src/completion/completion-stream.js";
 import { StreamErrorObject } from "../src/errors.js";
-import { SseParser } from "../src/sse-parser.js";
+import { SseParser } from "../src/completion/sse-parser.js";
 import { recordedEvents, recording, type Recording } from "./support/recordings.js";
 
 function replay(r: Recording) {

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import net from "node:net";
 import { join } from "node:path";
-import { rawGet } from "../src/connection-check.js";
+import { rawGet } from "../src/server-check/connection-check.js";
 import { ServerCheckError, UpstreamTimeoutError } from "../src/errors.js";
-import { LlamaClient } from "../src/llama-client.js";
-import { HealthMonitor } from "../src/health-monitor.js";
+import { LlamaClient } from "../src/upstream/llama-client.js";
+import { HealthMonitor } from "../src/server-check/health-monitor.js";
 import { createLogger } from "@boxmaker/common";
 import { tempDir } from "../../../test/support/tmp.js";
 

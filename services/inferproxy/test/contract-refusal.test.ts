@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
-import { acceptCommand, differences, refusalMessage } from "../src/contract-refusal.js";
-import { notRun } from "../src/self-test.js";
+import { acceptCommand, differences, refusalMessage } from "../src/server-check/contract-refusal.js";
+import { notRun } from "../src/server-check/self-test.js";
 
 const contract = { template_sha256: "a".repeat(64), n_ctx_per_slot: 131072, total_slots: 3 };
 const failed = {

@@ -2,10 +2,10 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, contractModelKey, Status } from "@boxmaker/common";
 import { startLlamaSim, type LlamaSim } from "@boxmaker/llama-sim";
-import { checkContractTable, chooseContract } from "../src/contract-table.js";
+import { checkContractTable, chooseContract } from "../src/server-check/contract-table.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { templateSha256 } from "../src/self-test.js";
+import { templateSha256 } from "../src/server-check/self-test.js";
 import { collect, startStack, userMessages, type Stack } from "./support/stack.js";
 
 const DEFAULT = { template_sha256: "0".repeat(64), n_ctx_per_slot: 131072, total_slots: 3 };

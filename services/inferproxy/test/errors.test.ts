@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { collect, startProxy, startStack, userMessages, type Stack } from "./support/stack.js";
 import { FakeUpstream } from "./support/fake-upstream.js";
 import { recording } from "./support/recordings.js";
-import { templateSha256 } from "../src/self-test.js";
+import { templateSha256 } from "../src/server-check/self-test.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let s: Stack;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import type { CompletionEventInit } from "../src/completion-stream.js";
-import { coalesceEvents } from "../src/event-coalescing.js";
+import type { CompletionEventInit } from "../src/completion/completion-stream.js";
+import { coalesceEvents } from "../src/completion/event-coalescing.js";
 
 const content = (text: string): CompletionEventInit => ({ event: { case: "content", value: { text } } });
 const reasoning = (text: string): CompletionEventInit => ({ event: { case: "reasoning", value: { text } } });

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { createLogger } from "@boxmaker/common";
-import { HealthMonitor } from "../src/health-monitor.js";
-import { LlamaClient } from "../src/llama-client.js";
+import { HealthMonitor } from "../src/server-check/health-monitor.js";
+import { LlamaClient } from "../src/upstream/llama-client.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const contract = { template_sha256: "", n_ctx_per_slot: 0, total_slots: 1 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { JsonArrayCheck } from "../src/json-array-check.js";
+import { JsonArrayCheck } from "../src/completion/json-array-check.js";
 
 const msg = (i: number) =>
   JSON.stringify({ role: i % 2 ? "assistant" : "user", content: `message ${i} "quoted" \\ ]` });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SilenceJudge, slotSample, type SlotSample } from "../src/liveness.js";
+import { SilenceJudge, slotSample, type SlotSample } from "../src/completion/liveness.js";
 import { recording } from "./support/recordings.js";
 
 const busy = (decoded: number, task = 7): SlotSample => ({ processing: true, decoded, promptProcessed: 0, task });

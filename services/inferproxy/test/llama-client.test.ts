@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { UpstreamConnectError } from "../src/errors.js";
-import { LlamaClient } from "../src/llama-client.js";
+import { LlamaClient } from "../src/upstream/llama-client.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let server: Server | undefined;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DEFAULT_BATCH_TOKENS, PrefillPace, paceLimits } from "../src/prefill-pace.js";
+import { DEFAULT_BATCH_TOKENS, PrefillPace, paceLimits } from "../src/completion/prefill-pace.js";
 
 /** What a batch costs under a linear per-token model t(d) = α + β·d: the sum over its tokens. */
 const batchCost = (alpha: number, beta: number, from: number, tokens: number) =>

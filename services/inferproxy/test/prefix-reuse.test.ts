@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { ErrorReason, RpcError, Status } from "@boxmaker/common";
-import { type CompletionBody, MessagesMemory, completionBody, openOf } from "../src/messages-memory.js";
+import { type CompletionBody, MessagesMemory, completionBody, openOf } from "../src/completion/messages-memory.js";
 import { collect, startStack, userMessages, type Stack } from "./support/stack.js";
 
 const HEAD = '{"id_slot":0,"messages":';

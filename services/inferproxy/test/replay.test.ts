@@ -4,7 +4,7 @@ import { Status } from "@boxmaker/common";
 import { collect, startProxy, userMessages, type RunningProxy } from "./support/stack.js";
 import { FakeUpstream, send } from "./support/fake-upstream.js";
 import { recordedEvents, recording } from "./support/recordings.js";
-import { templateSha256 } from "../src/self-test.js";
+import { templateSha256 } from "../src/server-check/self-test.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 // A fake llama-server that answers with the recorded bytes, and inferproxy in front of it over real sockets.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RpcError, Status } from "@boxmaker/common";
-import { buildCompletionBody, completionInput, type CompletionInput } from "../src/request-shaping.js";
+import { buildCompletionBody, completionInput, type CompletionInput } from "../src/completion/request-shaping.js";
 
 const defaults = { sampling: { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0 }, maxTokens: 4096, totalSlots: 3 };
 // Odd but valid bytes a re-serialisation would change: spacing, escapes, number forms, key order.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evaluateProps, templateSha256, type Props } from "../src/self-test.js";
+import { evaluateProps, templateSha256, type Props } from "../src/server-check/self-test.js";
 import { recording } from "./support/recordings.js";
 
 const props = JSON.parse(recording("props").response.body) as Props;

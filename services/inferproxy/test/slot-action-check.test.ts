@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type RpcError, SlotActionKind, Status, type SlotActionRequest } from "@boxmaker/common";
-import { checkSlotAction, slotActionResult } from "../src/slot-action.js";
+import { checkSlotAction, slotActionResult } from "../src/slots/slot-action.js";
 import { recording } from "./support/recordings.js";
 
 describe("checkSlotAction and slotActionResult", () => {

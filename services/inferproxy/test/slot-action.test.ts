@@ -6,7 +6,7 @@ import { collect, startProxy, startStack, userMessages, type RunningProxy, type 
 import { FakeUpstream, send } from "./support/fake-upstream.js";
 import { recording } from "./support/recordings.js";
 import { tempDir } from "../../../test/support/tmp.js";
-import { templateSha256 } from "../src/self-test.js";
+import { templateSha256 } from "../src/server-check/self-test.js";
 
 let s: Stack | undefined;
 afterEach(async () => {

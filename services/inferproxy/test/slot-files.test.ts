@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RpcError, Status, createLogger } from "@boxmaker/common";
-import { SlotFiles } from "../src/slot-files.js";
+import { SlotFiles } from "../src/slots/slot-files.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const log = createLogger("slot-files-test", "silent");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SseParser } from "../src/sse-parser.js";
+import { SseParser } from "../src/completion/sse-parser.js";
 import { recording } from "./support/recordings.js";
 
 const enc = new TextEncoder();

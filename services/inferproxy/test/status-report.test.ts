@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { notRun } from "../src/self-test.js";
+import { notRun } from "../src/server-check/self-test.js";
 import { statusReport, type StatusFacts } from "../src/status-report.js";
 
 const contract = { template_sha256: "a".repeat(64), n_ctx_per_slot: 4096, total_slots: 2 };

@@ -4,12 +4,12 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tokenIds } from "@boxmaker/llama-sim";
-import type { LlamaClient } from "../src/llama-client.js";
-import { candidateRewrites, correctTemplate } from "../src/template-correction.js";
-import { localRender, shadowedIo, type TemplateContext } from "../src/template-local-render.js";
-import { runTemplateProbe, type ProbeIo } from "../src/template-probe.js";
-import { PROBE_TOOLS, type ProbeMessage } from "../src/template-probe-conversations.js";
-import { probeTemplate } from "../src/template-probe-io.js";
+import type { LlamaClient } from "../src/upstream/llama-client.js";
+import { candidateRewrites, correctTemplate } from "../src/template-probe/template-correction.js";
+import { localRender, shadowedIo, type TemplateContext } from "../src/template-probe/template-local-render.js";
+import { runTemplateProbe, type ProbeIo } from "../src/template-probe/template-probe.js";
+import { PROBE_TOOLS, type ProbeMessage } from "../src/template-probe/template-probe-conversations.js";
+import { probeTemplate } from "../src/template-probe/template-probe-io.js";
 
 const template = (name: string) => readFileSync(join(import.meta.dirname, "fixtures", "templates", name), "utf8");
 const NEMO = template("mistralai-Mistral-Nemo-Instruct-2407.jinja");

@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderPrompt, startLlamaSim, tokenIds, type ChatMessage, type LlamaSim } from "@boxmaker/llama-sim";
-import { LlamaClient } from "../src/llama-client.js";
-import { runTemplateProbe, type ProbeIo } from "../src/template-probe.js";
-import { PROBE_TOOLS, type ProbeMessage } from "../src/template-probe-conversations.js";
-import { probeTemplate } from "../src/template-probe-io.js";
-import { refuseToolsIfUnrendered, templateWarning } from "../src/template-verdict.js";
+import { LlamaClient } from "../src/upstream/llama-client.js";
+import { runTemplateProbe, type ProbeIo } from "../src/template-probe/template-probe.js";
+import { PROBE_TOOLS, type ProbeMessage } from "../src/template-probe/template-probe-conversations.js";
+import { probeTemplate } from "../src/template-probe/template-probe-io.js";
+import { refuseToolsIfUnrendered, templateWarning } from "../src/template-probe/template-verdict.js";
 
 type Renderer = (messages: readonly ProbeMessage[], tools: readonly unknown[] | undefined) => string;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ThinkingCap, ThinkingCapControl, controlOutcome } from "../src/thinking-cap.js";
+import { ThinkingCap, ThinkingCapControl, controlOutcome } from "../src/completion/thinking-cap.js";
 import { recording } from "./support/recordings.js";
 
 describe("ThinkingCap", () => {

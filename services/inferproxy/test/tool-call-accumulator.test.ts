@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ToolCallAccumulator, parseArguments, type ToolCallChunk } from "../src/tool-call-accumulator.js";
+import { ToolCallAccumulator, parseArguments, type ToolCallChunk } from "../src/completion/tool-call-accumulator.js";
 
 const first = (index: number, id: string, name: string, args = ""): ToolCallChunk => ({
   index,

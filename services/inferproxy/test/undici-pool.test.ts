@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import * as undici from "undici";
-import { Pool, buildConnector, request } from "../src/undici-pool.js";
+import { Pool, buildConnector, request } from "../src/upstream/undici-pool.js";
 
 // inferproxy loads three of undici's files instead of its index (undici-pool.ts). An
 // undici whose files moved or changed shape fails here, not at a user's first request.

@@ -8,8 +8,8 @@ import {
   type InferService,
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { COMPRESSED } from "./log-compression.js";
-import type { LogRetention } from "./log-compression.js";
+import { COMPRESSED } from "./sessions/log-compression.js";
+import type { LogRetention } from "./sessions/log-compression.js";
 
 type DiskUsageInit = MessageInitShape<typeof DiskUsageSchema>;
 

@@ -1,5 +1,5 @@
 import { BoxmakerError, Status, type FinalMessage } from "@boxmaker/common";
-import type { LogRecord } from "./log-record.js";
+import type { LogRecord } from "./sessions/log-record.js";
 
 /**
  * loopd's own failures. Each has a fixed code that tests and callers branch

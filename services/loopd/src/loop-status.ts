@@ -8,10 +8,10 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LoopdConfig } from "./config.js";
 import { diskUsage } from "./disk-usage.js";
-import type { SessionRoleName } from "./session-log.js";
-import type { SessionRunner } from "./session-runner.js";
-import type { LogRetention } from "./log-compression.js";
-import type { SessionStore } from "./session-store.js";
+import type { SessionRoleName } from "./sessions/session-log.js";
+import type { SessionRunner } from "./loop/session-runner.js";
+import type { LogRetention } from "./sessions/log-compression.js";
+import type { SessionStore } from "./sessions/session-store.js";
 
 /** What loopd's Status reports from: its own state, its peers, and the facts of its config it states. */
 export interface StatusDeps {

@@ -16,14 +16,14 @@ import {
 } from "@boxmaker/common";
 import { peerDeadlines } from "./peer-deadlines.js";
 import { loadLoopdConfig } from "./config-check.js";
-import { SessionStore } from "./session-store.js";
-import { SessionRunner } from "./session-runner.js";
-import { CompletionChannel } from "./completion-channel.js";
+import { SessionStore } from "./sessions/session-store.js";
+import { SessionRunner } from "./loop/session-runner.js";
+import { CompletionChannel } from "./model-requests/completion-channel.js";
 import { Schedules } from "./schedules.js";
 import { loopService } from "./service.js";
-import { reconcileParkedFiles } from "./parked-files-upkeep.js";
-import { ServerSlots } from "./server-slots.js";
-import { SlotMapCheck } from "./slot-map.js";
+import { reconcileParkedFiles } from "./slots/parked-files-upkeep.js";
+import { ServerSlots } from "./slots/server-slots.js";
+import { SlotMapCheck } from "./slots/slot-map.js";
 
 /** How long start waits for inferproxy's self-test to say the server's slot count (a loading server says it later). */
 const START_CHECK_WAIT_MS = 5_000;

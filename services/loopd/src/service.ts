@@ -7,11 +7,11 @@ import {
   type ImplOf,
   type LoopService,
 } from "@boxmaker/common";
-import { lateDecisionNote } from "./approvals.js";
-import type { SessionSummary } from "./session-index.js";
+import { lateDecisionNote } from "./loop/approvals.js";
+import type { SessionSummary } from "./sessions/session-index.js";
 import type { Schedules } from "./schedules.js";
 import { loopStatus, type StatusDeps } from "./loop-status.js";
-import { planOf } from "./plan-tool.js";
+import { planOf } from "./loop/plan-tool.js";
 import { historyMessage, roleName, scheduleInfo, sessionInfo, summaryInfo } from "./wire.js";
 
 export interface LoopServiceDeps extends StatusDeps {

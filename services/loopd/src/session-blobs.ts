@@ -1,8 +1,8 @@
 import { Status, messageOf, toRpcError, type BrokerService, type ClientOf, type Logger } from "@boxmaker/common";
-import { epochBlobRefs } from "./epoch-view.js";
+import { epochBlobRefs } from "./sessions/epoch-view.js";
 import { BlobHashMismatchError, BlobStoreUnavailable } from "./errors.js";
 import { prepass, type PrepassResult } from "./prepass/index.js";
-import type { Session } from "./session.js";
+import type { Session } from "./sessions/session.js";
 
 /**
  * A session's side of brokerd's blob store: large input goes there (the

@@ -9,10 +9,10 @@ import {
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { nextRun, type ScheduleState } from "./schedules.js";
-import type { SessionSummary } from "./session-index.js";
-import type { SessionRoleName } from "./session-log.js";
-import type { StoredMessage } from "./session-state.js";
-import type { Session } from "./session.js";
+import type { SessionSummary } from "./sessions/session-index.js";
+import type { SessionRoleName } from "./sessions/session-log.js";
+import type { StoredMessage } from "./sessions/session-state.js";
+import type { Session } from "./sessions/session.js";
 
 /**
  * How loopd's sessions, messages and schedules look on the wire. Pure

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RpcError, Status, ToolDecision } from "@boxmaker/common";
-import { runTurn, type LoopDeps } from "../src/agent-loop.js";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
-import { SessionLog } from "../src/session-log.js";
-import { foldRecords } from "../src/session-state.js";
-import { buildMessagesJson, unansweredToolCalls } from "../src/epoch-view.js";
-import type { BudgetLimits } from "../src/budgets.js";
+import { runTurn, type LoopDeps } from "../src/loop/agent-loop.js";
+import { SessionStore } from "../src/sessions/session-store.js";
+import type { Session } from "../src/sessions/session.js";
+import { SessionLog } from "../src/sessions/session-log.js";
+import { foldRecords } from "../src/sessions/session-state.js";
+import { buildMessagesJson, unansweredToolCalls } from "../src/sessions/epoch-view.js";
+import type { BudgetLimits } from "../src/loop/budgets.js";
 import { eventsSoFar, fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ProposalSchema, type Proposal } from "@boxmaker/common";
-import { ApprovalWaits, lateDecisionNote } from "../src/approvals.js";
+import { ApprovalWaits, lateDecisionNote } from "../src/loop/approvals.js";
 
 const proposal = (p: MessageInitShape<typeof ProposalSchema>): Proposal =>
   create(ProposalSchema, { id: "p1", sessionId: "s", tool: "write_file", ...p });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CacheHealth, POOR_STREAK, type ResponseFacts } from "../src/cache-health.js";
+import { CacheHealth, POOR_STREAK, type ResponseFacts } from "../src/slots/cache-health.js";
 
 /**
  * A slot simulated by its token count: each request's prompt is what the slot

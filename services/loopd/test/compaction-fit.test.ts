@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cutMiddle, fitRequest, messageText, promptLimit } from "../src/compaction-fit.js";
+import { cutMiddle, fitRequest, messageText, promptLimit } from "../src/compaction/compaction-fit.js";
 
 /** A Qwen-like count: every digit alone, words whole, newlines one each. */
 const qwenish = (text: string) => (text.match(/\p{N}|\p{L}+|\n|[^\s\p{L}\p{N}]/gu) ?? []).length;

@@ -5,10 +5,17 @@ import {
   needsCompaction,
   quarterContextBytes,
   recentToKeep,
-} from "../src/compaction-policy.js";
-import { boundFolds, compactedSystemJson, foldBlock, foldCount, foldsOf, FOLD_HEADING } from "../src/folds.js";
-import { lastAssistantIndex, type StoredMessage } from "../src/session-state.js";
-import { systemMessageJson, toolMessageJson, userMessageJson } from "../src/messages.js";
+} from "../src/compaction/compaction-policy.js";
+import {
+  boundFolds,
+  compactedSystemJson,
+  foldBlock,
+  foldCount,
+  foldsOf,
+  FOLD_HEADING,
+} from "../src/compaction/folds.js";
+import { lastAssistantIndex, type StoredMessage } from "../src/sessions/session-state.js";
+import { systemMessageJson, toolMessageJson, userMessageJson } from "../src/sessions/messages.js";
 
 const at = (json: string): StoredMessage => ({ epoch: 0, json, at: 0 });
 const user = (c: string) => at(userMessageJson(c));

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ErrorReason, RpcError, Status } from "@boxmaker/common";
-import { Compactor } from "../src/compaction.js";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
-import { systemMessageJson, userMessageJson } from "../src/messages.js";
+import { Compactor } from "../src/compaction/compaction.js";
+import { SessionStore } from "../src/sessions/session-store.js";
+import type { Session } from "../src/sessions/session.js";
+import { systemMessageJson, userMessageJson } from "../src/sessions/messages.js";
 import { fakeInfer, silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

@@ -15,7 +15,7 @@ import {
   type ClientOf,
   type ImplOf,
 } from "@boxmaker/common";
-import { CompletionChannel } from "../src/completion-channel.js";
+import { CompletionChannel } from "../src/model-requests/completion-channel.js";
 import { collect, startStack, text, userMessages, type Stack } from "../../inferproxy/test/support/stack.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

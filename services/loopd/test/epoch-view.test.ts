@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
-import { buildMessagesJson, epochBlobRefs, messagesBytes, unansweredToolCalls } from "../src/epoch-view.js";
-import type { LogRecord } from "../src/log-record.js";
+import { buildMessagesJson, epochBlobRefs, messagesBytes, unansweredToolCalls } from "../src/sessions/epoch-view.js";
+import type { LogRecord } from "../src/sessions/log-record.js";
 import { blobRefs } from "../src/prepass/index.js";
-import { replayableJson } from "../src/replay.js";
-import { forgetSent, noteSent, requestMessages } from "../src/sent-prefix.js";
-import { applyRecord, foldRecords, type SessionState } from "../src/session-state.js";
-import { bytesPerToken, estimateNewPromptTokens, recordPromptCount, tokensOf } from "../src/token-counts.js";
+import { replayableJson } from "../src/sessions/replay.js";
+import { forgetSent, noteSent, requestMessages } from "../src/model-requests/sent-prefix.js";
+import { applyRecord, foldRecords, type SessionState } from "../src/sessions/session-state.js";
+import { bytesPerToken, estimateNewPromptTokens, recordPromptCount, tokensOf } from "../src/sessions/token-counts.js";
 
 /*
  * The epoch view is kept by applyRecord, one record at a time. These

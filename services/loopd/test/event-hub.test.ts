@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { RpcError, Status } from "@boxmaker/common";
-import { EventHub } from "../src/event-hub.js";
+import { EventHub } from "../src/sessions/event-hub.js";
 
 /** What a subscriber attaching after `afterSeq` is sent, up to the last event published. */
 async function collect(hub: EventHub, afterSeq: number): Promise<string[]> {

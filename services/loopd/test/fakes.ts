@@ -12,7 +12,7 @@ import {
   type CompletionEvent,
 } from "@boxmaker/common";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { EventHub, SessionEventInit } from "../src/event-hub.js";
+import type { EventHub, SessionEventInit } from "../src/sessions/event-hub.js";
 
 export const silentLog = createLogger("test", "silent");
 

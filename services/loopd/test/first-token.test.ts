@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { CompletionEventSchema } from "@boxmaker/common";
-import { TurnBudget } from "../src/budgets.js";
-import { requestCompletion } from "../src/completion.js";
+import { TurnBudget } from "../src/loop/budgets.js";
+import { requestCompletion } from "../src/model-requests/completion.js";
 import { sessionPerTest } from "./session-fixture.js";
 
 const fx = sessionPerTest();

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { DAY_MS } from "@boxmaker/common";
-import { SessionStore } from "../src/session-store.js";
+import { SessionStore } from "../src/sessions/session-store.js";
 import { silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

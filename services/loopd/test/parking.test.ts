@@ -9,7 +9,7 @@ import {
   Status,
   type FinalMessage,
 } from "@boxmaker/common";
-import { Parking, parkedFileOf, sessionOfParkedFile } from "../src/parking.js";
+import { Parking, parkedFileOf, sessionOfParkedFile } from "../src/slots/parking.js";
 import { silentLog } from "./fakes.js";
 
 interface SlotCall {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { EventHub } from "../src/event-hub.js";
-import { planOf, runUpdatePlan } from "../src/plan-tool.js";
-import type { StoredMessage } from "../src/session-state.js";
-import type { Session } from "../src/session.js";
+import { EventHub } from "../src/sessions/event-hub.js";
+import { planOf, runUpdatePlan } from "../src/loop/plan-tool.js";
+import type { StoredMessage } from "../src/sessions/session-state.js";
+import type { Session } from "../src/sessions/session.js";
 
 const itemArb = fc.record({
   content: fc.string({ minLength: 1, maxLength: 40 }).filter((c) => c.trim().length > 0),

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Compactor } from "../src/compaction.js";
-import { boundFolds, foldBlock, foldsOf, FOLD_HEADING } from "../src/folds.js";
-import { needsCompaction } from "../src/compaction-policy.js";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
-import { epochMessages } from "../src/session-state.js";
-import { bytesPerToken, recordPromptCount, tokensOf } from "../src/token-counts.js";
-import { systemMessageJson, userMessageJson } from "../src/messages.js";
+import { Compactor } from "../src/compaction/compaction.js";
+import { boundFolds, foldBlock, foldsOf, FOLD_HEADING } from "../src/compaction/folds.js";
+import { needsCompaction } from "../src/compaction/compaction-policy.js";
+import { SessionStore } from "../src/sessions/session-store.js";
+import type { Session } from "../src/sessions/session.js";
+import { epochMessages } from "../src/sessions/session-state.js";
+import { bytesPerToken, recordPromptCount, tokensOf } from "../src/sessions/token-counts.js";
+import { systemMessageJson, userMessageJson } from "../src/sessions/messages.js";
 import { fakeInfer, silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

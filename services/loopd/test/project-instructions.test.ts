@@ -4,7 +4,7 @@ import { linkSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { instructionsFileOf, readInstructions, withInstructions } from "../src/project-instructions.js";
-import { systemMessageJson } from "../src/messages.js";
+import { systemMessageJson } from "../src/sessions/messages.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
-import { SessionLog } from "../src/session-log.js";
-import { SessionStore } from "../src/session-store.js";
+import { SessionLog } from "../src/sessions/session-log.js";
+import { SessionStore } from "../src/sessions/session-store.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 const silent = pino({ level: "silent" });

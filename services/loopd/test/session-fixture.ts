@@ -1,6 +1,6 @@
 import { afterEach, beforeEach } from "vitest";
-import { SessionStore } from "../src/session-store.js";
-import type { Session } from "../src/session.js";
+import { SessionStore } from "../src/sessions/session-store.js";
+import type { Session } from "../src/sessions/session.js";
 import { silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

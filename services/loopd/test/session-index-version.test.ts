@@ -3,10 +3,10 @@ import { createHash } from "node:crypto";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_MODE } from "@boxmaker/common";
-import { INDEX_VERSION } from "../src/session-index.js";
-import { SessionLog } from "../src/session-log.js";
-import type { LogRecord } from "../src/log-record.js";
-import { SessionStore } from "../src/session-store.js";
+import { INDEX_VERSION } from "../src/sessions/session-index.js";
+import { SessionLog } from "../src/sessions/session-log.js";
+import type { LogRecord } from "../src/sessions/log-record.js";
+import { SessionStore } from "../src/sessions/session-store.js";
 import { silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { SessionStore } from "../src/session-store.js";
+import { SessionStore } from "../src/sessions/session-store.js";
 import { silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

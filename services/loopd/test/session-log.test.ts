@@ -3,7 +3,7 @@ import { appendFileSync, readFileSync, writeFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Status } from "@boxmaker/common";
 import { LogCorruptError, LogWriteError } from "../src/errors.js";
-import { SessionLog, type LogRecord } from "../src/session-log.js";
+import { SessionLog, type LogRecord } from "../src/sessions/session-log.js";
 import { tempDir } from "../../../test/support/tmp.js";
 
 // The disk, as the log sees it: writes go through unless a test makes the next ones fail.

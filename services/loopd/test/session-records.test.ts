@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { runTurn } from "../src/agent-loop.js";
-import type { BudgetLimits } from "../src/budgets.js";
-import { buildMessagesJson, unansweredToolCalls } from "../src/epoch-view.js";
-import { SessionLog } from "../src/session-log.js";
-import { foldRecords, quarantinedState } from "../src/session-state.js";
-import { SessionStore } from "../src/session-store.js";
+import { runTurn } from "../src/loop/agent-loop.js";
+import type { BudgetLimits } from "../src/loop/budgets.js";
+import { buildMessagesJson, unansweredToolCalls } from "../src/sessions/epoch-view.js";
+import { SessionLog } from "../src/sessions/session-log.js";
+import { foldRecords, quarantinedState } from "../src/sessions/session-state.js";
+import { SessionStore } from "../src/sessions/session-store.js";
 import { fakeBroker, fakeInfer, silentLog } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

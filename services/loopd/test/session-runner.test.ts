@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RpcError, Status } from "@boxmaker/common";
 import type { LoopdConfig } from "../src/config.js";
-import { SessionRunner } from "../src/session-runner.js";
-import { SessionStore } from "../src/session-store.js";
-import { ServerSlots } from "../src/server-slots.js";
-import { SlotMapCheck } from "../src/slot-map.js";
+import { SessionRunner } from "../src/loop/session-runner.js";
+import { SessionStore } from "../src/sessions/session-store.js";
+import { ServerSlots } from "../src/slots/server-slots.js";
+import { SlotMapCheck } from "../src/slots/slot-map.js";
 import { eventsSoFar, fakeBroker, fakeInfer, silentLog, type ScriptedReply } from "./fakes.js";
 import { tempDir } from "../../../test/support/tmp.js";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import type { ToolCallDelta } from "@boxmaker/common";
-import type { EventBody } from "../src/event-hub.js";
-import { ToolCallProgress } from "../src/tool-call-progress.js";
+import type { EventBody } from "../src/sessions/event-hub.js";
+import { ToolCallProgress } from "../src/loop/tool-call-progress.js";
 
 const EVERY = 250;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { create } from "@bufbuild/protobuf";
 import { ToolCallSchema, ToolDecision, type ToolCall } from "@boxmaker/common";
-import { runToolCall, type ToolDeps, type ToolOutcome } from "../src/tool-dispatch.js";
+import { runToolCall, type ToolDeps, type ToolOutcome } from "../src/loop/tool-dispatch.js";
 import { eventsSoFar, fakeBroker } from "./fakes.js";
 import { sessionPerTest } from "./session-fixture.js";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { TopK } from "../src/top-k.js";
-import { byRecency, type Listed } from "../src/session-store.js";
-import type { SessionSummary } from "../src/session-index.js";
+import { TopK } from "../src/sessions/top-k.js";
+import { byRecency, type Listed } from "../src/sessions/session-store.js";
+import type { SessionSummary } from "../src/sessions/session-index.js";
 
 const listed = (id: string, createdAt: number, updatedAt: number): Listed => ({
   summary: { id, createdAt, updatedAt } as SessionSummary,

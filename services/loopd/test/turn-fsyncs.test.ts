@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { runTurn } from "../src/agent-loop.js";
-import { SessionLog } from "../src/session-log.js";
+import { runTurn } from "../src/loop/agent-loop.js";
+import { SessionLog } from "../src/sessions/session-log.js";
 import { fakeBroker, fakeInfer, silentLog } from "./fakes.js";
 import { sessionPerTest } from "./session-fixture.js";
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { SessionRole, ToolDecision } from "@boxmaker/common";
-import { EventHub } from "../src/event-hub.js";
-import { summarize } from "../src/session-index.js";
-import { foldRecords } from "../src/session-state.js";
-import { Session, type RecordSink } from "../src/session.js";
+import { EventHub } from "../src/sessions/event-hub.js";
+import { summarize } from "../src/sessions/session-index.js";
+import { foldRecords } from "../src/sessions/session-state.js";
+import { Session, type RecordSink } from "../src/sessions/session.js";
 import { historyMessage, roleName, scheduleInfo, summaryInfo } from "../src/wire.js";
 
 const head = {

@@ -5,7 +5,7 @@
 // prefill-silence bench.
 import { Agent, request } from "undici";
 import { InferService, createClient, type RpcError } from "@boxmaker/common";
-import { PrefillPace, paceLimits } from "../../../services/inferproxy/src/prefill-pace.js";
+import { PrefillPace, paceLimits } from "../../../services/inferproxy/src/completion/prefill-pace.js";
 import type { RealLlama } from "./real-llama.js";
 
 export interface BatchSeen {

@@ -5,7 +5,7 @@
 // ones held. Each event carries the monotonic time (ns) at which it was made.
 import * as grpc from "@grpc/grpc-js";
 import { InferService, addService, prepareSocketPath } from "@boxmaker/common";
-import { completeChannel } from "../../dist/complete-channel.js";
+import { completeChannel } from "../../dist/completion/complete-channel.js";
 
 const [sock, holdMs] = [process.argv[2], Number(process.argv[3])];
 async function* busyCompletion() {

@@ -1,4 +1,4 @@
-import type { StreamResponse } from "../../src/llama-client.js";
+import type { StreamResponse } from "../../src/upstream/llama-client.js";
 
 /**
  * A response body the test writes into, in place of a socket: chunks are read
