@@ -39,7 +39,7 @@ async function connect({ socket, stackRecord, timeoutMs }: GlobalOptions) {
     import("@boxmaker/common/client"),
     probe(choice, stackRecord),
   ]);
-  return createClient(LoopService, choice.path, callLimits(timeoutMs));
+  return createClient(LoopService, choice.path, { ...callLimits(timeoutMs), peer: "loopd" });
 }
 
 /**

@@ -72,10 +72,19 @@ function limitsOf(m: DescMethod, options: ClientOptions): CallLimits {
   };
 }
 
+/**
+ * What grpc-js says when the connection itself broke (the peer died or
+ * restarted mid-call), as opposed to an error the peer sent or a reply that
+ * was no gRPC (a stream reset, an HTTP status: those keep grpc-js's words).
+ * These name no daemon, so the error says which connection it was.
+ */
+const BROKEN_CONNECTION =
+  /Connection dropped|ECONNRESET|ECONNREFUSED|EPIPE|No connection established|socket hang up|Connection closed/i;
+
 /** One call's failure as an RpcError; a deadline this client set says whom it waited for and how long. */
 function clientError(
   err: unknown,
-  call: { method: string; socketPath: string; deadline?: number; timeoutMs?: number },
+  call: { method: string; socketPath: string; peer: string; deadline?: number; timeoutMs?: number },
 ) {
   if (!isServiceError(err)) return toRpcError(err);
   const status = err.code as number as Status;
@@ -85,8 +94,20 @@ function clientError(
       status,
       `${call.method}: deadline exceeded: ${call.socketPath} did not answer within ${seconds(call.timeoutMs ?? 0)}`,
     );
-  const details = decodeErrorDetails(err.metadata?.get(ERROR_DETAILS_TRAILER)[0]);
-  return RpcError.fromWire(status, err.details ?? err.message, details);
+  const trailer = err.metadata?.get(ERROR_DETAILS_TRAILER)[0];
+  const details = decodeErrorDetails(trailer);
+  const said = err.details ?? err.message;
+  if (
+    trailer === undefined &&
+    (status === Status.UNAVAILABLE || status === Status.INTERNAL) &&
+    BROKEN_CONNECTION.test(said)
+  )
+    return RpcError.fromWire(
+      status,
+      `${call.method}: the connection to ${call.peer} (${call.socketPath}) broke: ${said}`,
+      details,
+    );
+  return RpcError.fromWire(status, said, details);
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
@@ -141,7 +162,7 @@ export function createClient<T extends GenServiceMethods>(
       if (opts?.signal?.aborted) throw cancelled();
       const deadline = timeoutMs ? Date.now() + timeoutMs : undefined;
       const callOptions: grpc.CallOptions = deadline !== undefined ? { deadline } : {};
-      return { about: { method: m.name, socketPath, deadline, timeoutMs }, callOptions };
+      return { about: { method: m.name, socketPath, peer: peer.name, deadline, timeoutMs }, callOptions };
     };
     if (m.methodKind === "bidi_streaming") {
       client[m.localName] = (opts?: CallOptions) => {

@@ -64,8 +64,11 @@ export class BlobStoreUnavailable extends BoxmakerError {
 
 /** A turn (or its wait for a slot) stopped by the operator or by loopd shutting down. */
 export class TurnCancelled extends BoxmakerError {
-  constructor(reason: string) {
+  /** A person (or a client on their behalf) asked for it, as opposed to loopd stopping. */
+  readonly byOperator: boolean;
+  constructor(reason: string, opts: { byOperator?: boolean } = {}) {
     super("TURN_CANCELLED", reason, { status: Status.CANCELLED });
+    this.byOperator = opts.byOperator ?? false;
   }
 }
 

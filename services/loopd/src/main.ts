@@ -141,7 +141,9 @@ runMain(async () => {
       serverSlots.stop();
       upkeep?.stop();
       schedules.stop();
-      await runner.drain("loopd is shutting down");
+      await runner.drain(
+        "loopd is stopping (a restart or shutdown); the session keeps your message and what was written so far: `boxmaker chat -c` continues it once loopd is back",
+      );
     },
     onStop: () => {
       channel.close();

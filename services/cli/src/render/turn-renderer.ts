@@ -272,6 +272,8 @@ export class TurnRenderer {
         break;
       case "turnDone": {
         this.endReasoning();
+        // Cancelled by no one here (loopd stopping): the person is told why, not left to think it was their Ctrl-C.
+        if (e.value.cancelReason) this.prose(`turn cancelled: ${e.value.cancelReason}`, s.yellow, "  ");
         const t = e.value.timings;
         const prompt = (t?.cacheN ?? 0) + (t?.promptN ?? 0);
         const summary = [

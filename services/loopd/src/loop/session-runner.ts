@@ -203,6 +203,7 @@ export class SessionRunner {
   }
 
   /** Cancels every running turn and waits until each has closed its records. */
+  /** Cancels every running and waiting turn, each told why (a person's client shows it), and waits for them to end. */
   async drain(reason: string): Promise<void> {
     for (const s of this.d.store.list()) s.running?.abort(new TurnCancelled(reason));
     await Promise.allSettled([...this.inFlight]);
@@ -211,7 +212,7 @@ export class SessionRunner {
   cancel(id: string): boolean {
     const s = this.get(id);
     if (!s.running) return false;
-    s.running.abort(new TurnCancelled("cancelled by the operator"));
+    s.running.abort(new TurnCancelled("cancelled by the operator", { byOperator: true }));
     return true;
   }
 
@@ -250,6 +251,8 @@ export class SessionRunner {
       // turnEndEvent builds a plain init object: the session's cache health rides on it.
       if (end?.case === "turnDone")
         (end.value as { cacheHealth?: unknown }).cacheHealth = this.cacheHealth.ofSession(s.id);
+      if (end?.case === "turnDone" && result.finishReason === "cancelled")
+        (end.value as { cancelReason?: string }).cancelReason = unaskedCancel(signal);
     } catch (err) {
       // Only failures outside the loop land here (cancelled while queued, a log that cannot be written).
       const cancelled = signal.aborted;
@@ -257,7 +260,7 @@ export class SessionRunner {
         { session: s.id, err: messageOf(err) },
         cancelled ? "turn cancelled before it ran" : "turn failed",
       );
-      end = abandonedTurnEvent(err, cancelled);
+      end = abandonedTurnEvent(err, cancelled, unaskedCancel(signal));
       failure = { err };
     }
     // The one place a turn's end is announced, however the turn ended; the slot is still held.
@@ -280,4 +283,10 @@ export class SessionRunner {
     this.blobs.pin(s);
     return result!;
   }
+}
+
+/** The reason a turn was cancelled when nobody asked for it; "" for a person's cancel. */
+function unaskedCancel(signal: AbortSignal): string {
+  const why = signal.reason;
+  return why instanceof TurnCancelled && !why.byOperator ? why.message : "";
 }

@@ -58,11 +58,11 @@ export function turnEndEvent(r: TurnResult): EventBody {
  * for its slot, or failed before the loop could report it (a log that cannot
  * be written).
  */
-export function abandonedTurnEvent(err: unknown, cancelled: boolean): EventBody {
+export function abandonedTurnEvent(err: unknown, cancelled: boolean, cancelReason = ""): EventBody {
   if (cancelled) {
     return {
       case: "turnDone",
-      value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "" },
+      value: { finishReason: "cancelled", iterations: 0, cacheHitRatio: 0, wallMs: 0, finalText: "", cancelReason },
     };
   }
   const e = turnError(err);
