@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import type { BrokerConfig, SandboxLimits } from "./config-types.js";
 import { Refused } from "./errors.js";
@@ -6,6 +6,7 @@ import { type Bridge, bridgeArgs, bridgePrelude } from "./net-proxy/bridge.js";
 import type { ConnectionRecord, NetProxy } from "./net-proxy/server.js";
 import { lateSecrets, uncheckedNotice, withheldNotice } from "./policy/late-secrets.js";
 import type { WorkspaceScan } from "./policy/paths.js";
+import { runProcessGroup } from "./process-group.js";
 
 export interface SandboxRequest {
   command: string;
@@ -328,88 +329,26 @@ export class Sandbox {
     before?: WorkspaceScan,
     bridge?: Bridge,
   ): Promise<SandboxResult> {
-    const [cmd, args] = before
+    const [command, args] = before
       ? [this.config.bwrap_path, bwrapArgs({ ...this.layout(req, before), ...(bridge ? { bridge } : {}) })]
       : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
-    const cap = this.config.output_cap_bytes;
-    return new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, {
-        cwd: req.cwd,
-        env: CLEAN_ENV,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      let dropped = 0;
-      let timedOut = false;
-      const take = (b: Buffer) => {
-        const room = cap - kept;
-        if (room > 0) {
-          chunks.push(room >= b.length ? b : b.subarray(0, room));
-          kept += Math.min(room, b.length);
-        }
-        dropped += Math.max(0, b.length - Math.max(room, 0));
-      };
-      child.stdout!.on("data", take);
-      child.stderr!.on("data", take);
-      // The whole process group: a shell's children must not outlive the limit.
-      const kill = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          /* already gone */
-        }
-      };
-      // A process that left the group (setsid) may keep our pipes open: after the
-      // kill, wait this long for them to close, then stop reading and answer.
-      const PIPE_GRACE_MS = 300;
-      let graceTimer: NodeJS.Timeout | undefined;
-      let exited: { code: number | null; sig: NodeJS.Signals | null } | undefined;
-      let settled = false;
-      const settle = (code: number | null, sig: string | null) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        clearTimeout(graceTimer);
-        signal?.removeEventListener("abort", onAbort);
-        child.stdout!.destroy();
-        child.stderr!.destroy();
-        resolve({
-          exitCode: code,
-          signal: sig,
-          output: Buffer.concat(chunks).toString("utf8"),
-          droppedBytes: dropped,
-          timedOut,
-          ...(before ? { before } : {}),
-        });
-      };
-      const killAndWait = () => {
-        kill();
-        clearTimeout(graceTimer);
-        graceTimer = setTimeout(
-          () => settle(exited?.code ?? null, exited?.sig ?? (timedOut ? "SIGKILL" : null)),
-          PIPE_GRACE_MS,
-        );
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        killAndWait();
-      }, req.timeoutMs);
-      const onAbort = () => killAndWait();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      child.once("error", (err) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        reject(err);
-      });
-      // The command's shell ended: whatever it left running in its group goes with it
-      // (bwrap's pid namespace does the same for sandboxed runs).
-      child.once("exit", (code, sig) => {
-        exited = { code, sig };
-        killAndWait();
-      });
-      child.once("close", (code, sig) => settle(code, sig));
-    });
+    // The command's shell ends and whatever it left running in its group goes with it
+    // (bwrap's pid namespace does the same for sandboxed runs).
+    return runProcessGroup({
+      command,
+      args,
+      env: CLEAN_ENV,
+      cwd: req.cwd,
+      outputCapBytes: this.config.output_cap_bytes,
+      timeoutMs: req.timeoutMs,
+      signal,
+    }).then((r) => ({
+      exitCode: r.exitCode,
+      signal: r.signal,
+      output: r.output,
+      droppedBytes: r.droppedBytes,
+      timedOut: r.timedOut,
+      ...(before ? { before } : {}),
+    }));
   }
 }
