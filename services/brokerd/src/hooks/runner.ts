@@ -1,6 +1,7 @@
 import { messageOf } from "@boxmaker/common";
 import { runProcessGroup } from "../process-group.js";
-import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
+import { CLEAN_ENV } from "../clean-env.js";
+import type { Sandbox } from "../sandbox.js";
 import type { HookInput, HookSpec } from "./types.js";
 
 export interface HookRun {
