@@ -7,7 +7,7 @@ import { Refused } from "./errors.js";
 import type { Bridge } from "./net-proxy/bridge.js";
 import type { ConnectionRecord, NetProxy } from "./net-proxy/server.js";
 import { lateSecrets, uncheckedNotice, withheldNotice } from "./policy/late-secrets.js";
-import type { WorkspaceScan } from "./policy/paths.js";
+import type { WorkspaceScan } from "./policy/workspace-scan.js";
 import { runProcessGroup } from "./process-group.js";
 
 // The command line is its own module; the tests of its shape import it from here, with the Sandbox.
