@@ -1,13 +1,12 @@
-import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { BoxmakerError, Status, atomicWrite } from "@boxmaker/common";
+import { atomicWrite } from "@boxmaker/common";
+import { BLOB_HASH, BLOB_PREFIX, sha256 } from "./blob-hash.js";
+import { BlobPinOverCap, BlobPins } from "./blob-pins.js";
 import { ToolError } from "./errors.js";
 
-export const BLOB_PREFIX = "blob:sha256:";
-const HEX = /^[0-9a-f]{64}$/;
-
-export const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+// The hash and the pins are their own modules; the store's users and tests import them from here.
+export { BLOB_PREFIX, BlobPinOverCap, sha256 };
 
 export interface BlobStoreOptions {
   /** Above this many bytes the least recently used unpinned blobs are evicted; 0 = no cap. */
@@ -31,20 +30,6 @@ interface Entry {
   used: number;
 }
 
-const PINS = "pins.json";
-
-/** A pin refused because the blobs pinned would hold more than the store's cap. */
-export class BlobPinOverCap extends BoxmakerError {
-  constructor(owner: string, wouldPin: number, capBytes: number) {
-    super(
-      "BLOB_PIN_OVER_CAP",
-      `pinning these blobs for ${owner.slice(0, 200)} would keep ${wouldPin} bytes pinned, more than the blob store's cap of ${capBytes} bytes (blob_cap_bytes); ` +
-        `the pin was refused and ${owner.slice(0, 200)}'s earlier pins stand: raise blob_cap_bytes, or archive sessions to release theirs`,
-      { status: Status.RESOURCE_EXHAUSTED },
-    );
-  }
-}
-
 /**
  * Content-addressed store: a text is kept whole, once, under its sha256.
  * Bounded: above `capBytes` the least recently used blobs go, except those a
@@ -66,7 +51,7 @@ export class BlobPinOverCap extends BoxmakerError {
 export class BlobStore {
   private readonly index = new Map<string, Entry>();
   private total = 0;
-  private readonly pins = new Map<string, Set<string>>();
+  private readonly pins: BlobPins;
   private evicted = 0;
   private evictedBytes = 0;
   readonly capBytes: number;
@@ -80,7 +65,7 @@ export class BlobStore {
     this.now = opts.now ?? Date.now;
     mkdirSync(dir, { recursive: true, mode: 0o750 });
     this.scan();
-    this.loadPins();
+    this.pins = new BlobPins(join(dir, "pins.json"));
   }
 
   private pathOf(hash: string): string {
@@ -101,7 +86,7 @@ export class BlobStore {
           }
           continue;
         }
-        if (!HEX.test(f)) continue;
+        if (!BLOB_HASH.test(f)) continue;
         try {
           const st = statSync(p);
           this.index.set(f, { bytes: st.size, used: st.mtimeMs });
@@ -111,23 +96,6 @@ export class BlobStore {
         }
       }
     }
-  }
-
-  private loadPins(): void {
-    try {
-      const raw = JSON.parse(readFileSync(join(this.dir, PINS), "utf8")) as Record<string, string[]>;
-      for (const [owner, hashes] of Object.entries(raw))
-        this.pins.set(owner, new Set(hashes.filter((h) => HEX.test(h))));
-    } catch {
-      // none yet, or unreadable: loopd pins a session again when its set changes and after loopd restarts
-    }
-  }
-
-  private savePins(): void {
-    const obj: Record<string, string[]> = {};
-    for (const [owner, set] of this.pins) if (set.size) obj[owner] = [...set].sort();
-    const p = join(this.dir, PINS);
-    atomicWrite(p, JSON.stringify(obj));
   }
 
   has(hash: string): boolean {
@@ -146,10 +114,8 @@ export class BlobStore {
     if (existed) {
       this.touch(hash);
     } else {
-      if (this.capBytes && this.pinnedBy(hash).length && this.pinnedBytes() + bytes > this.capBytes) {
-        for (const owner of this.pinnedBy(hash)) this.pins.get(owner)?.delete(hash);
-        this.savePins();
-      }
+      if (this.capBytes && this.pins.owners(hash).length && this.pinnedBytes() + bytes > this.capBytes)
+        this.pins.release(hash);
       mkdirSync(join(this.dir, hash.slice(0, 2)), { recursive: true, mode: 0o750 });
       atomicWrite(p, text);
       this.index.set(hash, { bytes, used: this.now() });
@@ -171,30 +137,17 @@ export class BlobStore {
     }
   }
 
-  private pinned(): Set<string> {
-    const all = new Set<string>();
-    for (const set of this.pins.values()) for (const h of set) all.add(h);
-    return all;
-  }
-
-  private pinnedBy(hash: string): string[] {
-    return [...this.pins].filter(([, set]) => set.has(hash)).map(([owner]) => owner);
-  }
-
   /** Bytes of the stored blobs some owner pins, with `owner`'s pins replaced by `instead` when given. */
   private pinnedBytes(owner?: string, instead?: ReadonlySet<string>): number {
-    const all = new Set<string>();
-    for (const [o, set] of this.pins) if (o !== owner || !instead) for (const h of set) all.add(h);
-    if (instead) for (const h of instead) all.add(h);
     let n = 0;
-    for (const h of all) n += this.index.get(h)?.bytes ?? 0;
+    for (const h of this.pins.hashes(owner, instead)) n += this.index.get(h)?.bytes ?? 0;
     return n;
   }
 
   /** Least recently used first, never a pinned blob nor `keep`, until the store is under its cap. */
   private evict(keep: string): void {
     if (!this.capBytes || this.total <= this.capBytes) return;
-    const pinned = this.pinned();
+    const pinned = this.pins.hashes();
     const victims = [...this.index].filter(([h]) => h !== keep && !pinned.has(h)).sort((a, b) => a[1].used - b[1].used);
     for (const [h, e] of victims) {
       if (this.total <= this.capBytes) break;
@@ -217,19 +170,15 @@ export class BlobStore {
    */
   pin(owner: string, refs: readonly string[]): { pinned: number; missing: number } {
     const hashes = new Set(
-      refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => HEX.test(h)),
+      refs.map((r) => (r.startsWith(BLOB_PREFIX) ? r.slice(BLOB_PREFIX.length) : r)).filter((h) => BLOB_HASH.test(h)),
     );
-    const before = this.pins.get(owner);
     if (this.capBytes && hashes.size) {
       const would = this.pinnedBytes(owner, hashes);
       // Only a pin that adds bytes is refused: one that shrinks an over-cap set
       // (pins.json from before this check, say) is how it gets back under.
       if (would > this.capBytes && would > this.pinnedBytes()) throw new BlobPinOverCap(owner, would, this.capBytes);
     }
-    const same = before && before.size === hashes.size && [...hashes].every((h) => before.has(h));
-    if (hashes.size) this.pins.set(owner, hashes);
-    else this.pins.delete(owner);
-    if (!same && (hashes.size || before)) this.savePins();
+    this.pins.replace(owner, hashes);
     return { pinned: hashes.size, missing: [...hashes].filter((h) => !this.index.has(h)).length };
   }
 
@@ -255,7 +204,7 @@ export class BlobStore {
       blobs: this.index.size,
       bytes: this.total,
       capBytes: this.capBytes,
-      pinned: [...this.pinned()].filter((h) => this.index.has(h)).length,
+      pinned: [...this.pins.hashes()].filter((h) => this.index.has(h)).length,
       pinnedBytes: this.pinnedBytes(),
       evicted: this.evicted,
       evictedBytes: this.evictedBytes,
@@ -265,7 +214,7 @@ export class BlobStore {
   /** Accepts `blob:sha256:<hex>` or the bare hex; anything else is the model's mistake. */
   static parseRef(ref: string): string {
     const hex = ref.trim().startsWith(BLOB_PREFIX) ? ref.trim().slice(BLOB_PREFIX.length) : ref.trim();
-    if (!HEX.test(hex))
+    if (!BLOB_HASH.test(hex))
       throw new ToolError(`"${ref}" is not a blob reference; it looks like ${BLOB_PREFIX}<64 hex digits>`);
     return hex;
   }

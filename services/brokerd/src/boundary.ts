@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { dirname, resolve, sep } from "node:path";
 import { checkSocketPath, ConfigError } from "@boxmaker/common";
 import type { BrokerConfig } from "./config-types.js";
-import { canonicalize } from "./policy/paths.js";
+import { canonicalize } from "./policy/canonical-path.js";
 
 const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
 

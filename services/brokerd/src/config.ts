@@ -6,124 +6,20 @@ import {
   MapOf,
   Nullable,
   parseConfig,
-  type Static,
   StringEnum,
   Type,
 } from "@boxmaker/common";
+import { positive, strings } from "./config-schema-parts.js";
 import { operatorHooksSchema } from "./hooks/schema.js";
+import { mcpServerSchema } from "./mcp/server-config.js";
+import { DEFAULT_SECRET_PATTERNS } from "./policy/secret-patterns.js";
+import { sandboxConfigSchema } from "./sandbox-config.js";
+
+// The defaults' own module; the tests that match against them import them from here.
+export { DEFAULT_SECRET_PATTERNS } from "./policy/secret-patterns.js";
 
 const EFFECTS = ["allow", "ask", "deny"] as const;
-const RISKS = ["read", "write", "exec", "network"] as const;
 const effect = (options = {}) => StringEnum(EFFECTS, options);
-const strings = (options = {}) => Type.Array(Type.String(), options);
-const positive = (def: number) => Type.Integer({ minimum: 1, default: def });
-
-/** Matched case-insensitively against every segment run of a path (see policy/glob.ts). */
-export const DEFAULT_SECRET_PATTERNS = [
-  ".env",
-  ".env.*",
-  ".envrc",
-  "*.pem",
-  "*.key",
-  "*.p12",
-  "*.pfx",
-  "*.jks",
-  "*.keystore",
-  "id_rsa*",
-  "id_dsa*",
-  "id_ecdsa*",
-  "id_ed25519*",
-  ".ssh",
-  ".gnupg",
-  ".aws/credentials",
-  ".aws/config",
-  ".netrc",
-  ".git-credentials",
-  ".git/config",
-  ".npmrc",
-  ".pypirc",
-  ".pgpass",
-  ".htpasswd",
-  ".docker/config.json",
-  ".kube/config",
-  "kubeconfig",
-  "*.kubeconfig",
-  "credentials.json",
-  "client_secret*.json",
-  "service-account*.json",
-  "secrets.yaml",
-  "secrets.yml",
-  "secrets.json",
-  "*.tfstate",
-  "*.tfstate.*",
-  "*.tfvars",
-  // Backups and variants of the above an editor or a person leaves beside them.
-  ".env~",
-  "*.env",
-  ".env*.bak",
-  // Credentials of common tools, where each keeps them.
-  ".vault-token",
-  ".config/gh/hosts.yml",
-  ".config/hub",
-  ".config/gcloud",
-  "application_default_credentials.json",
-  ".azure",
-  ".oci/config",
-  ".boto",
-  ".s3cfg",
-  ".config/rclone/rclone.conf",
-  ".config/doctl",
-  ".cargo/credentials",
-  ".cargo/credentials.toml",
-  ".gem/credentials",
-  ".m2/settings.xml",
-  ".m2/settings-security.xml",
-  ".gradle/gradle.properties",
-  ".composer/auth.json",
-  ".config/containers/auth.json",
-  ".terraformrc",
-  ".terraform.d/credentials.tfrc.json",
-  ".kaggle/kaggle.json",
-  ".huggingface/token",
-  ".cache/huggingface/token",
-  ".config/sops",
-  ".my.cnf",
-  ".mylogin.cnf",
-  "*.ppk",
-  "*.kdbx",
-  "*.gpg",
-  ".password-store",
-  ".local/share/keyrings",
-  ".Xauthority",
-  // Shell and REPL histories: commands typed with tokens in them.
-  ".*_history",
-  ".*history.txt",
-  ".lesshst",
-  ".viminfo",
-  // Browser profiles: cookies and saved passwords.
-  ".mozilla",
-  ".config/google-chrome",
-  ".config/chromium",
-  ".config/BraveSoftware",
-];
-
-const DEFAULT_RO_PATHS = [
-  "/usr",
-  "/bin",
-  "/sbin",
-  "/lib",
-  "/lib64",
-  "/nix/store",
-  "/run/current-system",
-  "/etc/alternatives",
-  "/etc/ld.so.cache",
-  "/etc/ssl",
-  "/etc/ca-certificates",
-  "/etc/passwd",
-  "/etc/group",
-  "/etc/localtime",
-  "/etc/nsswitch.conf",
-];
 
 /** One operator rule; see policy/rules.ts for how rules combine. */
 const policyRule = Type.Object(
@@ -143,43 +39,6 @@ const policyRule = Type.Object(
   { additionalProperties: false },
 );
 
-/** Kernel limits on every command (rlimits set inside the sandbox before the command starts). */
-const sandboxLimits = Type.Object(
-  {
-    /** RLIMIT_NPROC (not enforced by the kernel for uid 0: run brokerd as its own user). */
-    max_processes: positive(256),
-    /** RLIMIT_DATA: heap and private writable mappings per process. */
-    max_memory_bytes: positive(1024 * 1024 * 1024),
-    /** RLIMIT_FSIZE: the largest file one process may write (also bounds each file in /tmp). */
-    max_file_bytes: positive(512 * 1024 * 1024),
-    /** RLIMIT_NOFILE. */
-    max_open_files: positive(1024),
-  },
-  { additionalProperties: false, default: {} },
-);
-
-/** The allowlist proxy commands reach the network through (net-proxy/); off by default. */
-const netProxy = Type.Object(
-  {
-    enabled: Type.Boolean({ default: false }),
-    /** The bridge run inside the sandbox, from its loopback port to the proxy's Unix socket. */
-    socat_path: Type.String({ minLength: 1, default: "/usr/bin/socat" }),
-    /** The port on the sandbox's own loopback that HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name. */
-    port: Type.Integer({ minimum: 1, maximum: 65535, default: 3128 }),
-    /** Hosts (canonical, or any spelling of one) that may be private, loopback or link-local addresses. */
-    allow_private_hosts: strings({ default: [] }),
-    /** Host → IP address, used instead of DNS (an /etc/hosts of the proxy's own). */
-    addresses: MapOf(Type.String({ pattern: "^[0-9a-fA-F:.]{2,45}$" }), { default: {}, required: [] }),
-    /** DNS and the upstream connect, each. */
-    connect_timeout_ms: positive(10_000),
-    /** How long a client may take to say where it wants to go. */
-    handshake_timeout_ms: positive(10_000),
-    /** Connections open at once, per command. */
-    max_connections: positive(64),
-  },
-  { additionalProperties: false, default: {} },
-);
-
 /** A core tool another daemon runs (loopd's spawn_agent): declared here so the epoch's array includes it. */
 const extraCoreTool = Type.Object(
   {
@@ -189,69 +48,6 @@ const extraCoreTool = Type.Object(
   },
   { additionalProperties: false },
 );
-
-// What if/then/else asks of each transport. One object shape with a conditional requirement, not a
-// union: ajv fills no defaults inside anyOf or oneOf. The type is the union the condition makes.
-const stdioTransport = Type.Object({ transport: Type.Optional(Type.Literal("stdio")) });
-const stdioNeeds = Type.Object({ command: Type.String() });
-const httpNeeds = Type.Object({ url: Type.String() });
-
-const mcpServerObject = Type.Object(
-  {
-    transport: StringEnum(["stdio", "http"]),
-    command: Nullable(Type.String({ minLength: 1 })),
-    args: strings({ default: [] }),
-    env: MapOf(Type.String(), { required: [], default: {} }),
-    cwd: Nullable(Type.String()),
-    url: Nullable(Type.String({ pattern: "^https?://" })),
-    headers: MapOf(Type.String(), { required: [], default: {} }),
-    /**
-     * How policy treats a tool of this server whose annotations say nothing
-     * (readOnlyHint → read, destructiveHint → write, openWorldHint → network);
-     * default write (each call asks a person). `tools.<name>.risk` overrides both.
-     */
-    risk: StringEnum(RISKS, { default: "write" }),
-    /** A call's deadline without progress; progress notifications extend it up to max_total_timeout_ms. */
-    timeout_ms: positive(30_000),
-    /** Starting the server and listing its tools. */
-    connect_timeout_ms: positive(10_000),
-    /** The hard ceiling for one call, however much progress it reports. */
-    max_total_timeout_ms: positive(600_000),
-    /** stdio only: run the server in the bwrap sandbox commands use (default true). */
-    sandbox: Type.Boolean({ default: true }),
-    /** stdio only: extra paths the sandboxed server may read, or read and write. */
-    ro_paths: strings({ default: [] }),
-    rw_paths: strings({ default: [] }),
-    /** Hosts the server reaches: granting any gives a sandboxed server the network, and policy sees them on every call. */
-    hosts: strings({ default: [] }),
-    /**
-     * Argument names holding paths, checked by the path policy like built-in
-     * tools' paths (and passed on resolved). Unset: path, paths, source,
-     * destination, file, directory when the tool's schema has them; [] turns it off.
-     */
-    path_args: Nullable(strings()),
-    /** Per-tool overrides. */
-    tools: MapOf(
-      Type.Object(
-        { risk: Nullable(StringEnum(RISKS)), path_args: Nullable(strings()), hidden: Nullable(Type.Boolean()) },
-        { additionalProperties: false },
-      ),
-      { default: {}, required: [] },
-    ),
-  },
-  {
-    additionalProperties: false,
-    if: stdioTransport,
-    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keyword, not a thenable.
-    then: stdioNeeds,
-    else: httpNeeds,
-  },
-);
-type McpServerFields = Omit<Static<typeof mcpServerObject>, "transport">;
-const mcpServer = Type.Unsafe<
-  | (McpServerFields & { transport: "stdio" } & Static<typeof stdioNeeds>)
-  | (McpServerFields & { transport: "http" } & Static<typeof httpNeeds>)
->(mcpServerObject);
 
 /**
  * The one source of truth for brokerd's settings, their defaults and their
@@ -307,20 +103,7 @@ export const brokerConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    sandbox: Type.Object(
-      {
-        mode: StringEnum(["bwrap", "none"], { default: "bwrap" }),
-        allow_unsandboxed: Type.Boolean({ default: false }),
-        bwrap_path: Type.String({ default: "/usr/bin/bwrap" }),
-        timeout_ms: positive(120_000),
-        output_cap_bytes: positive(1024 * 1024),
-        network: Type.Boolean({ default: false }),
-        ro_paths: strings({ default: DEFAULT_RO_PATHS }),
-        limits: sandboxLimits,
-        net_proxy: netProxy,
-      },
-      { additionalProperties: false, default: {} },
-    ),
+    sandbox: sandboxConfigSchema,
     result_cap_bytes: positive(16 * 1024),
     /** fetch_url (extended tool, risk network): limits, and private addresses a person allowed. */
     fetch_url: Type.Object(
@@ -381,7 +164,11 @@ export const brokerConfigSchema = Type.Object(
     ),
     find_tool_results: Type.Integer({ minimum: 1, maximum: 10, default: 3 }),
     extra_core_tools: Type.Array(extraCoreTool, { default: [] }),
-    mcp_servers: MapOf(mcpServer, { default: {}, propertyNames: { pattern: "^[a-zA-Z0-9_-]{1,32}$" }, required: [] }),
+    mcp_servers: MapOf(mcpServerSchema, {
+      default: {},
+      propertyNames: { pattern: "^[a-zA-Z0-9_-]{1,32}$" },
+      required: [],
+    }),
     mcp_reconnect: Type.Object(
       { initial_ms: positive(1_000), max_ms: positive(60_000) },
       { additionalProperties: false, default: {} },

@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { resolve, sep } from "node:path";
 import { ConfigError } from "@boxmaker/common";
 import type { BrokerConfig } from "./config-types.js";
-import { canonicalize } from "./policy/paths.js";
+import { canonicalize } from "./policy/canonical-path.js";
 
 const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
 

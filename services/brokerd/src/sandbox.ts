@@ -1,11 +1,18 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import type { BrokerConfig, SandboxLimits } from "./config-types.js";
+import { type BwrapLayout, bwrapArgs, shellArgv, visibleIn } from "./bwrap-args.js";
+import { CLEAN_ENV } from "./clean-env.js";
+import type { BrokerConfig } from "./config-types.js";
 import { Refused } from "./errors.js";
-import { type Bridge, bridgeArgs, bridgePrelude } from "./net-proxy/bridge.js";
-import type { ConnectionRecord, NetProxy } from "./net-proxy/server.js";
+import type { Bridge } from "./net-proxy/bridge.js";
+import type { ConnectionRecord } from "./net-proxy/connection-record.js";
+import type { NetProxy } from "./net-proxy/server.js";
 import { lateSecrets, uncheckedNotice, withheldNotice } from "./policy/late-secrets.js";
-import type { WorkspaceScan } from "./policy/paths.js";
+import type { WorkspaceScan } from "./policy/workspace-scan.js";
+import { runProcessGroup } from "./process-group.js";
+
+// The command line is its own module; the tests of its shape import it from here, with the Sandbox.
+export { bwrapArgs } from "./bwrap-args.js";
 
 export interface SandboxRequest {
   command: string;
@@ -30,104 +37,6 @@ export interface SandboxResult {
   /** What the command opened through the network proxy (when it is on). */
   connections?: ConnectionRecord[];
 }
-
-export interface BwrapLayout {
-  /** System paths exposed read-only; a symlink on the host stays a symlink (usr-merged /bin). */
-  ro: Array<{ path: string; symlinkTo?: string }>;
-  /** Workspace roots, writable. */
-  rw: string[];
-  /** Protected paths inside a root, bound read-only over it. */
-  roInside: string[];
-  /** Secrets inside a root, masked: files by /dev/null, directories by an empty tmpfs. */
-  hidden: { path: string; dir: boolean }[];
-  /** Protected workspace paths that exist (git's directory, dotfiles, AGENTS.md…), bound read-only. */
-  readOnly?: string[];
-  /** Directories bound onto themselves so they cannot be renamed (the parents of the above). */
-  pinned?: string[];
-  /** When set, only these directories of the roots are there (read-write); the rest of each root is empty. */
-  writable?: string[];
-  network: boolean;
-  cwd: string;
-  command: string;
-  /** Kernel limits set (ulimit) before `command` runs; absent: none. */
-  limits?: SandboxLimits;
-  /** A program to run directly instead of `/bin/sh -c command` (an MCP server over stdio). */
-  argv?: string[];
-  /** The network proxy's bridge: its socket bound in, the proxy variables set, socat started first. */
-  bridge?: Bridge;
-}
-
-/** The bwrap command line, pure so its shape is tested without running anything. */
-export function bwrapArgs(l: BwrapLayout): string[] {
-  const a = [
-    "--die-with-parent",
-    "--new-session",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--cap-drop",
-    "ALL",
-  ];
-  if (!l.network) a.push("--unshare-net");
-  for (const r of l.ro) {
-    if (r.symlinkTo !== undefined) a.push("--symlink", r.symlinkTo, r.path);
-    else a.push("--ro-bind", r.path, r.path);
-  }
-  if (l.network)
-    a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts");
-  // /tmp comes before the workspace so a workspace under /tmp is not hidden by the tmpfs.
-  a.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-  const inWritable = visibleIn(l.writable);
-  // A rule's paths confine the command to what they name, reading as well as writing: the roots are
-  // empty directories and only the named ones are bound in. A path outside them (`cat ../private/x`,
-  // a hard link to it) is not there to open, whatever name the command finds for it.
-  for (const r of l.rw) a.push(...(l.writable ? ["--dir", r] : ["--bind", r, r]));
-  for (const w of l.writable ?? []) a.push("--bind-try", w, w);
-  // Outermost first: a pinned parent bound after its child's mount would not cover it. `-try`: a path
-  // that vanished between the scan and the start (or a protected path not created yet) skips its bind
-  // instead of failing every command. Outside a rule's paths there is nothing to protect or mask.
-  for (const d of (l.pinned ?? []).filter(inWritable)) a.push("--bind-try", d, d);
-  for (const p of l.roInside.filter(inWritable)) a.push("--ro-bind-try", p, p);
-  for (const p of (l.readOnly ?? []).filter(inWritable)) a.push("--ro-bind-try", p, p);
-  for (const h of l.hidden.filter((x) => inWritable(x.path)))
-    a.push(...(h.dir ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path]));
-  if (l.bridge) a.push(...bridgeArgs(l.bridge));
-  a.push("--chdir", l.cwd, "--", ...(l.argv ?? shellArgv(l.command, l.limits, l.bridge && bridgePrelude(l.bridge))));
-  return a;
-}
-
-/** Whether a workspace path is there for the command: all of it, or only what a rule's `paths` name. */
-const visibleIn =
-  (writable: string[] | undefined) =>
-  (p: string): boolean =>
-    !writable || writable.some((w) => p === w || p.startsWith(`${w}/`));
-
-/**
- * `/bin/sh -c command`, with the rlimits set first by a wrapper shell that then
- * execs the command's shell: processes (`-p` in dash, `-u` in bash), data
- * segment, file size, open files. A limit the shell cannot set fails the run.
- */
-function shellArgv(command: string, limits?: SandboxLimits, prelude = ""): string[] {
-  if (!limits)
-    return prelude ? ["/bin/sh", "-c", `${prelude}exec /bin/sh -c "$1"`, "sh", command] : ["/bin/sh", "-c", command];
-  const kb = (b: number) => Math.max(1, Math.floor(b / 1024));
-  const blocks = (b: number) => Math.max(1, Math.floor(b / 512));
-  // The prelude (the network bridge) runs before the limits: they are the command's, not brokerd's relay's.
-  const script =
-    prelude +
-    `{ ulimit -p ${limits.max_processes} 2>/dev/null || ulimit -u ${limits.max_processes}; } && ` +
-    `ulimit -d ${kb(limits.max_memory_bytes)} && ulimit -f ${blocks(limits.max_file_bytes)} && ulimit -n ${limits.max_open_files} ` +
-    `|| { echo "boxmaker: cannot set the sandbox's resource limits" >&2; exit 126; }; exec /bin/sh -c "$1"`;
-  return ["/bin/sh", "-c", script, "sh", command];
-}
-
-/** Only what a build needs; nothing of brokerd's own environment (tokens, sockets) leaks in. */
-export const CLEAN_ENV: Readonly<Record<string, string>> = {
-  PATH: "/run/current-system/sw/bin:/usr/local/bin:/usr/bin:/bin",
-  HOME: "/tmp",
-  LANG: "C.UTF-8",
-  TERM: "dumb",
-};
 
 export type SandboxState = "bwrap" | "unsandboxed" | "unavailable";
 
@@ -328,88 +237,26 @@ export class Sandbox {
     before?: WorkspaceScan,
     bridge?: Bridge,
   ): Promise<SandboxResult> {
-    const [cmd, args] = before
+    const [command, args] = before
       ? [this.config.bwrap_path, bwrapArgs({ ...this.layout(req, before), ...(bridge ? { bridge } : {}) })]
       : ["/bin/sh", shellArgv(req.command, this.config.limits).slice(1)];
-    const cap = this.config.output_cap_bytes;
-    return new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, {
-        cwd: req.cwd,
-        env: CLEAN_ENV,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      let dropped = 0;
-      let timedOut = false;
-      const take = (b: Buffer) => {
-        const room = cap - kept;
-        if (room > 0) {
-          chunks.push(room >= b.length ? b : b.subarray(0, room));
-          kept += Math.min(room, b.length);
-        }
-        dropped += Math.max(0, b.length - Math.max(room, 0));
-      };
-      child.stdout!.on("data", take);
-      child.stderr!.on("data", take);
-      // The whole process group: a shell's children must not outlive the limit.
-      const kill = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          /* already gone */
-        }
-      };
-      // A process that left the group (setsid) may keep our pipes open: after the
-      // kill, wait this long for them to close, then stop reading and answer.
-      const PIPE_GRACE_MS = 300;
-      let graceTimer: NodeJS.Timeout | undefined;
-      let exited: { code: number | null; sig: NodeJS.Signals | null } | undefined;
-      let settled = false;
-      const settle = (code: number | null, sig: string | null) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        clearTimeout(graceTimer);
-        signal?.removeEventListener("abort", onAbort);
-        child.stdout!.destroy();
-        child.stderr!.destroy();
-        resolve({
-          exitCode: code,
-          signal: sig,
-          output: Buffer.concat(chunks).toString("utf8"),
-          droppedBytes: dropped,
-          timedOut,
-          ...(before ? { before } : {}),
-        });
-      };
-      const killAndWait = () => {
-        kill();
-        clearTimeout(graceTimer);
-        graceTimer = setTimeout(
-          () => settle(exited?.code ?? null, exited?.sig ?? (timedOut ? "SIGKILL" : null)),
-          PIPE_GRACE_MS,
-        );
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        killAndWait();
-      }, req.timeoutMs);
-      const onAbort = () => killAndWait();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      child.once("error", (err) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        reject(err);
-      });
-      // The command's shell ended: whatever it left running in its group goes with it
-      // (bwrap's pid namespace does the same for sandboxed runs).
-      child.once("exit", (code, sig) => {
-        exited = { code, sig };
-        killAndWait();
-      });
-      child.once("close", (code, sig) => settle(code, sig));
-    });
+    // The command's shell ends and whatever it left running in its group goes with it
+    // (bwrap's pid namespace does the same for sandboxed runs).
+    return runProcessGroup({
+      command,
+      args,
+      env: CLEAN_ENV,
+      cwd: req.cwd,
+      outputCapBytes: this.config.output_cap_bytes,
+      timeoutMs: req.timeoutMs,
+      signal,
+    }).then((r) => ({
+      exitCode: r.exitCode,
+      signal: r.signal,
+      output: r.output,
+      droppedBytes: r.droppedBytes,
+      timedOut: r.timedOut,
+      ...(before ? { before } : {}),
+    }));
   }
 }

@@ -1,6 +1,7 @@
-import { spawn } from "node:child_process";
 import { messageOf } from "@boxmaker/common";
-import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
+import { runProcessGroup } from "../process-group.js";
+import { CLEAN_ENV } from "../clean-env.js";
+import type { Sandbox } from "../sandbox.js";
 import type { HookInput, HookSpec } from "./types.js";
 
 export interface HookRun {
@@ -75,72 +76,16 @@ async function runSandboxed(
 }
 
 /** As brokerd's user, in its own process group, which goes as a whole when the shell exits or the limit passes. */
-function runUnsandboxed(spec: HookSpec, input: HookInput, json: string, signal?: AbortSignal): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("/bin/sh", ["-c", spec.command], {
-      cwd: input.cwd,
-      env: { ...CLEAN_ENV, BOXMAKER_HOOK_EVENT: input.event },
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let dropped = 0;
-    let timedOut = false;
-    const cap = spec.output_cap_bytes;
-    const take = (b: Buffer) => {
-      const room = cap - kept;
-      if (room > 0) {
-        chunks.push(b.subarray(0, room));
-        kept += Math.min(room, b.length);
-      }
-      dropped += Math.max(0, b.length - Math.max(room, 0));
-    };
-    child.stdout!.on("data", take);
-    child.stderr!.on("data", take);
-    // A hook that does not read its input must not fail on EPIPE.
-    child.stdin!.on("error", () => {});
-    child.stdin!.end(json);
-    const kill = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        /* already gone */
-      }
-    };
-    let settled = false;
-    let grace: NodeJS.Timeout | undefined;
-    let exitCode: number | null = null;
-    const settle = () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(grace);
-      signal?.removeEventListener("abort", stop);
-      child.stdout!.destroy();
-      child.stderr!.destroy();
-      resolve({ exitCode, timedOut, ...cut(Buffer.concat(chunks).toString("utf8"), dropped, cap) });
-    };
-    // A child that left the group (setsid) may hold the pipes: after the kill, stop waiting for them.
-    const stop = () => {
-      kill();
-      clearTimeout(grace);
-      grace = setTimeout(settle, 300);
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, spec.timeout_ms);
-    signal?.addEventListener("abort", stop, { once: true });
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", stop);
-      reject(err);
-    });
-    child.once("exit", (code) => {
-      exitCode = code;
-      stop();
-    });
-    child.once("close", settle);
+async function runUnsandboxed(spec: HookSpec, input: HookInput, json: string, signal?: AbortSignal): Promise<Ran> {
+  const r = await runProcessGroup({
+    command: "/bin/sh",
+    args: ["-c", spec.command],
+    env: { ...CLEAN_ENV, BOXMAKER_HOOK_EVENT: input.event },
+    cwd: input.cwd,
+    stdin: json,
+    outputCapBytes: spec.output_cap_bytes,
+    timeoutMs: spec.timeout_ms,
+    signal,
   });
+  return { exitCode: r.exitCode, timedOut: r.timedOut, ...cut(r.output, r.droppedBytes, spec.output_cap_bytes) };
 }

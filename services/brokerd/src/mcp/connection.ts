@@ -2,13 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  ErrorCode,
-  type ListToolsResult,
-  ListToolsResultSchema,
-  McpError,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
 import { McpTimeout } from "../errors.js";
 import type { McpServerConfig } from "../config-types.js";
@@ -16,9 +10,13 @@ import type { ToolText } from "../tool-table.js";
 import { cleanText } from "./clean-text.js";
 import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
 import { stopProcess } from "./stop-process.js";
-import { admitTools, TOOL_LIMITS, type Refusal } from "./tool-admission.js";
+import type { Refusal } from "./tool-admission.js";
 import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
+import { listTools, usableTools } from "./tool-list.js";
 import { openTransport, type McpRuntime } from "./transport.js";
+
+// Which tools a server may offer is its own module; the tests of it import it from here.
+export { missingFeature } from "./tool-list.js";
 
 export type ConnectionState = "connecting" | "ready" | "down" | "closed";
 
@@ -113,12 +111,7 @@ export class McpConnection {
       this.client = client;
       this.state = "ready";
       this.attempt = 0;
-      const { tools, refused } = admitTools(listed);
-      const usable = tools.filter((t) => {
-        const why = missingFeature(t);
-        if (why) refused.push({ tool: t.name, why });
-        return !why;
-      });
+      const { tools: usable, refused } = usableTools(listed);
       this.unavailable = refused.slice(0, NAMED_REFUSALS);
       this.moreUnavailable = refused.length - this.unavailable.length;
       this.listCut = cut;
@@ -284,50 +277,6 @@ export class McpConnection {
 }
 
 /**
- * The server's tools, page by page, as far as brokerd's limits go: past
- * TOOL_LIMITS.tools (one more is kept, to refuse it by name) or
- * TOOL_LIMITS.pages it stops asking and says so. The whole list shares one
- * `timeout` (connect_timeout_ms): a server answering each page just in time
- * would otherwise keep the connect going for pages × timeout. Past it, the
- * pages read so far are what the server has; a first page that does not come
- * fails the connect.
- */
-async function listTools(client: Client, timeout: number): Promise<{ listed: Tool[]; cut?: string }> {
-  const listed: Tool[] = [];
-  const until = Date.now() + timeout;
-  const late = (page: number) => ({
-    listed,
-    cut: `its tool list took longer than connect_timeout_ms (${timeout} ms); ${page} page(s) were read, the rest were not`,
-  });
-  let cursor: string | undefined;
-  for (let page = 0; ; page++) {
-    if (page === TOOL_LIMITS.pages)
-      return { listed, cut: `its tool list goes on past ${TOOL_LIMITS.pages} pages; the rest were not read` };
-    const left = until - Date.now();
-    if (page > 0 && left <= 0) return late(page);
-    // The request itself, not listTools: that compiles every output schema the server sends (ajv), which brokerd never uses.
-    let res: ListToolsResult;
-    try {
-      res = await client.request(
-        { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
-        ListToolsResultSchema,
-        { timeout: Math.max(1, left) },
-      );
-    } catch (err) {
-      if (page > 0 && err instanceof McpError && err.code === ErrorCode.RequestTimeout) return late(page);
-      throw err;
-    }
-    for (const t of res.tools) {
-      if (listed.length > TOOL_LIMITS.tools)
-        return { listed, cut: `it lists more than ${TOOL_LIMITS.tools} tools; the rest were not read` };
-      listed.push(t);
-    }
-    cursor = res.nextCursor;
-    if (!cursor) return { listed };
-  }
-}
-
-/**
  * An HTTP request that provably never reached a session: the server forgot
  * the session (404, or 400 naming the session id) or refused the connection.
  */
@@ -337,11 +286,4 @@ function sessionLost(err: unknown): boolean {
   // fetch fails with a TypeError whose cause is the socket error; undici's own errors carry the code.
   const e = err as { code?: unknown; cause?: { code?: unknown } };
   return e.code === "ECONNREFUSED" || e.cause?.code === "ECONNREFUSED";
-}
-
-/** Why a tool cannot run here: it needs a client feature Boxmaker does not have. */
-export function missingFeature(t: Tool): string | undefined {
-  const exec = (t as { execution?: { taskSupport?: string } }).execution;
-  if (exec?.taskSupport === "required") return "it requires the MCP tasks extension, which Boxmaker does not support";
-  return undefined;
 }

@@ -7,7 +7,8 @@ import type { McpServerConfig } from "../config-types.js";
 import { bindExposes, type StackDir } from "../boundary.js";
 import { McpNoSandbox, Refused } from "../errors.js";
 import { PathMatcher } from "../policy/glob.js";
-import { CLEAN_ENV, type Sandbox } from "../sandbox.js";
+import { CLEAN_ENV } from "../clean-env.js";
+import type { Sandbox } from "../sandbox.js";
 import { programPaths } from "./program-paths.js";
 
 /** Where and how a server runs, shared by every server of one broker. */

@@ -1,6 +1,6 @@
 import type { AuditRecord } from "../audit.js";
 import type { CallScope } from "./host-asks.js";
-import type { ConnectionRecord } from "./server.js";
+import type { ConnectionRecord } from "./connection-record.js";
 
 /** One audit line per connection, tied to its command by the run id and the command's first 200 characters. */
 export function connectionLine(run: string, command: string, c: ConnectionRecord, scope?: CallScope): AuditRecord {

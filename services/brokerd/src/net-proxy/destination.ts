@@ -3,7 +3,7 @@ import { isIP } from "node:net";
 import type { NetProxyConfig } from "../config-types.js";
 import { Refused } from "../errors.js";
 import { canonicalHost } from "../policy/hosts.js";
-import { isPrivateAddress } from "../tools/fetch-url.js";
+import { isPrivateAddress } from "../policy/public-address.js";
 
 export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
 

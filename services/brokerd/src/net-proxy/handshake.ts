@@ -5,7 +5,7 @@
  */
 import type { Socket } from "node:net";
 import { CONNECT_OK, httpRefusal, MAX_HEAD_BYTES, parseHttpProxyHead } from "./http-request.js";
-import type { ConnectionRecord } from "./server.js";
+import type { ConnectionRecord } from "./connection-record.js";
 import { parseSocksGreeting, parseSocksRequest, SOCKS, SOCKS_NO_AUTH, SOCKS_NO_METHOD, socksReply } from "./socks5.js";
 
 const SOCKS_FOR = { 403: SOCKS.NOT_ALLOWED, 502: SOCKS.HOST_UNREACHABLE, 504: SOCKS.TTL_EXPIRED } as const;

@@ -9,27 +9,11 @@ import type { ProposalStore } from "../staging.js";
 import { canonicalDestination, checkedAddress, checkPublic, knownAddresses, type Resolver } from "./destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
 import { readForwardBody, requestTexts } from "./forward-body.js";
+import type { ConnectionRecord } from "./connection-record.js";
 import { handshake, type Target } from "./handshake.js";
 
-/** One connection a command opened through the proxy, as the audit trail and the command's result tell it. */
-export interface ConnectionRecord {
-  /** Canonical; empty when the client never got as far as naming one. */
-  host: string;
-  port: number;
-  /** The address connected to (after the operator's mapping or DNS). */
-  address?: string;
-  /** staged: refused, and put to a person as a network proposal. */
-  decision: "allowed" | "denied" | "staged";
-  rule: string;
-  /** Client to server, after the proxy's handshake (a forwarded request's head included), and back. */
-  bytes_up: number;
-  bytes_down: number;
-  duration_ms: number;
-  /** Why it was refused or failed, as the client was told. */
-  error?: string;
-  /** The network proposal it staged, waits on, was refused by, or was allowed by (a person's grant). */
-  proposal?: string;
-}
+// Its own module so the handshake and the audit line need not import the server; tests import it from here.
+export type { ConnectionRecord };
 
 export interface NetProxyDeps {
   config: NetProxyConfig;

@@ -1,4 +1,4 @@
-import type { WorkspaceScan } from "./paths.js";
+import type { WorkspaceScan } from "./workspace-scan.js";
 
 /** How many late secrets a withheld result names; the rest are counted. */
 const NAMED = 5;

@@ -1,23 +1,18 @@
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  lstatSync,
-  openSync,
-  readSync,
-  readdirSync,
-  realpathSync,
-  type Dirent,
-} from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { gitShapeOfWrite, gitShapePieces, isGitShaped } from "./git-shape.js";
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { isAbsolute, relative, resolve } from "node:path";
+import { canonicalize, within } from "./canonical-path.js";
+import { gitShapeOfWrite, gitShapePieces } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
-import { hookReason, hookReasonFor, hookTargets, type HookTargets } from "./hook-targets.js";
+import { hookReason, hookReasonFor, type HookTargets } from "./hook-targets.js";
+import { MAX_INPUT_BYTES, MAX_INPUT_DEPTH } from "./path-limits.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
-import { type FileIdentity, SecretIdentities } from "./secret-identity.js";
+import { type FileIdentity, identityOf, SecretIdentities } from "./secret-identity.js";
+import { SECRET_WALK_LIMIT, scanWorkspace, type WorkspaceScan } from "./workspace-scan.js";
 import { Refused } from "../errors.js";
 import { NAMED_VALUE_MAX_BYTES } from "../secrets/named-value.js";
+
+// Resolving a path is its own module; the tests of PathGuard import it from here.
+export { canonicalize } from "./canonical-path.js";
 
 export interface ResolvedPath {
   /** What the model asked for, for messages. */
@@ -43,85 +38,16 @@ const DEFAULT_PROTECTION: WorkspaceProtection = {
   reviewed: DEFAULT_REVIEWED_PATTERNS,
 };
 
-/** What the sandbox must do to the workspace for one run, found by one walk. */
-export interface WorkspaceScan {
-  /** Secrets, masked: files by /dev/null, directories by an empty tmpfs. */
-  hidden: { path: string; dir: boolean }[];
-  /** Each hidden path's file identity ("dev:ino") at the walk: a secret replaced under a mask is a new one. */
-  hiddenIds: Map<string, string>;
-  /** Protected and reviewed paths that exist, bound read-only over the writable workspace. */
-  readOnly: string[];
-  /**
-   * Every directory between a root and a hidden or read-only path, bound onto
-   * itself: a mount point cannot be renamed (EBUSY), so `mv .aws awsx` or
-   * `mv .git .gitx` fails instead of moving a secret or git's config out from
-   * under its name.
-   */
-  pinned: string[];
-  /** Each protected or reviewed path found (symlinks too) with its inode, to see what a run planted. */
-  protectedIds: Map<string, number>;
-  /** Directories protected for having git's shape, whatever they are called. */
-  gitShaped: Set<string>;
-}
-
 /** A path a run planted; `gitShaped` names the directory it gave git's shape to. */
 export interface Planted {
   path: string;
   gitShaped?: string;
 }
 
-/** realpath of the longest existing prefix, then the rest appended: works for files not yet created. */
-export function canonicalize(p: string): string {
-  let head = p;
-  const rest: string[] = [];
-  for (;;) {
-    try {
-      const real = realpathSync.native(head);
-      return rest.length ? join(real, ...rest.reverse()) : real;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // A dangling symlink exists but has no realpath: refusing is the only safe answer.
-      if (code === "ENOENT" && isDanglingLink(head)) {
-        throw new Refused("path:dangling-symlink", `${head} is a symlink to something that does not exist`);
-      }
-      if (code === "ELOOP")
-        throw new Refused("path:symlink-loop", `${head} is a loop of symlinks; it names nothing that can be used`);
-      if (code === "ENAMETOOLONG")
-        throw new Refused(
-          "path:invalid",
-          `a component of ${basename(head).slice(0, 80)}… is longer than a file name may be`,
-        );
-      if (code === "EACCES" || code === "EPERM")
-        throw new Refused("path:inaccessible", `${head} cannot be resolved (${code}): brokerd may not look inside it`);
-      if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
-      const parent = dirname(head);
-      if (parent === head) return p;
-      rest.push(basename(head));
-      head = parent;
-    }
-  }
-}
-
-function isDanglingLink(p: string): boolean {
-  try {
-    return lstatSync(p).isSymbolicLink();
-  } catch {
-    return false;
-  }
-}
-
-const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
-
 /**
  * The path checks every tool runs before touching the disk. Roots and protected
  * paths are canonicalized once, so a workspace under a symlinked /tmp still works.
  */
-/** Longest path and deepest nesting accepted (also the bounds of fs-walk.ts). */
-const MAX_INPUT_BYTES = 4096;
-const MAX_INPUT_DEPTH = 128;
-/** How many entries the walk for secrets to hide may visit before the command is refused. */
-const SECRET_WALK_LIMIT = 200_000;
-
 export class PathGuard {
   readonly roots: string[];
   private readonly protectedPaths: string[];
@@ -273,7 +199,7 @@ export class PathGuard {
 
   /** A file found holding a secret: refused to file tools by identity, masked from commands at its path. */
   rememberSecretFile(abs: string): void {
-    const id = idOf(abs);
+    const id = identityOf(abs);
     if (id.ino < 0) return;
     this.secretIds.add([id]);
     this.contentSecrets.delete(abs);
@@ -285,7 +211,7 @@ export class PathGuard {
   private contentSecretsNow(): string[] {
     const out: string[] = [];
     for (const [abs, id] of this.contentSecrets) {
-      const now = idOf(abs);
+      const now = identityOf(abs);
       if (now.ino >= 0 && now.dev === id.dev && now.ino === id.ino && this.secretIds.has(now)) out.push(abs);
       else this.contentSecrets.delete(abs);
     }
@@ -298,116 +224,21 @@ export class PathGuard {
   }
 
   /**
-   * One walk of the roots for the sandbox: the secrets to mask (a command must
-   * not read what read_file may not, so node_modules/ and .git/ are walked
-   * too), the protected paths to bind read-only, the directories to pin, and
-   * each secret's identity for the file tools. Symlinks are not followed (a
-   * link to a secret outside is outside the sandbox anyway). Fails closed: past
-   * `limit` entries, or on a directory it cannot list, it throws a Refused
-   * instead of returning a partial view.
+   * One walk of the roots for the sandbox (workspace-scan.ts): what to mask,
+   * bind read-only and pin, with each secret's identity kept for the file tools.
    */
   scan(limit = SECRET_WALK_LIMIT): WorkspaceScan {
-    const hidden: WorkspaceScan["hidden"] = [];
-    const hiddenIds: WorkspaceScan["hiddenIds"] = new Map();
-    const readOnly: string[] = [];
-    const protectedIds = new Map<string, number>();
-    const gitShaped = new Set<string>();
-    const identities: FileIdentity[] = [];
-    let seen = 0;
-    const walk = (
-      root: string,
-      dir: string,
-      depth: number,
-      aboveReadOnly: boolean,
-      underSecret: boolean,
-      outerHooks: readonly HookTargets[],
-    ) => {
-      let entries: Dirent[];
-      try {
-        entries = readdirSync(dir, { withFileTypes: true });
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "ENOENT" || code === "ENOTDIR") return; // vanished meanwhile
-        throw new Refused(
-          "sandbox:secrets-unknown",
-          `cannot list ${dir} (${code}) to hide the secrets in it, so no command runs`,
-        );
-      }
-      seen += entries.length;
-      if (seen > limit) {
-        throw new Refused(
-          "limit:secret-scan",
-          `the workspace has more than ${limit} entries, too many to find every secret file to hide from commands; no command runs (remove generated trees or narrow workspace_roots)`,
-        );
-      }
-      // A directory git would take for a repository is protected whole, whatever it is called.
-      const shaped = !aboveReadOnly && !underSecret && dir !== root && isGitShaped(entries.map((e) => e.name));
-      if (shaped) {
-        protectedIds.set(dir, idOf(dir).ino);
-        readOnly.push(dir);
-        gitShaped.add(dir);
-      }
-      const underReadOnly = aboveReadOnly || shaped;
-      // A repository here (the root's, a nested clone's, a submodule's) adds the files its hooks run, below it.
-      const hooks =
-        !underReadOnly && !underSecret && entries.some((e) => e.name === ".git")
-          ? [...outerHooks, hookTargets(dir, root)]
-          : outerHooks;
-      for (const e of entries) {
-        const abs = join(dir, e.name);
-        const rel = relative(root, abs);
-        if (underSecret) {
-          // Inside a secret directory: every file in it is a secret by identity too.
-          if (e.isFile()) identities.push(idOf(abs));
-          else if (e.isDirectory() && depth < 4 * MAX_INPUT_DEPTH) walk(root, abs, depth + 1, true, true, []);
-          continue;
-        }
-        const isProtected = !underReadOnly && this.isWorkspaceProtected(rel, abs, hooks);
-        if (isProtected) {
-          protectedIds.set(abs, idOf(abs).ino);
-          if (e.isDirectory() || e.isFile()) readOnly.push(abs);
-        }
-        if (e.isSymbolicLink()) continue;
-        if (e.isFile() && !this.isSecret(rel, abs) && this.holdsSecret(e.name, rel, abs)) this.rememberSecretFile(abs);
-        if (this.isSecret(rel, abs)) {
-          if (e.isDirectory() || e.isFile()) {
-            const id = idOf(abs);
-            hidden.push({ path: abs, dir: e.isDirectory() });
-            hiddenIds.set(abs, `${id.dev}:${id.ino}`);
-            if (e.isFile()) identities.push(id);
-          }
-          if (e.isDirectory()) walk(root, abs, depth + 1, true, true, []);
-          continue;
-        }
-        if (e.isDirectory()) {
-          if (depth >= 4 * MAX_INPUT_DEPTH)
-            throw new Refused("limit:secret-scan", `${abs} is nested too deep to scan for secrets; no command runs`);
-          walk(root, abs, depth + 1, underReadOnly || isProtected, false, hooks);
-        }
-      }
-    };
-    for (const r of this.roots) walk(r, r, 0, false, false, []);
-    this.secretIds.add(identities);
-    for (const abs of this.contentSecretsNow())
-      if (!hidden.some((h) => h.path === abs || (h.dir && within(h.path, abs)))) hidden.push({ path: abs, dir: false });
-    const pinned = new Set<string>();
-    const inReadOnly = (d: string) => readOnly.some((ro) => d !== ro && within(ro, d));
-    for (const p of [...hidden.map((h) => h.path), ...readOnly]) {
-      const root = this.roots.find((r) => within(r, p));
-      if (!root) continue;
-      for (let d = dirname(p); d !== root && within(root, d); d = dirname(d)) {
-        if (!inReadOnly(d)) pinned.add(d);
-      }
-    }
-    const byDepth = (a: string, b: string) => a.split(sep).length - b.split(sep).length || a.localeCompare(b);
-    return {
-      hidden,
-      hiddenIds,
-      readOnly: readOnly.sort(byDepth),
-      pinned: [...pinned].sort(byDepth),
-      protectedIds,
-      gitShaped,
-    };
+    return scanWorkspace(this.roots, limit, {
+      isSecret: (rel, abs) => this.isSecret(rel, abs),
+      isProtected: (rel, abs, hooks) => this.isWorkspaceProtected(rel, abs, hooks),
+      holdsSecret: (name, rel, abs) => {
+        if (!this.holdsSecret(name, rel, abs)) return false;
+        this.rememberSecretFile(abs);
+        return true;
+      },
+      foundSecrets: (ids) => this.secretIds.add(ids),
+      contentSecretsNow: () => this.contentSecretsNow(),
+    });
   }
 
   /**
@@ -432,7 +263,7 @@ export class PathGuard {
    * while a command was running.
    */
   wroteFile(abs: string): void {
-    const id = idOf(abs);
+    const id = identityOf(abs);
     if (id.ino >= 0) this.writtenByTools.set(abs, id.ino);
     if (this.writtenByTools.size > 10_000) this.writtenByTools.delete(this.writtenByTools.keys().next().value!);
   }
@@ -440,14 +271,5 @@ export class PathGuard {
   /** Protected paths inside a root: the sandbox binds them read-only over the writable workspace. */
   protectedInside(root: string): string[] {
     return this.protectedPaths.filter((p) => p !== root && within(root, p));
-  }
-}
-
-function idOf(abs: string): FileIdentity {
-  try {
-    const st = lstatSync(abs);
-    return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };
-  } catch {
-    return { dev: -1, ino: -1, birthtimeMs: 0 };
   }
 }

@@ -1,4 +1,4 @@
-import type { Stats } from "node:fs";
+import { lstatSync, type Stats } from "node:fs";
 
 /** Remembered at most: a workspace with more secret files than this forgets the oldest. */
 const MAX_IDENTITIES = 100_000;
@@ -49,5 +49,15 @@ export class SecretIdentities {
 
   get size(): number {
     return this.ids.size;
+  }
+}
+
+/** A path's identity now, without following a symlink; ino -1 when there is nothing there. */
+export function identityOf(abs: string): FileIdentity {
+  try {
+    const st = lstatSync(abs);
+    return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };
+  } catch {
+    return { dev: -1, ino: -1, birthtimeMs: 0 };
   }
 }
