@@ -8,8 +8,9 @@ import { doneOf, newSession, startTurn, turn } from "../support/loop-client.js";
  * nothing and works again once the part is back.
  */
 describe("failures along the path", () => {
-  // Calls between daemons wait this long for a peer that is not connected (default 10 s).
-  const t = useStack("bxf-", { loopd: { peer_wait_ms: 2_000 } });
+  // Calls between daemons wait this long for a peer that is not connected (default 10 s): long
+  // enough for a restarted daemon to answer on a loaded machine, short enough for a dead one's test.
+  const t = useStack("bxf-", { loopd: { peer_wait_ms: 6_000 } });
 
   it("a dead llama-server fails the turn with UNAVAILABLE; the session works once it is back", async () => {
     const id = await newSession(t.client, "dead server");

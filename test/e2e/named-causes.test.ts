@@ -9,7 +9,7 @@ import { newSession, startTurn } from "../support/loop-client.js";
  * reads, instead of a bare "cancelled" or "UNAVAILABLE: Connection dropped".
  */
 describe("a turn ended by the stack, not the person, names the cause", () => {
-  const t = useStack("bxnc-", { loopd: { peer_wait_ms: 2_000 } });
+  const t = useStack("bxnc-", { loopd: { peer_wait_ms: 6_000 } });
 
   it("loopd stopping (SIGTERM) ends a running turn as cancelled with the reason, and run prints it", async () => {
     const id = await newSession(t.client, "stopping");

@@ -78,7 +78,8 @@ describe.skipIf(!haveRealLlama("memory plan against the real llama-server"))(
         ),
         { numRuns: 10 },
       );
-    });
+      // Ten real llama-server starts: seconds each on a busy 2-core machine.
+    }, 180_000);
 
     it("a cache type llama-server refuses for this model is refused by the plan too, saying why", async () => {
       const model = realBuild!.models.tool;
