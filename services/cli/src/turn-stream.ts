@@ -30,7 +30,11 @@ export interface StreamOptions {
   renderer?: TurnRenderer;
 }
 
+/** The renderer of a stream nobody types into (`attach`): on a terminal, with the status line `run` has. */
 function plainRenderer(reasoning: boolean): TurnRenderer {
+  const live = LiveLine.wanted(process.stdout)
+    ? new LiveLine(process.stdout, styleFor(process.stdout), { followsTurns: true })
+    : undefined;
   return new TurnRenderer({
     out: process.stdout,
     err: process.stderr,
@@ -38,6 +42,7 @@ function plainRenderer(reasoning: boolean): TurnRenderer {
     showReasoning: reasoning,
     width: widthOf(process.stdout),
     markdown: markdownWanted(process.stdout),
+    ...(live ? { live } : {}),
   });
 }
 

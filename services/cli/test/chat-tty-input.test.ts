@@ -55,7 +55,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       const chat = await tmux.start(Tmux.cliLine(["chat"], c.env()));
       await tmux.waitFor(chat, (s) => s.includes("Ctrl-D quits"), "the chat prompt");
       await tmux.type(chat, "/help");
-      await tmux.waitFor(chat, (s) => s.includes("/proposals   what waits"), "the help");
+      await tmux.waitFor(chat, (s) => /\/proposals +what waits/.test(s), "the help");
       await tmux.type(chat, "/tools");
       await tmux.waitFor(chat, (s) => s.includes("write_file"), "the tools");
       await tmux.type(chat, "/status");

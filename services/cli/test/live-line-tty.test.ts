@@ -48,7 +48,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       const done = await tmux.waitFor(chat, (s) => /— stop · 1 request/.test(s), "the turn to end", 30_000);
       // The line is gone: the answer, the thinking summary and the closing summary stand as without it.
       expect(done).not.toMatch(/thinking · \d+ s/);
-      expect(done).not.toMatch(/tok\/s|slot \d/);
+      expect(done).not.toMatch(/tok\/s|cache [\d,]+\/[\d,]+/);
       expect(done).toContain("The answer is 42.");
       expect(done).toMatch(/\(thought for 60 tokens; Ctrl-T or --reasoning shows it\)/);
       const lines = done.split("\n");
@@ -170,7 +170,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       expect(file).toMatch(/— stop · 1 request/);
       // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this looks for.
       expect(file).not.toMatch(/[\x00-\x09\x0b-\x1f]/);
-      expect(file).not.toMatch(/tok\/s|thinking ·|slot \d/);
+      expect(file).not.toMatch(/tok\/s|thinking ·|cache [\d,]+\/[\d,]+/);
       expect(recorded(bytes)).not.toMatch(/thinking ·/);
 
       // TERM=dumb on a terminal: nothing redrawn either.
@@ -190,6 +190,34 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       const end = await tmux.waitFor(tty, (s) => s.includes("[exit 0]"), "run on a terminal to end", 30_000);
       expect(end).not.toMatch(/thinking · \d+ s/);
       expect(end).toContain("The answer is 42.");
+    });
+
+    it("attach --follow: the line during each turn of the session it watches, and none between turns", async () => {
+      const id = (await t.client.createSession({ title: "watched" })).id;
+      const tmux = c.newTmux();
+      const pane = await tmux.start(Tmux.cliLine(["attach", "--follow", id], c.env()));
+      const bytes = join(t.dir, "attach-pane.bytes");
+      await tmux.command("pipe-pane", "-t", pane, `cat >> '${bytes}'`);
+      // Idle: nothing to say, so no line, even after a while.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await tmux.screen(pane)).not.toMatch(/waiting for the model|thinking ·/);
+      for (const text of ["first", "second"]) {
+        t.stack.sim.enqueue(slowThought);
+        const turn = (async () => {
+          for await (const _ of t.client.send({ sessionId: id, text }));
+        })();
+        await tmux.waitFor(pane, (s) => statusLine.test(s), `the line during the ${text} turn`);
+        await turn;
+        await tmux.waitFor(
+          pane,
+          (s) => (s.match(/— stop · 1 request/g)?.length ?? 0) === (text === "first" ? 1 : 2),
+          "the turn's end",
+        );
+        await new Promise((r) => setTimeout(r, 700));
+        expect(await tmux.screen(pane)).not.toMatch(/thinking · \d+ s|waiting for the model/);
+      }
+      await tmux.keys(pane, "C-c");
+      await tmux.waitFor(pane, (s) => s.includes("[exit "), "attach to end");
     });
   },
 );

@@ -4,7 +4,7 @@ import { withClient } from "../connection.js";
 import { ExitCode } from "../exit-codes.js";
 import type { GlobalOptions } from "../global-options.js";
 import { output, proto } from "../output.js";
-import { printErr, writeText } from "../render/terminal-safe.js";
+import { printErr, terminalText, writeText } from "../render/terminal-safe.js";
 import { UsageError } from "../errors.js";
 import { styleFor } from "../render/style.js";
 
@@ -120,7 +120,9 @@ async function decide(globals: () => GlobalOptions, id: string, approve: boolean
         reason = await new Promise<string>((resolve) => {
           rl.once("SIGINT", () => resolve(""));
           rl.once("close", () => resolve(""));
-          rl.question("reason for the model (optional, Enter for none): ").then(resolve, () => resolve(""));
+          rl.question(terminalText("reason for the model (optional, Enter for none): ")).then(resolve, () =>
+            resolve(""),
+          );
         }).finally(() => rl.close());
         reason = reason.trim();
       }

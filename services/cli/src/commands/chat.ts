@@ -122,6 +122,11 @@ Examples:
           }
         }
         const interactive = Boolean(process.stdin.isTTY);
+        if (interactive && !opts.json) {
+          const { serverLine } = await import("../render/server-line.js");
+          const line = await serverLine(client, style);
+          if (line) printErr(`${wrapWords(line, widthOf(process.stderr)).join("\n")}\n`);
+        }
         if (interactive)
           note(
             'Enter sends · """ starts a multi-line block · Ctrl-G writes it in $EDITOR · /help · Ctrl-T shows/hides reasoning · Ctrl-C cancels a turn · Ctrl-D quits',

@@ -23,6 +23,8 @@ export class LiveLine {
   private pending: NodeJS.Timeout | undefined;
   private readonly tick: NodeJS.Timeout;
   private stopped = false;
+  /** Between turns of a followed session: nothing to say. */
+  private idle: boolean;
 
   constructor(
     private readonly out: NodeJS.WriteStream,
@@ -32,8 +34,14 @@ export class LiveLine {
       approvalsAskHere?: boolean;
       /** Said at the end of the line while the model thinks (the key that shows the reasoning). */
       thinkingHint?: () => string | undefined;
+      /**
+       * Watching a session rather than running one turn (`attach`): the line is
+       * drawn from each turn_started to that turn's end, and waits unseen between.
+       */
+      followsTurns?: boolean;
     } = {},
   ) {
+    this.idle = Boolean(opts.followsTurns);
     this.state = startActivity(Date.now());
     this.tick = setInterval(() => this.draw(), TICK_MS);
     this.tick.unref();
@@ -45,9 +53,19 @@ export class LiveLine {
   }
 
   handle(ev: SessionEvent): void {
-    this.state = nextActivity(this.state, ev, Date.now());
     const e = ev.event.case;
-    if (e === "turnDone" || e === "turnFailed") this.stop();
+    if (e === "turnStarted" && this.opts.followsTurns) {
+      this.idle = false;
+      this.state = startActivity(Date.now());
+    }
+    this.state = nextActivity(this.state, ev, Date.now());
+    if (e !== "turnDone" && e !== "turnFailed") return;
+    if (!this.opts.followsTurns) {
+      this.stop();
+      return;
+    }
+    this.erase();
+    this.idle = true;
   }
 
   /** Before any other write to the terminal. */
@@ -74,7 +92,7 @@ export class LiveLine {
   }
 
   private draw(): void {
-    if (this.stopped || !this.atLineStart) return;
+    if (this.stopped || this.idle || !this.atLineStart) return;
     const asking = this.opts.approvalsAskHere && this.state.phase.kind === "approval";
     if (asking) {
       this.erase();

@@ -40,6 +40,8 @@ export class TurnRenderer {
   private readonly progress: ProgressLine;
   /** A tool call being written, shown on a line redrawn in place (a terminal only) until the call is complete. */
   private growing: { name: string; bytes: number } | undefined;
+  /** The slot the turn runs on, from its turn_started. */
+  private slot: number | undefined;
   /** update_plan calls: the plan event shows them, not a frame (unless they fail). */
   private readonly planCalls = new Set<string>();
 
@@ -150,6 +152,7 @@ export class TurnRenderer {
     }
     switch (e.case) {
       case "turnStarted":
+        this.slot = e.value.slot;
         break;
       case "waiting":
         for (const l of wrapWords(
@@ -288,6 +291,8 @@ export class TurnRenderer {
           ...(e.value.compactions ? [`${e.value.compactions} compaction${e.value.compactions === 1 ? "" : "s"}`] : []),
           // The session's Σprompt_n over the tokens truly new (1.00× is every byte reused).
           ...(e.value.cacheHealth?.requests ? [`reuse ${e.value.cacheHealth.ratio.toFixed(2)}×`] : []),
+          // The server slot whose cache the turn used (a turn that never started has none).
+          ...(this.slot !== undefined ? [`slot ${this.slot}`] : []),
         ].join(" · ");
         this.prose(`— ${summary}`, s.dim, "  ");
         break;

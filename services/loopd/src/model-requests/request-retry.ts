@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { RpcError, Status, toRpcError } from "@boxmaker/common";
+import { ErrorReason, RpcError, Status, toRpcError } from "@boxmaker/common";
 import { cutForPerson } from "../error-text.js";
 
 /**
@@ -80,12 +80,13 @@ export class TurnRetries {
   /** The error a turn ends with when the server stayed away for the whole window: one line that says so. */
   gaveUpWaiting(err: unknown, retry: PendingRetry): RpcError {
     const e = toRpcError(err);
-    return new RpcError(
-      e.status,
-      `${e.message}; the turn waited once, for ${seconds(retry.waitMs)} (loopd server_wait_ms), and gives up`,
-      e.details,
-      { cause: err },
-    );
+    // The server_wait_ms window is inferproxy's wait for llama-server (SERVER_DOWN); inferproxy itself
+    // gone is another wait, of loopd's peer_wait_ms, which its own message already states.
+    const waited =
+      e.details.reason === ErrorReason.SERVER_DOWN
+        ? `the turn waited once, for ${seconds(retry.waitMs)} (loopd server_wait_ms), and gives up`
+        : "the turn sent the request again once and gives up";
+    return new RpcError(e.status, `${e.message}; ${waited}`, e.details, { cause: err });
   }
 
   /** The next retry, counted against the limit; it waits for the server up to the window or what the wall budget leaves. */
