@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultRules, scanSecrets } from "../src/secrets/scan.js";
 import { rig, type Rig } from "./helpers.js";
+import { requestTexts } from "../src/net-proxy/forward-body.js";
 import { requires, toolPath } from "../../../test/support/requirements.js";
 
 /**
@@ -119,7 +120,12 @@ describe.skipIf(!requires("run_command's network through the allowlist proxy", [
             refused++;
           },
         ),
-        { numRuns: 40 },
+        {
+          numRuns: 40,
+          // Found by a CI seed: a `.env`-style assignment in a URL's query, where the request line's
+          // " HTTP/1.1" follows the value and a rule written for lines saw no line end.
+          examples: [[RULES.find((x) => x.id === "env-secret-assignment")!, 0, "url"]],
+        },
       );
       const lines = connectionLines(r).filter((l) => l.rule === "net:secret");
       expect(lines.length).toBeGreaterThanOrEqual(refused);
@@ -175,3 +181,17 @@ describe.skipIf(!requires("run_command's network through the allowlist proxy", [
     });
   },
 );
+
+describe("what the proxy scans of a request", () => {
+  it("finds a secret in any query parameter, each decoded on a line of its own, whatever rule it takes", () => {
+    for (const rule of RULES)
+      for (const secret of rule.examples.filter((x) => !/[\r\n]/.test(x))) {
+        const head = Buffer.from(
+          `GET http://h.test/p?a=1&q=${encodeURIComponent(secret)}&z=2 HTTP/1.1\r\nHost: h.test\r\n\r\n`,
+          "latin1",
+        );
+        const found = requestTexts(head, Buffer.alloc(0)).flatMap((t) => scanSecrets(t).map((f) => f.rule));
+        expect(found, `${rule.id}: ${secret}`).toContain(rule.id);
+      }
+  });
+});

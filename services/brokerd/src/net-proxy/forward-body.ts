@@ -151,5 +151,17 @@ export function requestTexts(head: Buffer, body: Buffer): string[] {
     });
     if (decoded !== raw) out.push(decoded);
   }
+  // The URL's query decoded a parameter per line: a rule written for lines (`KEY=value` at a line's
+  // end, as in a .env file) finds `?q=DB_PASSWORD%3D…` too, which the request line's " HTTP/1.1" hides.
+  const target = /^[A-Z]+ (\S+) HTTP\/\d/.exec(raw)?.[1];
+  if (target && /[?&;]/.test(target)) out.push(target.split(/[?&;]/).map(decodedPart).join("\n"));
   return out;
+}
+
+function decodedPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, " "));
+  } catch {
+    return part;
+  }
 }
