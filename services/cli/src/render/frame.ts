@@ -17,7 +17,8 @@ export function callLine(name: string, args: string, s: Style, width: number | u
 
 /** The first `max` lines of a result, indentation and repeated spaces kept, each cut to the width. */
 export function resultLines(content: string, max: number, s: Style, width: number | undefined): string[] {
-  const lines = content.replace(/\n+$/, "").split("\n");
+  // A CRLF ends a line; a CR anywhere else (a lone one at the very end too) is data, shown as ␍.
+  const lines = content.replace(/(\r?\n)+$/, "").split(/\r?\n/);
   const room = width === undefined ? PIPED_RESULT : width - 2;
-  return lines.slice(0, max).map((l) => s.cyan("│ ") + s.dim(cut(faithfulLine(l.replace(/\r$/, "")), room)));
+  return lines.slice(0, max).map((l) => s.cyan("│ ") + s.dim(cut(faithfulLine(l), room)));
 }
