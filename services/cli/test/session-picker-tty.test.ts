@@ -73,6 +73,8 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
     expect(resumed).toContain(`resuming session ${made[0]} (alpha work`);
     // The picker is gone from the screen: only the chat is left.
     expect(resumed).not.toContain("resume which session?");
+    // Ctrl-D once the prompt reads (its mark is drawn by the reader itself): pressed before, no reader takes it.
+    await tmux.waitFor(pane, (s) => /^ask › /m.test(s), "the chat prompt");
     await tmux.keys(pane, "C-d");
     await tmux.waitFor(pane, (s) => s.includes("[exit 0]"), "chat to end");
   });
