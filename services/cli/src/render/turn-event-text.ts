@@ -1,5 +1,5 @@
 // The words the turn renderer writes for an event, apart from the state that decides when it writes them.
-import { ToolDecision } from "@boxmaker/common/client";
+import { ToolDecision, type Compacted, type InputSpilled, type TurnDone } from "@boxmaker/common/client";
 import type { Style } from "./style.js";
 import { wrapWords } from "./columns.js";
 
@@ -88,4 +88,43 @@ export function decisionLines(
             ]
           : ["no decision", s.dim];
   return wrapWords(text, width === undefined ? undefined : width - 2).map((l) => s.cyan("│ ") + colour(l));
+}
+
+/** A block of the user's message that went to the blob store, and what the model sees of it. */
+export function inputSpilledText(v: InputSpilled): string {
+  const kb = (n: bigint) => `${(Number(n) / 1024).toFixed(1)} KB`;
+  return (
+    `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
+    `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`
+  );
+}
+
+/** A compaction: what was folded, carried and kept. */
+export function compactionText(v: Compacted): string {
+  return (
+    `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
+    (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
+    `, ${v.keptMessages} kept` +
+    (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
+    (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : "")
+  );
+}
+
+/** The closing line's facts, " · " between them; `slot` is the turn's, from its turn_started. */
+export function turnSummaryText(v: TurnDone, slot: number | undefined): string {
+  const t = v.timings;
+  const prompt = (t?.cacheN ?? 0) + (t?.promptN ?? 0);
+  return [
+    v.finishReason,
+    `${v.iterations} request${v.iterations === 1 ? "" : "s"}`,
+    `${prompt} prompt tokens (${Math.round(v.cacheHitRatio * 100)}% cached)`,
+    `${t?.predictedN ?? 0} generated`,
+    `${(v.wallMs / 1000).toFixed(1)} s`,
+    ...(v.spilledBlocks ? [`${v.spilledBlocks} input block${v.spilledBlocks === 1 ? "" : "s"} spilled`] : []),
+    ...(v.compactions ? [`${v.compactions} compaction${v.compactions === 1 ? "" : "s"}`] : []),
+    // The session's Σprompt_n over the tokens truly new (1.00× is every byte reused).
+    ...(v.cacheHealth?.requests ? [`reuse ${v.cacheHealth.ratio.toFixed(2)}×`] : []),
+    // The server slot whose cache the turn used (a turn that never started has none).
+    ...(slot !== undefined ? [`slot ${slot}`] : []),
+  ].join(" · ");
 }

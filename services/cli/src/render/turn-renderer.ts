@@ -4,7 +4,16 @@ import { planLines } from "./plan.js";
 import { ProgressLine } from "./progress.js";
 import { callLine, resultLines } from "./frame.js";
 import { cut, wrapWords } from "./columns.js";
-import { decisionLines, retryResentText, retryWaitingText, sizeText, thinkingCapText } from "./turn-event-text.js";
+import {
+  compactionText,
+  decisionLines,
+  inputSpilledText,
+  retryResentText,
+  retryWaitingText,
+  sizeText,
+  thinkingCapText,
+  turnSummaryText,
+} from "./turn-event-text.js";
 import { eraseLine, writeText } from "./terminal-safe.js";
 import type { LiveLine } from "./live-line.js";
 import { AnswerView } from "./markdown/answer-view.js";
@@ -219,29 +228,13 @@ export class TurnRenderer {
         this.line(s.cyan("└ ") + (e.value.isError ? s.red(`error${more}`) : s.dim(`ok${more}`)));
         break;
       }
-      case "inputSpilled": {
-        const v = e.value;
-        const kb = (n: bigint) => `${(Number(n) / 1024).toFixed(1)} KB`;
-        this.prose(
-          `input: a ${v.kind} block of ${kb(v.bytes)} (${v.lines} lines) went to blob:sha256:${v.blobSha256.slice(0, 12)}…; ` +
-            `the model sees ${v.form === "reduced" ? "all of it, reduced" : "an excerpt"} (${kb(v.shownBytes)}) and can read_blob / grep_blob the rest`,
-          s.dim,
-        );
+      case "inputSpilled":
+        this.prose(inputSpilledText(e.value), s.dim);
         break;
-      }
-      case "compacted": {
-        const v = e.value;
+      case "compacted":
         this.endReasoning();
-        this.prose(
-          `compacted into epoch ${v.epoch} (${v.reason}): ${v.foldedMessages} messages folded into a ${v.summaryBytes}-byte summary` +
-            (v.carriedFoldBytes ? `, ${v.carriedFoldBytes} bytes of earlier folds carried verbatim` : "") +
-            `, ${v.keptMessages} kept` +
-            (v.spilledBlocks ? `, ${v.spilledBlocks} large blocks spilled to blobs` : "") +
-            (v.beforeTokens ? ` (was ${v.beforeTokens} tokens)` : ""),
-          s.dim,
-        );
+        this.prose(compactionText(e.value), s.dim);
         break;
-      }
       case "retry": {
         const v = e.value;
         if (v.phase === "resent") {
@@ -277,24 +270,7 @@ export class TurnRenderer {
         this.endReasoning();
         // Cancelled by no one here (loopd stopping): the person is told why, not left to think it was their Ctrl-C.
         if (e.value.cancelReason) this.prose(`turn cancelled: ${e.value.cancelReason}`, s.yellow, "  ");
-        const t = e.value.timings;
-        const prompt = (t?.cacheN ?? 0) + (t?.promptN ?? 0);
-        const summary = [
-          e.value.finishReason,
-          `${e.value.iterations} request${e.value.iterations === 1 ? "" : "s"}`,
-          `${prompt} prompt tokens (${Math.round(e.value.cacheHitRatio * 100)}% cached)`,
-          `${t?.predictedN ?? 0} generated`,
-          `${(e.value.wallMs / 1000).toFixed(1)} s`,
-          ...(e.value.spilledBlocks
-            ? [`${e.value.spilledBlocks} input block${e.value.spilledBlocks === 1 ? "" : "s"} spilled`]
-            : []),
-          ...(e.value.compactions ? [`${e.value.compactions} compaction${e.value.compactions === 1 ? "" : "s"}`] : []),
-          // The session's Σprompt_n over the tokens truly new (1.00× is every byte reused).
-          ...(e.value.cacheHealth?.requests ? [`reuse ${e.value.cacheHealth.ratio.toFixed(2)}×`] : []),
-          // The server slot whose cache the turn used (a turn that never started has none).
-          ...(this.slot !== undefined ? [`slot ${this.slot}`] : []),
-        ].join(" · ");
-        this.prose(`— ${summary}`, s.dim, "  ");
+        this.prose(`— ${turnSummaryText(e.value, this.slot)}`, s.dim, "  ");
         break;
       }
       case "cacheWarning":
