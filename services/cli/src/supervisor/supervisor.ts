@@ -23,10 +23,9 @@ import type { Progress } from "./progress-line.js";
 import { NotReadyError } from "../errors.js";
 import { probeSlotSave } from "./parking-probe.js";
 import { RestartPolicy, type RestartPolicyOptions } from "./restart-policy.js";
-import { styleFor } from "../render/style.js";
 import { LogRotator } from "./log-rotator.js";
 import type { LogRotationLimits } from "../log-rotation-plan.js";
-import { formatBytes } from "../render/disk.js";
+import { readySummary, templateSentence } from "./ready-summary.js";
 
 export interface SupervisorOptions {
   layout: Layout;
@@ -270,44 +269,17 @@ export class Supervisor {
   }
 
   private printSummary(): void {
-    const { layout } = this.o;
-    const rows: Array<[string, string]> = [];
-    for (const [name, p] of this.procs) {
-      rows.push([name, `pid ${p.pid}  ${this.socketOf(name)}  log ${join(layout.logDir, `${name}.log`)}`]);
-    }
-    if (!this.llamaManaged()) {
-      const u = this.o.upstream;
-      rows.unshift(["upstream", u.kind === "url" ? u.url : this.upstreamSocket()]);
-    }
-    if (this.parking) rows.push(["parking", this.parking]);
-    if (this.template) rows.push(["template", this.template]);
-    rows.push(["workspace", this.o.settings.workspaceRoots.join(", ")]);
-    const { maxBytes, keep, compress } = this.o.logRotation;
-    rows.push([
-      "logs",
-      `${layout.logDir}, each rotated past ${formatBytes(maxBytes)}, ${keep} older kept${compress && keep > 1 ? " (.2 on gzip-compressed)" : ""}`,
-    ]);
-    rows.push(["configs", layout.configDir]);
-    rows.push(["state", `${layout.stateDir}  (sessions in ${join(layout.loopdState, "sessions")})`]);
-    const w = Math.max(...rows.map(([k]) => k.length));
-    this.o.out("boxmaker up: the stack is ready");
-    for (const [k, v] of rows) this.o.out(`  ${k.padEnd(w)}  ${v}`);
-    this.o.out("Stop it with Ctrl-C. From another shell:");
-    this.o.out(`export BOXMAKER_SOCKET=${layout.sockets.loopd}`);
-  }
-}
-
-/** What inferproxy's template probe found (its Status waits for a probe under way); "" when it did not answer. */
-async function templateSentence(socketPath: string): Promise<string> {
-  const { createClient, InferService } = await import("@boxmaker/common/client");
-  const { probeSentence } = await import("../render/template-probe.js");
-  const client = createClient(InferService, socketPath);
-  try {
-    return probeSentence((await client.status({}, { timeoutMs: 15_000 })).templateProbe, styleFor(process.stdout));
-  } catch {
-    return "";
-  } finally {
-    client.close();
+    const u = this.o.upstream;
+    const lines = readySummary({
+      layout: this.o.layout,
+      procs: [...this.procs].map(([name, p]) => ({ name, pid: p.pid, socket: this.socketOf(name) })),
+      ...(this.llamaManaged() ? {} : { upstream: u.kind === "url" ? u.url : this.upstreamSocket() }),
+      parking: this.parking,
+      template: this.template,
+      workspaceRoots: this.o.settings.workspaceRoots,
+      logRotation: this.o.logRotation,
+    });
+    for (const l of lines) this.o.out(l);
   }
 }
 
