@@ -133,7 +133,7 @@ describe.skipIf(!requires("boxmaker chat on a terminal (pty tests)", ["tmux"]))(
       expect(done).toContain('Fixed: greeting.py now greets with "Hello, world!".');
       expect(done).toMatch(/greeting\.py now reads:\n\s+def greet\(name\):\n\s+return "Hello, " \+ name/);
       expect(done).toContain("[exit 0]");
-    });
+    }, 120_000); // the demo boots its own stack: the waits above (60 s + 30 s) must fit, so a slow CI names what it waited for
 
     it("first Ctrl-C cancels a slow turn and the session takes the next message", async () => {
       t.stack.sim.enqueue({ content: "slow ".repeat(400), tokenDelayMs: 40 });
