@@ -4,6 +4,7 @@ import { hookRpcs } from "./hooks/wire.js";
 import type { ProposalRecord } from "./staging.js";
 import type { ChangeRecord } from "./checkpoints.js";
 import type { ToolDef } from "./tool-table.js";
+import type { DeskEvent } from "./mcp/elicitation-desk.js";
 import { stableStringify } from "./tools-array.js";
 
 const summary = (t: ToolDef, score = 0) => ({
@@ -42,6 +43,20 @@ const proposal = (p: ProposalRecord) => ({
   result: p.result,
 });
 
+const askedOnWire = (q: Extract<DeskEvent, { case: "asked" }>["value"]) => ({
+  id: q.id,
+  sessionId: q.sessionId,
+  callId: q.callId,
+  server: q.server,
+  tool: q.tool,
+  mode: q.mode,
+  message: q.message,
+  requestedSchemaJson: q.requestedSchema === undefined ? "" : JSON.stringify(q.requestedSchema),
+  url: q.url ?? "",
+  beforeRetry: q.beforeRetry ?? false,
+  expiresAtUnixMs: BigInt(q.expiresAtUnixMs),
+});
+
 /** The wire mapping only; every decision lives in Broker. */
 export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
   return {
@@ -72,6 +87,17 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
     }),
     withdrawProposals: (req) => ({ proposals: broker.withdrawProposals(req.ids, req.reason).map(proposal) }),
     brokerStatus: () => ({ ...broker.status(), workspaceRoots: broker.config.workspace_roots }),
+    async *watchElicitations(req, ctx) {
+      for await (const e of broker.mcp.questions.watch(req.sessionId, req.callId, ctx.signal)) {
+        yield e.case === "asked"
+          ? { event: { case: "asked", value: askedOnWire(e.value) } }
+          : { event: { case: "ended", value: e.value } };
+      }
+    },
+    answerElicitation: (req) => {
+      broker.mcp.questions.answer(req.sessionId, req.id, req.action, req.contentJson);
+      return {};
+    },
     ...hookRpcs(broker.hooks),
     putBlob: (req) => {
       const r = broker.putBlob(req.sessionId, req.text);

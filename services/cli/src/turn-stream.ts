@@ -181,6 +181,19 @@ export async function sendAndRender(
       opts.reach ?? "",
     );
   }
+  // An MCP server's question during a call: asked here on a terminal, else dismissed at once (nobody would answer).
+  const { ServerQuestions } = await import("./server-questions.js");
+  const questions = new ServerQuestions(
+    client,
+    styleFor(process.stderr),
+    process.stderr,
+    process.stdin,
+    Boolean(opts.askInPlace && !opts.json && process.stdin.isTTY),
+    () => {
+      if (renderer) renderer.pause();
+      else live?.erase();
+    },
+  );
   // On a terminal: a status line under the output (one that can be redrawn), and in chat a key
   // that shows or hides the reasoning.
   let renderer: TurnRenderer | undefined;
@@ -212,7 +225,7 @@ export async function sendAndRender(
       process.stdin,
       () => r.toggleReasoning(),
       () => ctrlC.press(),
-      () => approvals?.questionOpen ?? false,
+      () => (approvals?.questionOpen ?? false) || questions.questionOpen,
     );
   }
   // Stopped by a supervisor or a closed terminal: the turn must not run on
@@ -234,14 +247,11 @@ export async function sendAndRender(
     const code = await renderEvents(events, {
       ...opts,
       ...(renderer ? { renderer } : {}),
-      ...(approvals || keys
-        ? {
-            onEvent: (ev) => {
-              approvals?.handle(ev);
-              keys?.rearm();
-            },
-          }
-        : {}),
+      onEvent: (ev) => {
+        approvals?.handle(ev);
+        questions.handle(ev);
+        keys?.rearm();
+      },
     });
     // The questions after the turn read whole lines: the terminal goes back to cooked mode first.
     keys?.dispose();
@@ -252,6 +262,7 @@ export async function sendAndRender(
     keys?.dispose();
     live?.stop();
     approvals?.dispose();
+    questions.dispose();
     ctrlC.dispose();
     for (const sig of STOP_SIGNALS) process.off(sig, stopHandler);
   }

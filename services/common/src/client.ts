@@ -10,6 +10,7 @@ export * from "./gen/boxmaker/v1/infer_pb.js";
 export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";
 export * from "./gen/boxmaker/v1/errors_pb.js";
+export * from "./gen/boxmaker/v1/elicitation_pb.js";
 export { packageVersion } from "./version.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";

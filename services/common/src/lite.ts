@@ -8,3 +8,4 @@ export { packageVersion } from "./version.js";
 export * from "./permission-mode.js";
 export { runnableLineTest } from "./runnable-lines.js";
 export { contractModelKey } from "./contract-model.js";
+export * from "./elicitation-form.js";

@@ -195,6 +195,7 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     searchTools: (req, ctx) => d.broker.searchTools(req, { signal: ctx.signal }),
     listHooks: (req, ctx) => d.broker.listHooks(req, { signal: ctx.signal }),
     trustHooks: (req, ctx) => d.broker.trustHooks(req, { signal: ctx.signal }),
+    answerElicitation: (req, ctx) => d.broker.answerElicitation(req, { signal: ctx.signal }),
 
     status: (_req, ctx) => loopStatus(d, ctx.signal),
 

@@ -1,17 +1,17 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
-import { McpTimeout } from "../errors.js";
 import type { McpServerConfig } from "../config-types.js";
 import type { ToolText } from "../tool-table.js";
 import { cleanText } from "./clean-text.js";
-import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
+import type { StoreBlob } from "./convert.js";
+import { elicitationHandler, type CallerOf } from "./elicitation.js";
 import { stopProcess } from "./stop-process.js";
 import type { Refusal } from "./tool-admission.js";
 import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
+import { runCall } from "./tool-call.js";
 import { listTools, usableTools } from "./tool-list.js";
 import { openTransport, type McpRuntime } from "./transport.js";
 
@@ -22,9 +22,6 @@ export type ConnectionState = "connecting" | "ready" | "down" | "closed";
 
 /** How many refused tools a server's status names; the rest are counted. */
 const NAMED_REFUSALS = 20;
-
-/** The total time limit of one call, on brokerd's clock: the SDK checks it only when progress arrives. */
-class TotalLimitReached extends Error {}
 
 /** What a call produced; `ran` is false when the server never ran it (down, refused, timed out). */
 export interface McpResult extends ToolText {
@@ -59,6 +56,8 @@ export class McpConnection {
   private readonly live = new Set<Live>();
   /** Processes being stopped: close() waits for each, whoever started stopping it. */
   private readonly stopping = new Set<Promise<void>>();
+  /** The calls in flight, each with its session (a server's question goes to that session's person). */
+  readonly calls = new Set<CallerOf>();
   private attempt = 0;
   private nextAttemptAt = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -66,7 +65,7 @@ export class McpConnection {
 
   constructor(
     readonly name: string,
-    private readonly config: McpServerConfig,
+    readonly config: McpServerConfig,
     private readonly backoff: Backoff,
     private readonly log: Logger,
     /** Called with the server's tool list after every successful connect. */
@@ -90,7 +89,17 @@ export class McpConnection {
   private async doConnect(): Promise<void> {
     clearTimeout(this.timer);
     this.state = "connecting";
-    const client = new Client({ name: "boxmaker-brokerd", version: "0.1.0" }, { capabilities: {} });
+    // Elicitation: a server may ask the person (never the model) during a call; see elicitation.ts.
+    const client = new Client(
+      { name: "boxmaker-brokerd", version: "0.1.0" },
+      { capabilities: this.runtime.questions ? { elicitation: { form: {}, url: {} } } : {} },
+    );
+    if (this.runtime.questions) {
+      client.setRequestHandler(
+        ElicitRequestSchema,
+        elicitationHandler(this.name, this.calls, this.runtime.questions, this.log),
+      );
+    }
     let live: Live | undefined;
     try {
       const timeout = this.config.connect_timeout_ms;
@@ -142,7 +151,7 @@ export class McpConnection {
   }
 
   /** Drops the connection (killing a stdio child) and schedules the next attempt. */
-  private markDown(why: string, retryNow = false): void {
+  markDown(why: string, retryNow = false): void {
     if (this.state === "closed") return;
     const old = this.client;
     this.client = undefined;
@@ -162,7 +171,17 @@ export class McpConnection {
     return this.state === "closed";
   }
 
-  private unavailableText(): McpResult {
+  /** The client in use now (CallHost). */
+  current(): Client | undefined {
+    return this.client;
+  }
+
+  /** For CallHost: where a refused call's pages are put to the person. */
+  get desk() {
+    return this.runtime.questions;
+  }
+
+  unavailableText(): McpResult {
     const wait = Math.max(0, this.nextAttemptAt - Date.now());
     return {
       text: `MCP server "${this.name}" is unavailable (${this.lastError}); brokerd reconnects in about ${Math.ceil(wait / 1000)} s. Try again later or use another tool.`,
@@ -178,81 +197,18 @@ export class McpConnection {
     return this.state === "ready" ? this.client : undefined;
   }
 
-  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal, store?: StoreBlob): Promise<McpResult> {
-    const r = await this.callOnce(tool, args, signal, store);
-    if (r !== "retry") return r;
-    // The request never reached a live session (an HTTP server restarted): re-initialise and send it once more.
-    const again = await this.callOnce(tool, args, signal, store);
-    return again === "retry" ? this.unavailableText() : again;
-  }
-
-  private async callOnce(
+  async call(
     tool: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
     store?: StoreBlob,
-  ): Promise<McpResult | "retry"> {
-    const client = await this.ready();
-    if (!client) return this.unavailableText();
-    const timeout = this.config.timeout_ms;
-    const ceiling = Math.max(timeout, this.config.max_total_timeout_ms);
-    // The SDK checks the ceiling only when progress arrives, so it could pass unnoticed between two
-    // notifications: brokerd's own timer ends the call at the ceiling (the SDK sends notifications/cancelled).
-    const total = new AbortController();
-    const totalTimer = setTimeout(() => total.abort(new TotalLimitReached()), ceiling);
-    try {
-      // Progress resets the deadline (the SDK sends a progressToken when onprogress is set), up to the ceiling.
-      // The race is for a transport that swallows the request: it must not hold us either.
-      const res = await withTimeout(
-        client.callTool({ name: tool, arguments: args }, undefined, {
-          timeout,
-          maxTotalTimeout: ceiling,
-          resetTimeoutOnProgress: true,
-          onprogress: () => undefined,
-          signal: signal ? AbortSignal.any([signal, total.signal]) : total.signal,
-        }),
-        ceiling + 1000,
-        `calling ${tool}`,
-      );
-      return { ...resultToText(res, store), ran: true };
-    } catch (err) {
-      if (err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed) {
-        return { ...rpcErrorToText(this.name, tool, err), ran: false };
-      }
-      if (signal?.aborted) throw err;
-      // The SDK's total-timeout error carries its ceiling in data; a plain request timeout does not.
-      const overTotal =
-        total.signal.aborted ||
-        (err instanceof McpError && (err.data as { maxTotalTimeout?: unknown })?.maxTotalTimeout !== undefined);
-      const hung =
-        overTotal || (err instanceof McpError ? err.code === ErrorCode.RequestTimeout : err instanceof McpTimeout);
-      if (hung) {
-        // The SDK has sent notifications/cancelled for this request alone. Restart only a server that is really gone.
-        const ok = await client.ping({ timeout: Math.min(5000, timeout) }).then(
-          () => true,
-          () => false,
-        );
-        if (!ok && this.client === client) this.markDown(`no answer to ${tool} within ${timeout} ms, nor to a ping`);
-        return {
-          text: overTotal
-            ? `MCP server "${this.name}" did not finish ${tool} within its total time limit of ${ceiling} ms (max_total_timeout_ms), though it kept reporting progress; the call was cancelled.`
-            : `MCP server "${this.name}" did not answer ${tool} within ${timeout} ms; the call was cancelled${ok ? " (the server is alive; other calls are unaffected)" : " and the server, which no longer answers, is being restarted"}.`,
-          isError: true,
-          ran: false,
-        };
-      }
-      const why = messageOf(err);
-      const undelivered = sessionLost(err);
-      if (this.client === client) this.markDown(why, undelivered);
-      if (undelivered) return "retry";
-      return {
-        text: `MCP server "${this.name}" failed during ${tool}: ${cleanText(why, 500)}. It is being reconnected.`,
-        isError: true,
-        ran: false,
-      };
-    } finally {
-      clearTimeout(totalTimer);
-    }
+    caller?: { session: string; callId: string },
+  ): Promise<McpResult> {
+    const r = await runCall(this, tool, args, caller, signal, store);
+    if (r !== "retry") return r;
+    // The request never reached a live session (an HTTP server restarted): re-initialise and send it once more.
+    const again = await runCall(this, tool, args, caller, signal, store);
+    return again === "retry" ? this.unavailableText() : again;
   }
 
   /** The pids of this server's processes (bwrap's when sandboxed), for tests and diagnosis. */
@@ -274,16 +230,4 @@ export class McpConnection {
     for (const l of [...this.live]) void this.stop(l);
     await Promise.all([...this.stopping]);
   }
-}
-
-/**
- * An HTTP request that provably never reached a session: the server forgot
- * the session (404, or 400 naming the session id) or refused the connection.
- */
-function sessionLost(err: unknown): boolean {
-  // The SDK reports the HTTP status only; a 400 is a lost session when the server's text says so.
-  if (err instanceof StreamableHTTPError) return err.code === 404 || (err.code === 400 && /session/i.test(err.message));
-  // fetch fails with a TypeError whose cause is the socket error; undici's own errors carry the code.
-  const e = err as { code?: unknown; cause?: { code?: unknown } };
-  return e.code === "ECONNREFUSED" || e.cause?.code === "ECONNREFUSED";
 }

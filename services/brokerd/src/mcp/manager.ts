@@ -7,6 +7,7 @@ import { ToolError } from "../errors.js";
 import type { PlannedTool, ToolTable } from "../tool-table.js";
 import { defineTool } from "../tools/define-tool.js";
 import { McpConnection } from "./connection.js";
+import { ELICITATION_WAIT_MS, ElicitationDesk } from "./elicitation-desk.js";
 import type { McpPromptInfo, McpServers } from "./mcp-servers.js";
 import type { McpRuntime } from "./transport.js";
 import { cleanText } from "./clean-text.js";
@@ -76,7 +77,7 @@ function mcpToolDef(server: string, cfg: McpServerConfig, tool: Tool, conn: McpC
         hosts,
         preview: `${name} ${JSON.stringify(args, null, 1)}`,
         checks: { tool: name, arguments: JSON.stringify(args) },
-        execute: () => conn.call(tool.name, args, ctx.signal, (text) => ctx.blobs.put(text)),
+        execute: () => conn.call(tool.name, args, ctx.signal, (text) => ctx.blobs.put(text), ctx.call),
       };
     },
   });
@@ -86,14 +87,17 @@ export class McpManager implements McpServers {
   readonly connections: McpConnection[] = [];
   /** Each server's connected client, for resources and prompts. */
   readonly clients = new Map<string, Client>();
+  readonly questions: ElicitationDesk;
 
   constructor(
     servers: BrokerConfig["mcp_servers"],
     backoff: BrokerConfig["mcp_reconnect"],
     table: ToolTable,
     log: Logger,
-    runtime?: McpRuntime,
+    runtime: McpRuntime = { roots: [] },
   ) {
+    this.questions = runtime.questions ?? new ElicitationDesk(ELICITATION_WAIT_MS);
+    const withQuestions: McpRuntime = { ...runtime, questions: this.questions };
     for (const name of Object.keys(servers).sort()) {
       const cfg = servers[name]!;
       const conn: McpConnection = new McpConnection(
@@ -108,7 +112,7 @@ export class McpManager implements McpServers {
             tools.filter((t) => !cfg.tools[t.name]?.hidden).map((t) => mcpToolDef(name, cfg, t, conn)),
           );
         },
-        runtime,
+        withQuestions,
       );
       this.connections.push(conn);
     }

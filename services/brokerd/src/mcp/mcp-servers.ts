@@ -1,4 +1,5 @@
 import type { McpConnection } from "./connection.js";
+import type { ElicitationDesk } from "./elicitation-desk.js";
 
 /*
  * What the broker asks of its MCP servers, apart from servers.ts so manager.ts,
@@ -15,6 +16,8 @@ export interface McpPromptInfo {
 /** The configured MCP servers, as the broker uses them (McpManager when there are any). */
 export interface McpServers {
   readonly connections: readonly McpConnection[];
+  /** The servers' open questions for people (elicitation), watched and answered through loopd. */
+  readonly questions: ElicitationDesk;
   start(): void;
   settled(): Promise<void>;
   get(name: string): McpConnection | undefined;

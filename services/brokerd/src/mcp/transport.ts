@@ -1,3 +1,4 @@
+import type { ElicitationDesk } from "./elicitation-desk.js";
 import { dirname, isAbsolute } from "node:path";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -20,6 +21,8 @@ export interface McpRuntime {
   stack?: readonly StackDir[];
   /** The secret patterns: a program directory holding one is not bound whole. */
   secretPatterns?: readonly string[];
+  /** Where a server's questions for the person wait (elicitation); without it servers are told Boxmaker asks nothing. */
+  questions?: ElicitationDesk;
 }
 
 /** Every extra bind of a sandboxed server, refused as a whole when one would expose the stack. */

@@ -30,7 +30,7 @@ export class LiveLine {
     private readonly out: NodeJS.WriteStream,
     private readonly style: Style,
     private readonly opts: {
-      /** A question about a staged call is asked on this terminal: the line keeps out of its way. */
+      /** Questions (a staged call, an MCP server's) are asked on this terminal: the line keeps out of their way. */
       approvalsAskHere?: boolean;
       /** Said at the end of the line while the model thinks (the key that shows the reasoning). */
       thinkingHint?: () => string | undefined;
@@ -93,7 +93,8 @@ export class LiveLine {
 
   private draw(): void {
     if (this.stopped || this.idle || !this.atLineStart) return;
-    const asking = this.opts.approvalsAskHere && this.state.phase.kind === "approval";
+    const kind = this.state.phase.kind;
+    const asking = this.opts.approvalsAskHere && (kind === "approval" || kind === "question");
     if (asking) {
       this.erase();
       return;

@@ -15,6 +15,7 @@ type Phase =
   | { kind: "answering" }
   | { kind: "tool-writing"; name: string; bytes: number }
   | { kind: "approval"; name: string; proposalId: string }
+  | { kind: "question"; server: string; name: string; id: string }
   | { kind: "tool-running"; name: string }
   | { kind: "server"; attempt: number; maxAttempts: number };
 
@@ -81,6 +82,14 @@ export function nextActivity(a: Activity, ev: SessionEvent, nowMs: number): Acti
       if (e.value.decision === ToolDecision.ALLOWED) return { ...a, phase: { kind: "tool-running", name } };
       return a;
     }
+    case "elicitation": {
+      const q = e.value.event;
+      if (q.case === "asked")
+        return { ...a, phase: { kind: "question", server: q.value.server, name: q.value.tool, id: q.value.id } };
+      if (q.case === "ended" && a.phase.kind === "question" && a.phase.id === q.value.id)
+        return { ...a, phase: { kind: "tool-running", name: a.phase.name } };
+      return a;
+    }
     case "toolResult":
       // The result goes back to the model: the next request is on its way.
       return request({ kind: "starting" });
@@ -121,6 +130,8 @@ function phaseText(p: Phase): string {
       return `┌ ${p.name} writing… ${sizeText(p.bytes)}`;
     case "approval":
       return `waiting for approval of ${p.name} (${p.proposalId})`;
+    case "question":
+      return `waiting for an answer to MCP server "${p.server}" (${p.name})`;
     case "tool-running":
       return `running ${p.name}`;
     case "server":

@@ -76,10 +76,20 @@ export async function runTurn(
   }
 
   const wall = new WallClock(budget, signal);
-  const awaitDecision = deps.awaitDecision;
-  const loopDeps: LoopDeps = awaitDecision
-    ? { ...deps, awaitDecision: (id, sig, sessionId) => wall.paused(() => awaitDecision(id, sig, sessionId)) }
-    : deps;
+  const { awaitDecision, relayQuestions } = deps;
+  // Time a person spends answering (an approval, a server's question) is not the turn's.
+  const loopDeps: LoopDeps = {
+    ...deps,
+    ...(awaitDecision
+      ? { awaitDecision: (id, sig, sessionId) => wall.paused(() => awaitDecision(id, sig, sessionId)) }
+      : {}),
+    ...(relayQuestions
+      ? {
+          relayQuestions: (rs, callId, done) =>
+            relayQuestions(rs, callId, done, (ended) => void wall.paused(() => ended)),
+        }
+      : {}),
+  };
   let stop: Stop | undefined;
   let error: RpcError | undefined;
   try {

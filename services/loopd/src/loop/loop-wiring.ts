@@ -16,6 +16,7 @@ import type { Compactor } from "../compaction/compaction.js";
 import type { SessionBlobs } from "../session-blobs.js";
 import type { HookEvents } from "../hook-events.js";
 import { runUpdatePlan } from "./plan-tool.js";
+import { questionRelay } from "./question-relay.js";
 import type { CacheHealth } from "../slots/cache-health.js";
 import { spawnAgent, type SubagentHost } from "./subagent-spawn.js";
 
@@ -32,6 +33,8 @@ export interface LoopWiring {
   blobs: SessionBlobs;
   parking: Parking;
   cacheHealth: CacheHealth;
+  /** A session by its full id, if loopd holds it (a subagent's questions reach its parent's watchers). */
+  sessionOf: (id: string) => Session | undefined;
 }
 
 /**
@@ -60,6 +63,7 @@ export function loopDepsFor(w: LoopWiring): LoopDeps {
         return withdrawProposal(w.broker, w.log, id, messageOf(signal.reason));
       }
     },
+    relayQuestions: questionRelay(w.broker, w.log, w.sessionOf),
     beforeRequest: async (s, signal) => {
       await w.compactor.maybeCompact(s, signal);
     },

@@ -107,6 +107,7 @@ export class SessionRunner {
       blobs: this.blobs,
       parking: this.parking,
       cacheHealth: this.cacheHealth,
+      sessionOf: (id) => (id ? d.store.get(id) : undefined),
     });
   }
 

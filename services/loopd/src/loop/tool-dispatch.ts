@@ -7,6 +7,7 @@ import {
   type ToolCall,
 } from "@boxmaker/common";
 import type { Session } from "../sessions/session.js";
+import type { QuestionRelay } from "./question-relay.js";
 
 /** What a tool call came to, as the model will read it. */
 export interface ToolOutcome {
@@ -35,6 +36,8 @@ export interface ToolDeps {
   localTools?: Record<string, LocalTool>;
   /** Waits for a person's decision on a staged proposal; resolves with the tool result text. */
   awaitDecision?: (proposalId: string, signal: AbortSignal, sessionId: string) => Promise<ToolOutcome>;
+  /** Passes on an MCP server's questions for the person while the call runs (question-relay.ts). */
+  relayQuestions?: QuestionRelay;
 }
 
 interface Decided {
@@ -57,7 +60,10 @@ export async function runToolCall(
   cutOffAt: number,
 ): Promise<void> {
   s.events.publish({ case: "toolCall", value: { callId: call.id, name: call.name, arguments: call.arguments } });
-  const { result, decided } = await dispatchTool(s, call, deps, signal, cutOffAt);
+  // From the call's start to its result, an approved one included: a server may ask while it runs.
+  const relayed = new AbortController();
+  if (!call.parseError && !deps.localTools?.[call.name]) deps.relayQuestions?.(s, call.id, relayed.signal);
+  const { result, decided } = await dispatchTool(s, call, deps, signal, cutOffAt).finally(() => relayed.abort());
   s.recordToolResult(call.id, result.content, {
     decision: decisionName(decided.decision),
     rule: decided.rule,

@@ -9,6 +9,7 @@ import { WallBudgetExceeded } from "../errors.js";
 export class WallClock {
   private readonly ac = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private holds = 0;
   private readonly onTurnAbort = () => this.ac.abort(this.turn.reason);
 
   constructor(
@@ -28,15 +29,23 @@ export class WallClock {
     return this.ac.signal.reason instanceof WallBudgetExceeded;
   }
 
-  /** Runs `wait` with the clock stopped (a person is being asked). */
+  /**
+   * Runs `wait` with the clock stopped (a person is being asked). Waits may
+   * overlap (a server asks during a call an approval started): the clock runs
+   * again when the last one ends.
+   */
   async paused<T>(wait: () => Promise<T>): Promise<T> {
-    clearTimeout(this.timer);
-    this.budget.pauseWall();
+    if (this.holds++ === 0) {
+      clearTimeout(this.timer);
+      this.budget.pauseWall();
+    }
     try {
       return await wait();
     } finally {
-      this.budget.resumeWall();
-      this.arm();
+      if (--this.holds === 0) {
+        this.budget.resumeWall();
+        this.arm();
+      }
     }
   }
 
