@@ -5,6 +5,7 @@ import type { ProposalRecord } from "./staging.js";
 import type { ChangeRecord } from "./checkpoints.js";
 import type { ToolDef } from "./tool-table.js";
 import type { DeskEvent } from "./mcp/elicitation-desk.js";
+import { finishLogin, logout, startLogin } from "./mcp/server-logins.js";
 import { stableStringify } from "./tools-array.js";
 
 const summary = (t: ToolDef, score = 0) => ({
@@ -98,6 +99,12 @@ export function brokerService(broker: Broker): ImplOf<typeof BrokerService> {
       broker.mcp.questions.answer(req.sessionId, req.id, req.action, req.contentJson);
       return {};
     },
+    startMcpLogin: async (req) => {
+      const r = await startLogin(broker.mcp, req.server);
+      return { authorizationUrl: r.url ?? "", redirectUri: r.redirectUri, status: r.url ? "" : r.status };
+    },
+    finishMcpLogin: async (req) => ({ status: await finishLogin(broker.mcp, req.server, req.callback) }),
+    mcpLogout: (req) => ({ removed: logout(broker.mcp, req.server) }),
     ...hookRpcs(broker.hooks),
     putBlob: (req) => {
       const r = broker.putBlob(req.sessionId, req.text);

@@ -59,11 +59,11 @@ export async function withClient<T>(globals: GlobalOptions, fn: (client: LoopCli
 /**
  * Every call ends even if loopd never answers: 30 s for a unary reply, 30 s
  * for a stream's headers, 10 s for the connection to speak HTTP/2, or
- * --timeout for the first two (and at most it for the third). Two calls do
- * real work before they answer — approving a command runs it
+ * --timeout for the first two (and at most it for the third). A few calls
+ * do real work before they answer — approving a command runs it
  * (sandbox.timeout_ms, 2 min unless raised), compacting asks the model for a
- * summary — and `attach --follow` on an idle session gets no headers until
- * the next turn starts.
+ * summary, an MCP login asks an authorization server — and `attach --follow`
+ * on an idle session gets no headers until the next turn starts.
  */
 function callLimits(timeoutMs: number | undefined) {
   const waitMs = timeoutMs ?? 30_000;
@@ -74,6 +74,9 @@ function callLimits(timeoutMs: number | undefined) {
     methods: {
       decideProposal: { timeoutMs: 15 * 60_000 },
       compactSession: { timeoutMs: 15 * 60_000 },
+      // brokerd asks the MCP server's authorization server first (loopd allows it 2 min).
+      startMcpLogin: { timeoutMs: 3 * 60_000 },
+      finishMcpLogin: { timeoutMs: 3 * 60_000 },
       follow: { headersTimeoutMs: 0 },
     },
   } as const;

@@ -33,6 +33,7 @@ import { register as registerContract } from "./commands/contract.js";
 import { register as registerDoctor } from "./commands/doctor.js";
 import { register as registerMemoryPlan } from "./commands/memory-plan.js";
 import { register as registerHooks } from "./commands/hooks.js";
+import { register as registerMcp } from "./commands/mcp.js";
 import { register as registerCompletion } from "./commands/completion.js";
 import { printErr } from "./render/terminal-safe.js";
 import { printPaged } from "./pager.js";
@@ -96,6 +97,7 @@ for (const register of [
   registerCompact,
   registerMode,
   registerHooks,
+  registerMcp,
   registerCompletion,
 ]) {
   register(program, globals);

@@ -11,6 +11,7 @@ export * from "./gen/boxmaker/v1/broker_pb.js";
 export * from "./gen/boxmaker/v1/loop_pb.js";
 export * from "./gen/boxmaker/v1/errors_pb.js";
 export * from "./gen/boxmaker/v1/elicitation_pb.js";
+export * from "./gen/boxmaker/v1/mcp_login_pb.js";
 export { packageVersion } from "./version.js";
 export * from "./stack-defaults.js";
 export * from "./backoff.js";

@@ -26,6 +26,9 @@ export function peerDeadlines(defaultMs: number): {
         decideProposal: { timeoutMs: 6 * 60 * 60_000 },
         // Hooks run before the answer (each under its own limit).
         runHooks: { timeoutMs: 30 * 60_000 },
+        // An MCP login asks the server's authorization server (discovery, registration, the token exchange) first.
+        startMcpLogin: { timeoutMs: 2 * 60_000 },
+        finishMcpLogin: { timeoutMs: 2 * 60_000 },
       },
     },
     inferproxy: {

@@ -196,6 +196,9 @@ export function loopService(d: LoopServiceDeps): ImplOf<typeof LoopService> {
     listHooks: (req, ctx) => d.broker.listHooks(req, { signal: ctx.signal }),
     trustHooks: (req, ctx) => d.broker.trustHooks(req, { signal: ctx.signal }),
     answerElicitation: (req, ctx) => d.broker.answerElicitation(req, { signal: ctx.signal }),
+    startMcpLogin: (req, ctx) => d.broker.startMcpLogin(req, { signal: ctx.signal }),
+    finishMcpLogin: (req, ctx) => d.broker.finishMcpLogin(req, { signal: ctx.signal }),
+    mcpLogout: (req, ctx) => d.broker.mcpLogout(req, { signal: ctx.signal }),
 
     status: (_req, ctx) => loopStatus(d, ctx.signal),
 

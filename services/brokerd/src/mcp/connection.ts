@@ -1,3 +1,4 @@
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -13,12 +14,15 @@ import type { Refusal } from "./tool-admission.js";
 import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
 import { runCall } from "./tool-call.js";
 import { listTools, usableTools } from "./tool-list.js";
+import { CredentialFile } from "./oauth-credentials.js";
+import { OAuthLogin } from "./oauth-login.js";
 import { openTransport, type McpRuntime } from "./transport.js";
 
 // Which tools a server may offer is its own module; the tests of it import it from here.
 export { missingFeature } from "./tool-list.js";
 
-export type ConnectionState = "connecting" | "ready" | "down" | "closed";
+/** `login`: an OAuth-protected server with no usable token; nothing is retried until a person logs in. */
+export type ConnectionState = "connecting" | "ready" | "down" | "login" | "closed";
 
 /** How many refused tools a server's status names; the rest are counted. */
 const NAMED_REFUSALS = 20;
@@ -62,6 +66,8 @@ export class McpConnection {
   private nextAttemptAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private firstAttempt: Promise<void> | undefined;
+  /** The OAuth login of an http server configured with `oauth`. */
+  readonly login: OAuthLogin | undefined;
 
   constructor(
     readonly name: string,
@@ -71,7 +77,10 @@ export class McpConnection {
     /** Called with the server's tool list after every successful connect. */
     private readonly onTools: (tools: Tool[], client: Client) => void,
     private readonly runtime: McpRuntime = { roots: [] },
-  ) {}
+  ) {
+    if (config.transport === "http" && config.oauth && runtime.oauthDir)
+      this.login = new OAuthLogin(name, config.url, config.oauth, new CredentialFile(runtime.oauthDir, name));
+  }
 
   /** Resolves once the first connect attempt has ended, either way. */
   settled(): Promise<void> {
@@ -103,7 +112,7 @@ export class McpConnection {
     let live: Live | undefined;
     try {
       const timeout = this.config.connect_timeout_ms;
-      const transport = openTransport(this.name, this.config, this.runtime, this.log);
+      const transport = openTransport(this.name, this.config, this.runtime, this.log, this.login);
       live = { client, transport };
       this.live.add(live);
       await withTimeout(client.connect(transport, { timeout }), timeout, "connecting");
@@ -131,7 +140,9 @@ export class McpConnection {
       this.onTools(usable, client);
     } catch (err) {
       if (live) await this.stop(live);
-      if (!this.closed) this.markDown(messageOf(err));
+      if (this.closed) return;
+      if (this.login && err instanceof UnauthorizedError) this.needsLogin();
+      else this.markDown(messageOf(err));
     }
   }
 
@@ -166,9 +177,46 @@ export class McpConnection {
     this.timer.unref();
   }
 
+  /** No token the server takes: wait for `boxmaker mcp login`, which connects again when it is done. */
+  private needsLogin(): void {
+    this.state = "login";
+    this.lastError = `needs a person to log in: boxmaker mcp login ${this.name}`;
+    clearTimeout(this.timer);
+    this.log.warn({ mcp: this.name }, "mcp server needs an OAuth login");
+  }
+
   // A getter, so TypeScript does not narrow `state` across the awaits in doConnect.
   private get closed(): boolean {
     return this.state === "closed";
+  }
+
+  /** This server as `status` shows it: its state and why, or its tools and what of them is hidden. */
+  statusLine(): string {
+    if (this.state === "login") return `${this.name}: needs login (boxmaker mcp login ${this.name})`;
+    if (this.state !== "ready") return `${this.name}: ${this.state} (${this.lastError})`;
+    const more = this.moreUnavailable ? ` and ${this.moreUnavailable} more` : "";
+    const hidden = this.unavailable.length
+      ? `; unavailable: ${this.unavailable.map((u) => `${u.tool} (${u.why})`).join(", ")}${more}`
+      : "";
+    const cut = this.listCut ? `; ${this.listCut}` : "";
+    return `${this.name}: ready (${this.toolCount} tools${hidden}${cut})`;
+  }
+
+  /** After a login: connect now if the server was waiting for one (a ready one takes the new token on its next request). */
+  async loggedIn(): Promise<void> {
+    if (this.state === "login" || this.state === "down") {
+      clearTimeout(this.timer);
+      await this.connect();
+    }
+  }
+
+  /** After a logout: the connection goes, and the server waits for the next login. */
+  loggedOut(): void {
+    if (this.state === "closed") return;
+    const old = this.client;
+    this.client = undefined;
+    for (const l of this.live) if (l.client === old) void this.stop(l);
+    this.needsLogin();
   }
 
   /** The client in use now (CallHost). */
@@ -182,6 +230,12 @@ export class McpConnection {
   }
 
   unavailableText(): McpResult {
+    if (this.state === "login")
+      return {
+        text: `MCP server "${this.name}" is unavailable until a person logs Boxmaker in to it (boxmaker mcp login ${this.name}). Use another tool, or tell the person.`,
+        isError: true,
+        ran: false,
+      };
     const wait = Math.max(0, this.nextAttemptAt - Date.now());
     return {
       text: `MCP server "${this.name}" is unavailable (${this.lastError}); brokerd reconnects in about ${Math.ceil(wait / 1000)} s. Try again later or use another tool.`,

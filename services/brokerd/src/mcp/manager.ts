@@ -267,15 +267,7 @@ export class McpManager implements McpServers {
   }
 
   status(): string[] {
-    return this.connections.map((c) => {
-      if (c.state !== "ready") return `${c.name}: ${c.state} (${c.lastError})`;
-      const more = c.moreUnavailable ? ` and ${c.moreUnavailable} more` : "";
-      const hidden = c.unavailable.length
-        ? `; unavailable: ${c.unavailable.map((u) => `${u.tool} (${u.why})`).join(", ")}${more}`
-        : "";
-      const cut = c.listCut ? `; ${c.listCut}` : "";
-      return `${c.name}: ready (${c.toolCount} tools${hidden}${cut})`;
-    });
+    return this.connections.map((c) => c.statusLine());
   }
 
   async close(): Promise<void> {

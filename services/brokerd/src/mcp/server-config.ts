@@ -19,6 +19,24 @@ const mcpServerObject = Type.Object(
     url: Nullable(Type.String({ pattern: "^https?://" })),
     headers: MapOf(Type.String(), { required: [], default: {} }),
     /**
+     * http only: the server is OAuth-protected; a person logs Boxmaker in with
+     * `boxmaker mcp login NAME` (tokens kept in brokerd's state_dir, never here).
+     * Without client_id the client registers itself (dynamic registration).
+     */
+    oauth: Nullable(
+      Type.Object(
+        {
+          client_id: Nullable(Type.String({ minLength: 1 })),
+          /** A file holding the client secret, for a confidential client (kept out of the config and the Nix store). */
+          client_secret_file: Nullable(Type.String({ minLength: 1 })),
+          scopes: strings({ default: [] }),
+          /** The loopback port the browser is sent back to (http://127.0.0.1:PORT/callback). */
+          redirect_port: Type.Integer({ minimum: 1, maximum: 65535, default: 33418 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /**
      * How policy treats a tool of this server whose annotations say nothing
      * (readOnlyHint → read, destructiveHint → write, openWorldHint → network);
      * default write (each call asks a person). `tools.<name>.risk` overrides both.

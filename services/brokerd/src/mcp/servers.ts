@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Logger } from "@boxmaker/common";
 import { stackDirs } from "../boundary.js";
 import type { BrokerConfig } from "../config-types.js";
@@ -36,6 +37,7 @@ export async function openMcpServers(
     stack: stackDirs(config),
     secretPatterns: config.secret_patterns,
     questions: new ElicitationDesk(ELICITATION_WAIT_MS),
+    oauthDir: join(config.state_dir, "mcp-oauth"),
     ...runtime,
   };
   return new McpManager(config.mcp_servers, config.mcp_reconnect, table, log, full);

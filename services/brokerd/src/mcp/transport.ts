@@ -2,6 +2,7 @@ import type { ElicitationDesk } from "./elicitation-desk.js";
 import { dirname, isAbsolute } from "node:path";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "@boxmaker/common";
 import type { McpServerConfig } from "../config-types.js";
@@ -23,6 +24,8 @@ export interface McpRuntime {
   secretPatterns?: readonly string[];
   /** Where a server's questions for the person wait (elicitation); without it servers are told Boxmaker asks nothing. */
   questions?: ElicitationDesk;
+  /** Where OAuth-protected servers' credentials are kept (brokerd's state_dir/mcp-oauth). */
+  oauthDir?: string;
 }
 
 /** Every extra bind of a sandboxed server, refused as a whole when one would expose the stack. */
@@ -71,13 +74,22 @@ function stdioSpawn(
   };
 }
 
-/** A fresh transport to server `name`: a (sandboxed) child process, or streamable HTTP. */
-export function openTransport(name: string, c: McpServerConfig, runtime: McpRuntime, log: Logger): Transport {
+/** A fresh transport to server `name`: a (sandboxed) child process, or streamable HTTP (with OAuth when it has a login). */
+export function openTransport(
+  name: string,
+  c: McpServerConfig,
+  runtime: McpRuntime,
+  log: Logger,
+  authProvider?: OAuthClientProvider,
+): Transport {
   if (c.transport === "stdio") {
     const t = new StdioClientTransport({ ...stdioSpawn(c, runtime), stderr: "pipe" });
     // Drained so a chatty server cannot block on a full pipe; kept for diagnosis.
     t.stderr?.on("data", (d: Buffer) => log.debug({ mcp: name, stderr: d.toString().trimEnd() }, "mcp stderr"));
     return t;
   }
-  return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers } });
+  return new StreamableHTTPClientTransport(new URL(c.url!), {
+    requestInit: { headers: c.headers },
+    ...(authProvider ? { authProvider } : {}),
+  });
 }

@@ -36,7 +36,7 @@ export function questionFrame(q: Elicitation, s: Style, width: number | undefine
 }
 
 /** The page as the browser will read it: normalised, its host in ASCII (an IDN as xn--, so a look-alike shows). */
-function pageOf(url: string): { href: string; host: string } {
+export function pageOf(url: string): { href: string; host: string } {
   try {
     const u = new URL(url);
     return { href: u.href, host: u.host };
