@@ -212,4 +212,16 @@ describe("completion of the ids loopd knows", () => {
       expect(listed).toContain("write the README · idle");
     });
   });
+
+  it("offers archived sessions too (show, export, rm take them), after the live ones and marked archived", async () => {
+    const old = await t.client.createSession({ role: SessionRole.MAIN, title: "last year's release" });
+    await t.client.archiveSession({ id: old.id });
+    const offered = await bashOffers("boxmaker show ", env());
+    for (const id of [...ids, old.id]) expect(offered).toContain(id);
+    expect(await bashOffers(`boxmaker export ${old.id.slice(0, -2)}`, env())).toEqual([old.id]);
+    // What every shell's script reads: the live sessions first, then the archived, each with its line.
+    const lines = (await t.stack.cli(["__complete", "show", ""])).stdout.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(offered.length);
+    expect(lines.at(-1)).toBe(`${old.id}\tlast year's release · archived`);
+  });
 });

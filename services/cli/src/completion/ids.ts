@@ -14,8 +14,10 @@ export async function idCandidates(client: LoopClient, kind: IdKind, prefix: str
 async function listed(client: LoopClient, kind: IdKind): Promise<Candidate[]> {
   switch (kind) {
     case "sessions": {
-      const { sessions } = await client.listSessions({ includeArchived: false, limit: SESSIONS_OFFERED });
-      sessions.sort((a, b) => Number(b.updatedUnixMs - a.updatedUnixMs));
+      // Archived sessions too (show, export, rm take them), after the live ones: a TAB finds today's work first.
+      const { sessions } = await client.listSessions({ includeArchived: true, limit: SESSIONS_OFFERED });
+      const rank = (s: (typeof sessions)[number]) => (s.state === "archived" ? 1 : 0);
+      sessions.sort((a, b) => rank(a) - rank(b) || Number(b.updatedUnixMs - a.updatedUnixMs));
       return sessions.map((s) => ({ value: s.id, description: oneLine(`${s.title || "(untitled)"} · ${s.state}`) }));
     }
     case "proposals": {
