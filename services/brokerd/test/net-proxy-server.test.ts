@@ -166,7 +166,7 @@ describe("the proxy's server", () => {
       /^HTTP\/1\.1 403 [\s\S]*refused \(net:no-rule\)/,
     );
     expect(await ask(`GET http://echo.test:${p}/ HTTP/1.1\r\n\r\n`)).toMatch(
-      /^HTTP\/1\.1 403 [\s\S]*refused \(net:private\): echo\.test is 127\.0\.0\.1/,
+      /^HTTP\/1\.1 403 [\s\S]*refused \(net:private\): echo\.test resolves to 127\.0\.0\.1/,
     );
     expect(await ask(`GET http://0x7f.1:${p}/ HTTP/1.1\r\n\r\n`)).toMatch(/refused \(net:no-rule\): 127\.0\.0\.1:/);
     expect(await ask("\x16\x03\x01 TLS hello")).toMatch(/^HTTP\/1\.1 400 /);
