@@ -2,10 +2,14 @@ import fc from "fast-check";
 import ipaddr from "ipaddr.js";
 import { describe, expect, it } from "vitest";
 import { connectionDecision } from "../src/net-proxy/allow.js";
-import { canonicalDestination, checkedAddress } from "../src/net-proxy/destination.js";
+import {
+  canonicalDestination,
+  DestinationRefused,
+  destinationAddress,
+  type Resolver,
+} from "../src/policy/destination.js";
 import { MAX_HEAD_BYTES, parseAuthority, parseHttpProxyHead } from "../src/net-proxy/http-request.js";
 import { parseSocksGreeting, parseSocksRequest, SOCKS } from "../src/net-proxy/socks5.js";
-import { Refused } from "../src/errors.js";
 import type { PolicyRule } from "../src/config-types.js";
 
 const RUNS = 500;
@@ -196,6 +200,22 @@ describe("SOCKS5", () => {
   });
 });
 
+/** The proxy's lookup as server.ts makes it: its net_proxy keys as the destination policy's scope. */
+function checkedAddress(
+  host: string,
+  cfg: { addresses: Record<string, string>; allow_private_hosts: string[]; connect_timeout_ms: number },
+  resolve?: Resolver,
+) {
+  const scope = {
+    allowPrivateHosts: cfg.allow_private_hosts,
+    addresses: cfg.addresses,
+    who: "commands reach",
+    allowKey: "k",
+  };
+  const lookup = { signal: new AbortController().signal, timeoutMs: cfg.connect_timeout_ms };
+  return destinationAddress(host, scope, resolve ? { ...lookup, resolve } : lookup);
+}
+
 describe("destinations: one spelling, and no private address without the operator", () => {
   const cfg = { addresses: {}, allow_private_hosts: [] as string[], connect_timeout_ms: 1000 };
   const LOOPBACK_SPELLINGS = [
@@ -220,8 +240,8 @@ describe("destinations: one spelling, and no private address without the operato
     for (const raw of LOOPBACK_SPELLINGS) {
       const host = canonicalDestination(raw);
       const err = await checkedAddress(host, cfg).catch((e: unknown) => e);
-      expect(err, raw).toBeInstanceOf(Refused);
-      expect((err as Refused).rule).toBe("net:private");
+      expect(err, raw).toBeInstanceOf(DestinationRefused);
+      expect((err as DestinationRefused).rule).toBe("net:private");
       const lifted = await checkedAddress(host, { ...cfg, allow_private_hosts: [raw] });
       expect(lifted.address, raw).toBeTruthy();
     }
@@ -268,7 +288,7 @@ describe("destinations: one spelling, and no private address without the operato
       `${"x".repeat(64)}.test`,
       "%00.test",
     ]) {
-      expect(() => canonicalDestination(raw), JSON.stringify(raw)).toThrow(Refused);
+      expect(() => canonicalDestination(raw), JSON.stringify(raw)).toThrow(DestinationRefused);
     }
     fc.assert(
       fc.property(fc.string({ unit: "binary", maxLength: 60 }), (raw) => {
@@ -276,7 +296,7 @@ describe("destinations: one spelling, and no private address without the operato
           const h = canonicalDestination(raw);
           expect(h).toMatch(/^[a-z0-9_.:-]+$/);
         } catch (e) {
-          expect(e).toBeInstanceOf(Refused);
+          expect(e).toBeInstanceOf(DestinationRefused);
         }
       }),
       { numRuns: RUNS * 4 },

@@ -93,7 +93,7 @@ describe.skipIf(!requires("run_command's network through the allowlist proxy", [
       const before = served;
       const res = await r.call("run_command", { command: `curl -sS http://allowed.test:${port}/; echo end` });
       expect(res.content).toMatch(
-        /boxmaker proxy: refused \(net:private\): allowed\.test is 127\.0\.0\.1, a private, loopback or link-local address/,
+        /boxmaker proxy: refused \(net:private\): allowed\.test resolves to 127\.0\.0\.1, a private, loopback or link-local address/,
       );
       expect(res.content).toMatch(/\[network: allowed\.test:\d+ refused \(net:private\)/);
       expect(served).toBe(before);

@@ -166,7 +166,7 @@ describe("the proxy's server", () => {
       /^HTTP\/1\.1 403 [\s\S]*refused \(net:no-rule\)/,
     );
     expect(await ask(`GET http://echo.test:${p}/ HTTP/1.1\r\n\r\n`)).toMatch(
-      /^HTTP\/1\.1 403 [\s\S]*refused \(net:private\): echo\.test is 127\.0\.0\.1/,
+      /^HTTP\/1\.1 403 [\s\S]*refused \(net:private\): echo\.test resolves to 127\.0\.0\.1/,
     );
     expect(await ask(`GET http://0x7f.1:${p}/ HTTP/1.1\r\n\r\n`)).toMatch(/refused \(net:no-rule\): 127\.0\.0\.1:/);
     expect(await ask("\x16\x03\x01 TLS hello")).toMatch(/^HTTP\/1\.1 400 /);
@@ -206,5 +206,33 @@ describe("the proxy's server", () => {
     await Promise.all(ends);
     expect(records.length).toBe(4);
     expect(records.slice(1).every((c) => c.decision === "allowed" && c.rule === "echo")).toBe(true);
+  });
+
+  it("abandons a DNS lookup still running when the command ends, instead of waiting out connect_timeout_ms", async () => {
+    const asked: AbortSignal[] = [];
+    const records: ConnectionRecord[] = [];
+    const proxy = new NetProxy({
+      // A limit no test waits for: only the command's end can finish this lookup.
+      config: { ...base, allow_private_hosts: [], connect_timeout_ms: 3_600_000 },
+      rules: [{ name: "silent", tool: "run_command", effect: "allow", hosts: ["silent.test"] }],
+      dir: join(tmp.dir, "net-silent"),
+      record: (_run, _cmd, c) => records.push(c),
+      findSecrets: (t) => scanSecrets(t),
+      resolve: (_host, signal) => {
+        asked.push(signal);
+        return new Promise(() => {}); // a DNS server that never answers
+      },
+    });
+    const r = await proxy.open("curl silent.test");
+    const s = await client(r.socketPath);
+    const closed = readAll(s);
+    s.write("CONNECT silent.test:443 HTTP/1.1\r\n\r\n");
+    await until(() => asked.length === 1);
+    await r.close();
+    await closed;
+    expect(asked[0]!.aborted).toBe(true);
+    expect(records).toMatchObject([
+      { host: "silent.test", rule: "net:unresolved", error: "the command ended while silent.test was being resolved" },
+    ]);
   });
 });

@@ -5,10 +5,10 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ElicitRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf, type Logger } from "@boxmaker/common";
 import type { McpServerConfig } from "../config-types.js";
-import type { ToolText } from "../tool-table.js";
 import { cleanText } from "./clean-text.js";
 import type { StoreBlob } from "./convert.js";
 import { elicitationHandler, type CallerOf } from "./elicitation.js";
+import type { McpResult } from "./mcp-result.js";
 import { stopProcess } from "./stop-process.js";
 import type { Refusal } from "./tool-admission.js";
 import { backoffDelay, withTimeout, type Backoff } from "./timing.js";
@@ -26,11 +26,6 @@ export type ConnectionState = "connecting" | "ready" | "down" | "login" | "close
 
 /** How many refused tools a server's status names; the rest are counted. */
 const NAMED_REFUSALS = 20;
-
-/** What a call produced; `ran` is false when the server never ran it (down, refused, timed out). */
-export interface McpResult extends ToolText {
-  ran: boolean;
-}
 
 interface Live {
   client: Client;

@@ -7,7 +7,7 @@ import type {
 import { ElicitationAction, ElicitationMode, type Logger } from "@boxmaker/common";
 import type { CallClock } from "./call-clock.js";
 import { cleanText } from "./clean-text.js";
-import type { McpResult } from "./connection.js";
+import type { McpResult } from "./mcp-result.js";
 import type { ElicitationDesk } from "./elicitation-desk.js";
 
 /** A tool call in flight on a server: whose it is, and its clock (stopped while the person is asked). */

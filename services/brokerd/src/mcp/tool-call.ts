@@ -8,7 +8,7 @@ import { CallClock } from "./call-clock.js";
 import { cleanText } from "./clean-text.js";
 import { resultToText, rpcErrorToText, type StoreBlob } from "./convert.js";
 import { askBeforeRetry, type CallerOf } from "./elicitation.js";
-import type { McpResult } from "./connection.js";
+import type { McpResult } from "./mcp-result.js";
 
 /** What one call needs of its connection (connection.ts). */
 export interface CallHost {

@@ -6,7 +6,15 @@ import { ConfigError } from "@boxmaker/common";
 import type { NetProxyConfig, PolicyRule } from "../config-types.js";
 import { Refused } from "../errors.js";
 import type { ProposalStore } from "../staging.js";
-import { canonicalDestination, checkedAddress, checkPublic, knownAddresses, type Resolver } from "./destination.js";
+import {
+  type Address,
+  canonicalDestination,
+  checkPublic,
+  type DestinationScope,
+  destinationAddress,
+  knownAddresses,
+  type Resolver,
+} from "../policy/destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
 import { readForwardBody, requestTexts } from "./forward-body.js";
 import type { ConnectionRecord } from "./connection-record.js";
@@ -76,9 +84,19 @@ export class NetProxy {
   }
 }
 
+/** The proxy's side of the destination policy (policy/destination.ts, shared with fetch_url). */
+const scopeOf = (config: NetProxyConfig): DestinationScope => ({
+  allowPrivateHosts: config.allow_private_hosts,
+  addresses: config.addresses,
+  who: "commands reach",
+  allowKey: "sandbox.net_proxy.allow_private_hosts",
+});
+
 export class ProxyRun {
   readonly connections: ConnectionRecord[] = [];
   private readonly server: Server;
+  /** Aborted when the command ends: a DNS lookup still running for it is abandoned, not waited for. */
+  private readonly ended = new AbortController();
   private readonly open = new Set<Socket>();
   /** Clients only (open also holds upstream sockets): what max_connections counts. */
   private clients = 0;
@@ -110,6 +128,7 @@ export class ProxyRun {
 
   /** Stops accepting, ends what is still open (the command has ended) and waits for every record. */
   async close(): Promise<void> {
+    this.ended.abort();
     const closed = new Promise<void>((ok) => this.server.close(() => ok()));
     for (const s of this.open) s.destroy();
     await Promise.all([closed, ...this.pending]);
@@ -165,7 +184,8 @@ export class ProxyRun {
       t.reply(false, status === 403 ? `refused (${rule}): ${why}` : why, status);
       client.end();
     };
-    let address: { address: string; family: number };
+    let address: Address;
+    const scope = scopeOf(this.d.config);
     try {
       rec.host = canonicalDestination(t.raw);
       rec.port = t.port;
@@ -188,18 +208,26 @@ export class ProxyRun {
       if (v.effect === "stage") {
         // A person is not asked about what could never be reached. Only what is known without DNS is checked:
         // resolving a name nobody has approved would let a command send data out in the query itself.
-        const known = knownAddresses(rec.host, this.d.config);
-        if (known) checkPublic(rec.host, known, this.d.config);
+        const known = knownAddresses(rec.host, this.d.config.addresses);
+        if (known) checkPublic(rec.host, known, scope);
         // No await since the verdict: a second connection to the same host finds this proposal pending.
         const p = this.asks.stage(target, this.scope!, v.rule);
         rec.proposal = p.id;
         rec.decision = "staged";
         return refuse(v.rule, waitingText(`${rec.host}:${t.port}`, p.id), 403);
       }
-      address = await checkedAddress(rec.host, this.d.config, this.d.resolve);
+      address = await destinationAddress(rec.host, scope, {
+        ...(this.d.resolve ? { resolve: this.d.resolve } : {}),
+        signal: this.ended.signal,
+        timeoutMs: this.d.config.connect_timeout_ms,
+      });
     } catch (err) {
       if (err instanceof Refused) return refuse(err.rule, err.message, 403);
-      throw err;
+      if (!this.ended.signal.aborted) throw err;
+      // The command ended while its host was being resolved: its sockets are gone, there is nobody to answer.
+      rec.rule = "net:unresolved";
+      rec.error = `the command ended while ${rec.host} was being resolved`;
+      return;
     }
     rec.address = address.address;
     const upstream = connect({ host: address.address, port: t.port, family: address.family, allowHalfOpen: true });

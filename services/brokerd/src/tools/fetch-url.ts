@@ -1,26 +1,18 @@
-import { lookup as dnsLookup } from "node:dns/promises";
 import type { IncomingMessage } from "node:http";
-import { isIP, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
+import { type Address, canonicalDestination, destinationAddress, type Resolver } from "../policy/destination.js";
 import { canonicalHost } from "../policy/hosts.js";
-import { isPrivateAddress } from "../policy/public-address.js";
 import { decide } from "../policy/rules.js";
-import { ToolError } from "../errors.js";
+import { Refused, ToolError } from "../errors.js";
 import type { PlannedTool, ToolContext } from "../tool-table.js";
 import { messageOf, Type } from "@boxmaker/common";
 import { defineTool } from "./define-tool.js";
-
-type Resolver = (host: string, signal: AbortSignal) => Promise<{ address: string; family: number }[]>;
 
 // Not `import ... from "node:http"`: an ES import of node:http reads every export, and its
 // lazy WebSocket and event getters load Node's bundled undici (~3 MB of an idle brokerd's
 // heap) whether or not anything is ever fetched. The CommonJS exports are read on demand.
 const http = process.getBuiltinModule("node:http");
 const https = process.getBuiltinModule("node:https");
-
-// The address judgement is shared with the network proxy; fetch_url's tests import it from here.
-export { isPrivateAddress };
-
-const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
 
 export interface FetchOptions {
   resolve?: Resolver;
@@ -42,48 +34,12 @@ function parseUrl(raw: string): URL {
 /** The host as policy rules and allow_private_hosts see it: one spelling for every way of writing it. */
 const hostOf = (u: URL) => canonicalHost(u.hostname);
 
-/**
- * `lookup` runs getaddrinfo on libuv's thread pool, which cannot be cancelled: the answer is
- * abandoned at the fetch's time limit (or the call's cancel) instead of waited for, so a slow
- * or silent DNS server cannot hold the call past timeout_ms.
- */
-function bounded<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
-
-/**
- * The address to connect to: every address the name resolves to must be
- * public, unless the host is explicitly allowed; the one checked is the one
- * connected to (no second lookup a rebinding DNS could answer differently).
- */
-async function checkedAddress(
-  host: string,
-  allowPrivate: readonly string[],
-  resolve: Resolver,
-  signal: AbortSignal,
-): Promise<{ address: string; family: number }> {
-  const allowed = allowPrivate.map(canonicalHost).includes(host);
-  const addrs = isIP(host)
-    ? [{ address: host, family: isIP(host) }]
-    : await bounded(resolve(host, signal), signal).catch((err: Error) => {
-        if (signal.aborted) throw err; // the time limit or a cancel, reported as such by the caller
-        throw new ToolError(`cannot resolve ${host}: ${err.message}`);
-      });
-  if (!addrs.length) throw new ToolError(`cannot resolve ${host}: no addresses`);
-  const bad = addrs.find((a) => isPrivateAddress(a.address));
-  if (bad && !allowed) {
-    throw new ToolError(
-      `refused: ${host} resolves to ${bad.address}, a private, loopback or link-local address; fetch_url only reaches public addresses ` +
-        `(an operator can allow the host in brokerd's fetch_url.allow_private_hosts)`,
-    );
-  }
-  return addrs[0]!;
-}
+/** fetch_url's side of the destination policy (policy/destination.ts, shared with the network proxy). */
+const scopeOf = (allowPrivateHosts: readonly string[]) => ({
+  allowPrivateHosts,
+  who: "fetch_url reaches",
+  allowKey: "brokerd's fetch_url.allow_private_hosts",
+});
 
 async function readLimited(res: IncomingMessage, max: number): Promise<{ body: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
@@ -101,7 +57,7 @@ async function readLimited(res: IncomingMessage, max: number): Promise<{ body: B
   return { body: Buffer.concat(chunks), truncated: false };
 }
 
-function get(u: URL, addr: { address: string; family: number }, signal: AbortSignal): Promise<IncomingMessage> {
+function get(u: URL, addr: Address, signal: AbortSignal): Promise<IncomingMessage> {
   // Pinned to the address the checks approved: a second resolution could answer differently (DNS rebinding).
   const lookup: LookupFunction = (_host, opts, cb) => {
     if (opts.all) cb(null, [addr]);
@@ -125,7 +81,7 @@ function get(u: URL, addr: { address: string; family: number }, signal: AbortSig
 }
 
 export function makeFetchUrl(opts: FetchOptions = {}): PlannedTool {
-  const resolve = opts.resolve ?? systemResolver;
+  const resolve = opts.resolve;
   return defineTool({
     name: "fetch_url",
     description:
@@ -149,7 +105,7 @@ export function makeFetchUrl(opts: FetchOptions = {}): PlannedTool {
   });
 }
 
-async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
+async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver | undefined) {
   const cfg = ctx.config.fetch_url;
   // A timer cleared when the fetch ends: AbortSignal.timeout would fire anyway, long after.
   const limit = new AbortController();
@@ -174,7 +130,12 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
           );
         }
       }
-      const addr = await checkedAddress(host, cfg.allow_private_hosts, resolve, signal);
+      const addr = await destinationAddress(canonicalDestination(u.hostname), scopeOf(cfg.allow_private_hosts), {
+        ...(resolve ? { resolve } : {}),
+        signal,
+        // The fetch's own limit (signal) started first and ends the lookup; this bound is the policy's.
+        timeoutMs: cfg.timeout_ms,
+      });
       const res = await get(u, addr, signal);
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400 && res.headers.location) {
@@ -207,7 +168,7 @@ async function fetchText(first: URL, ctx: ToolContext, resolve: Resolver) {
       return { text: `${head.join("\n")}${text}`, isError: status >= 400 };
     }
   } catch (err) {
-    if (err instanceof ToolError) throw err;
+    if (err instanceof ToolError || err instanceof Refused) throw err;
     if (ctx.signal.aborted) throw err;
     if (signal.aborted) throw new ToolError(`fetching ${u.href} took longer than ${cfg.timeout_ms} ms; gave up`);
     throw new ToolError(`fetching ${u.href} failed: ${messageOf(err)}`, { cause: err });
