@@ -1,8 +1,11 @@
 // What recognising secrets by content costs each tool result (capForSession
-// masks every result before it is capped): the scan over 1 MiB of three kinds
+// masks every result before it is capped): the scan over 1 MiB of four kinds
 // of text, median of 7 runs each. Source code that mentions keys and tokens is
 // the common case, output with no rule's keyword the cheap one, and output in
 // which every line says "secret" the worst (the KEY=value rule walks each line).
+// A megabyte of base64 on one line (a body as `base64 -w0` prints it) is where
+// `key` and `ey` turn up by chance: scanned around each, not as one long line.
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { maskSecrets, scanSecrets } from "../../services/brokerd/dist/secrets/scan.js";
@@ -30,4 +33,5 @@ export default async function (emit: Emit): Promise<void> {
   emit("source_ms_per_mib", msFor(source), "ms");
   emit("no_keyword_ms_per_mib", msFor("line of output with nothing to see here\n".repeat(MIB / 40)), "ms");
   emit("keyword_every_line_ms_per_mib", msFor("line of output with no secret at all here\n".repeat(MIB / 42)), "ms");
+  emit("base64_one_line_ms_per_mib", msFor(randomBytes((MIB * 3) / 4).toString("base64")), "ms");
 }
