@@ -81,6 +81,21 @@ describe("a re-encoded secret in a plain-HTTP request", () => {
     const later = Buffer.from(`POST /second HTTP/1.1\r\nHost: h.test\r\nContent-Length: ${b64.length}\r\n\r\n${b64}`);
     expect(checkLater(later, rulesOnly)).toMatchObject({ ok: false, rule: "net:secret" });
     expect(checkLater(Buffer.from("POST /second HTTP/1.1\r\n\r\naGVsbG8gd29ybGQ="), rulesOnly)).toEqual({ ok: true });
+    // A compressed body in a later request arrives in pieces: refused whatever it holds, brotli and gzip alike.
+    for (const coding of ["br", "gzip", "identity, zstd"]) {
+      const body = zlib.brotliCompressSync(`t=${gh}`);
+      const h = `POST /third HTTP/1.1\r\nHost: h.test\r\nContent-Encoding: ${coding}\r\nContent-Length: ${body.length}\r\n\r\n`;
+      expect(checkLater(Buffer.concat([Buffer.from(h), body]), rulesOnly), coding).toMatchObject({
+        ok: false,
+        rule: "net:undecodable",
+      });
+    }
+    expect(
+      checkLater(
+        Buffer.from("POST /x HTTP/1.1\r\nContent-Encoding: identity\r\nContent-Length: 2\r\n\r\nok"),
+        rulesOnly,
+      ),
+    ).toEqual({ ok: true });
   });
 
   it("refuses what it cannot decode or would decode past its bound (an unknown coding, a gzip bomb, a lying header)", () => {

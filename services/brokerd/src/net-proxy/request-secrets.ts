@@ -57,8 +57,26 @@ export function checkRequest(head: Buffer, body: Buffer, rest: Buffer, check: Se
   return checkTexts(head, Buffer.concat([payload, rest]), check);
 }
 
-/** A stretch of what a client sends after its first request (the scan window of `SecretWatch`). */
+/** A Content-Encoding header line in a stretch of a later request, and what it names. */
+const CODING_HEADER = /\r\ncontent-encoding[ \t]*:[ \t]*([^\r\n]*)/gi;
+
+/**
+ * A stretch of what a client sends after its first request (the scan window of
+ * `watchForSecrets`). A later request whose body is compressed is refused: its
+ * body arrives in pieces, and a piece of a deflate stream cannot be inflated
+ * without the rest (a gzip stream that starts in the stretch is inflated as far
+ * as it goes, like any other).
+ */
 export function checkLater(window: Buffer, check: SecretCheck): RequestVerdict {
+  for (const m of window.toString("latin1").matchAll(CODING_HEADER)) {
+    const codings = m[1]!.split(",").map((c) => c.trim().toLowerCase());
+    if (codings.some((c) => c && c !== "identity"))
+      return {
+        ok: false,
+        rule: "net:undecodable",
+        why: `a later request on the connection has a compressed body (Content-Encoding: ${m[1]!.slice(0, 40)}), which the proxy sees only in pieces and cannot decode whole; send it as the first request of a new connection`,
+      };
+  }
   return checkTexts(window, Buffer.alloc(0), check);
 }
 
