@@ -175,6 +175,24 @@ describe("decoded views", () => {
     }
   });
 
+  it("find an encoded secret wrapped in random bytes, at each layer (a binary upload, noise inside base64 or gzip)", () => {
+    const gh = RULES.find((r) => r.id === "github-pat")!.examples[0]!;
+    const inner = Buffer.from(` ${Buffer.from(`k ${gh}\n`).toString("base64")} `);
+    const noisy = (b: Buffer) => Buffer.concat([randomBytes(20_000), b, randomBytes(20_000)]);
+    for (const [name, data] of [
+      ["binary around base64", noisy(inner)],
+      ["base64 of noise around base64", Buffer.from(noisy(inner).toString("base64"))],
+      ["gzip of noise around base64", zlib.gzipSync(noisy(inner))],
+      ["noise around percent-encoding", noisy(Buffer.from(`t=${encodeURIComponent(`token=${gh}`)}&`))],
+    ] as const) {
+      const { head, body } = request("body", data);
+      expect(checkRequest(head, body, Buffer.alloc(0), rulesOnly), name).toMatchObject({
+        ok: false,
+        rule: "net:secret",
+      });
+    }
+  });
+
   it("stop at their byte bound instead of decoding on (base64 nested past it is over, not let through)", () => {
     let s = randomBytes(300_000).toString("base64");
     for (let i = 0; i < 3; i++) s = Buffer.from(s).toString("base64");

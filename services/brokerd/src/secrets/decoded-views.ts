@@ -71,6 +71,25 @@ function readsAsText(b: Buffer): boolean {
   return printable >= 0.7 * b.length;
 }
 
+/** Printable stretches at least this long in bytes that are not text: a base64 secret is longer. */
+const MIN_ISLAND = 12;
+
+/** The printable stretches of `b`, one a line: what of binary bytes can hold an encoded text. */
+function islands(b: Buffer): string {
+  const out: string[] = [];
+  let from = -1;
+  for (let i = 0; i <= b.length; i++) {
+    const x = i < b.length ? b[i]! : 0;
+    const printable = (x >= 0x20 && x < 0x7f) || x === 9 || x === 10 || x === 13;
+    if (printable && from < 0) from = i;
+    else if (!printable && from >= 0) {
+      if (i - from >= MIN_ISLAND) out.push(b.toString("latin1", from, i));
+      from = -1;
+    }
+  }
+  return out.join("\n");
+}
+
 /** Decoded pieces joined in two views, the ones that read as text and the rest, so noise does not hide a text. */
 function split(parts: readonly Buffer[]): Buffer[] {
   const text: Buffer[] = [];
@@ -200,8 +219,11 @@ export function decodedViews(input: Buffer, limits: ViewLimits): Views {
         if (bytes > limits.maxBytes) throw new OverBudget();
         texts.push(text);
         if (depth >= limits.maxDepth) continue;
-        const asText = readsAsText(b)
-          ? [percentView(text), jsonView(text), ...base64Views(text), ...hexViews(text)]
+        // Bytes that do not read as text are decoded as text only where they do: a secret wrapped in random
+        // bytes (a PNG before it, noise after) is still a text island, and noise has next to none.
+        const textual = readsAsText(b) ? text : islands(b);
+        const asText = textual
+          ? [percentView(textual), jsonView(textual), ...base64Views(textual), ...hexViews(textual)]
           : [];
         for (const v of [...asText, ...streamViews(b, limits.maxBytes - bytes)]) if (v) next.push(v);
       }
