@@ -211,11 +211,13 @@ describe("a secret file's values", () => {
       "PORT=3000",
       "just some words in a sentence",
       "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+      "ZmluYWxsaW5lb2ZhYmFzZTY0Ym9keQ==",
     ].join("\n");
     expect(valuesInSecretText(text)).toEqual([
       "pa55-W0rd-x9Zq8xK2",
       "9f8e7d6c5b4a39281706f5e4",
       "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+      "ZmluYWxsaW5lb2ZhYmFzZTY0Ym9keQ==",
     ]);
   });
 

@@ -20,7 +20,8 @@ function lineValue(line: string): string | undefined {
   const t = line.trim();
   if (!t || t.startsWith("#") || t.startsWith("//")) return undefined;
   const m = /^(?:export\s+)?["']?[\w.-]+["']?\s*[=:]\s*(.*)$/.exec(t);
-  let v = (m ? m[1]! : t).trim().replace(/,$/, "");
+  // A base64 line's padding is no assignment: `MIIE…Q==` is the value whole.
+  let v = (m && !/^=*$/.test(m[1]!.trim()) ? m[1]! : t).trim().replace(/,$/, "");
   if (/^(["'`]).*\1$/.test(v)) v = v.slice(1, -1);
   return v;
 }
