@@ -194,7 +194,7 @@ export class Sandbox {
     if (!this.netProxy) return this.spawn(req, signal, before).then((r) => this.unlessLate(req, before, r));
     const proxy = this.netProxy;
     return (async () => {
-      const px = await proxy.open(req.command, req.scope);
+      const px = await proxy.open(req.command, req.scope, before.hidden);
       const bridge = {
         socket: px.socketPath,
         socat: this.config.net_proxy.socat_path,

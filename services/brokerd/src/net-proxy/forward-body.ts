@@ -6,7 +6,7 @@
 import type { Socket } from "node:net";
 
 /** A body longer than this is refused: it cannot be inspected without holding it all. */
-const MAX_INSPECTED_BODY = 8 * 1024 * 1024;
+export const MAX_INSPECTED_BODY = 8 * 1024 * 1024;
 
 const CONTINUE = Buffer.from("HTTP/1.1 100 Continue\r\n\r\n");
 
@@ -59,6 +59,28 @@ function chunkedEnd(b: Buffer): number {
     at = eol + 2 + size + 2;
     if (at > b.length) return -1;
   }
+}
+
+/**
+ * A chunked body's payload, its chunks joined: a secret split across two chunks
+ * is whole again (the framing between them would hide it from a rule). Takes a
+ * body `chunkedEnd` found complete; a malformed rest is kept as it is.
+ */
+export function dechunked(b: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = b.indexOf("\r\n", at);
+    if (eol < 0) break;
+    const size = Number.parseInt(b.subarray(at, eol).toString("latin1").split(";")[0]!.trim(), 16);
+    if (!Number.isFinite(size)) break;
+    // The last chunk: what follows is the trailer section, headers a secret can ride in too.
+    if (size === 0) return Buffer.concat([...parts, b.subarray(eol + 2)]);
+    parts.push(b.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  parts.push(b.subarray(at));
+  return Buffer.concat(parts);
 }
 
 /**

@@ -16,7 +16,11 @@ import {
   type Resolver,
 } from "../policy/destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
-import { readForwardBody, requestTexts } from "./forward-body.js";
+import { readForwardBody } from "./forward-body.js";
+import { checkLater, checkRequest, type SecretCheck } from "./request-secrets.js";
+import { Needles } from "../secrets/needles.js";
+import { encodedForms } from "../secrets/secret-values.js";
+import { secretFileValues } from "../secrets/secret-file-values.js";
 import type { ConnectionRecord } from "./connection-record.js";
 import { handshake, type Target } from "./handshake.js";
 
@@ -39,11 +43,13 @@ export interface NetProxyDeps {
 /** How far back a later chunk's scan reaches, so a secret split across two chunks is still seen whole. */
 const SCAN_OVERLAP = 16 * 1024;
 
-function secretRefusal(rules: readonly string[]): string {
-  return (
-    `the request carries a secret (${[...new Set(rules)].join(", ")}) in its URL, headers or body; ` +
-    "the proxy does not send recognised secrets out (an operator lets a false positive through with secrets.allow)"
-  );
+/** A run's secret files (what its masks hide), as what the proxy refuses to send: each value in each form. */
+export type SecretFiles = readonly { path: string; dir: boolean }[];
+
+function knownValues(files: SecretFiles): SecretCheck["known"] {
+  const from = new Map<string, string>();
+  for (const [value, path] of secretFileValues(files)) for (const f of encodedForms(value)) from.set(f, path);
+  return from.size ? { needles: new Needles(from.keys()), from: (f) => from.get(f) } : undefined;
 }
 
 /** A network proposal keeps this much of the command that asked: enough for a person to know it. */
@@ -71,14 +77,17 @@ export class NetProxy {
     rmSync(d.dir, { recursive: true, force: true });
   }
 
-  /** `scope`: the call the command runs for, so an ask can be put to that session's person; absent for a hook's. */
-  async open(command: string, scope?: CallScope): Promise<ProxyRun> {
+  /**
+   * `scope`: the call the command runs for, so an ask can be put to that session's person; absent for a hook's.
+   * `secretFiles`: what the run's masks hide, whose values no request may carry.
+   */
+  async open(command: string, scope?: CallScope, secretFiles: SecretFiles = []): Promise<ProxyRun> {
     mkdirSync(this.d.dir, { recursive: true, mode: 0o700 });
     const run = randomBytes(6).toString("hex");
     const path = join(this.d.dir, `${run}.sock`);
     if (Buffer.byteLength(path) > MAX_SOCKET_PATH)
       throw new Refused("net:socket-path", `the proxy's socket path ${path} is over ${MAX_SOCKET_PATH} bytes`);
-    const r = new ProxyRun(this.d, this.asks, run, command, path, scope);
+    const r = new ProxyRun(this.d, this.asks, run, command, path, scope, secretFiles);
     await r.listen();
     return r;
   }
@@ -101,6 +110,7 @@ export class ProxyRun {
   /** Clients only (open also holds upstream sockets): what max_connections counts. */
   private clients = 0;
   private readonly pending = new Set<Promise<void>>();
+  private check?: SecretCheck;
 
   constructor(
     private readonly d: NetProxyDeps,
@@ -109,6 +119,7 @@ export class ProxyRun {
     private readonly command: string,
     readonly socketPath: string,
     private readonly scope?: CallScope,
+    private readonly secretFiles: SecretFiles = [],
   ) {
     this.server = createServer({ allowHalfOpen: true }, (s) => {
       const done = this.handle(s).finally(() => this.pending.delete(done));
@@ -133,6 +144,14 @@ export class ProxyRun {
     for (const s of this.open) s.destroy();
     await Promise.all([closed, ...this.pending]);
     rmSync(this.socketPath, { force: true });
+  }
+
+  /** Read at the first plain-HTTP request, not at open: a run that only tunnels https never reads a secret file. */
+  private secretCheck(): SecretCheck {
+    if (this.check) return this.check;
+    const known = this.secretFiles.length ? knownValues(this.secretFiles) : undefined;
+    this.check = { findSecrets: this.d.findSecrets, ...(known ? { known } : {}) };
+    return this.check;
   }
 
   private track(s: Socket): void {
@@ -194,10 +213,8 @@ export class ProxyRun {
         // goes out (a CONNECT tunnel or SOCKS stream is the client's own bytes, TLS for https, and is not).
         const read = await readForwardBody(client, t.head, t.rest, this.d.config.handshake_timeout_ms);
         if (!read.ok) return refuse(read.status === 403 ? "net:body-too-large" : "net:bad-request", read.why, 403);
-        const rules = requestTexts(read.head, Buffer.concat([read.body, read.rest])).flatMap((x) =>
-          this.d.findSecrets(x).map((f) => f.rule),
-        );
-        if (rules.length) return refuse("net:secret", secretRefusal(rules), 403);
+        const v = checkRequest(read.head, read.body, read.rest, this.secretCheck());
+        if (!v.ok) return refuse(v.rule, v.why, 403);
         t = { ...t, head: read.head, rest: Buffer.concat([read.body, read.rest]) };
       }
       const target = { host: rec.host, port: t.port, command: this.command.slice(0, MAX_ASK_COMMAND) };
@@ -288,12 +305,10 @@ export class ProxyRun {
     let tail = "";
     client.on("data", (b: Buffer) => {
       const text = tail + b.toString("latin1");
-      const rules = requestTexts(Buffer.from(text, "latin1"), Buffer.alloc(0)).flatMap((x) =>
-        this.d.findSecrets(x).map((f) => f.rule),
-      );
-      if (rules.length) {
-        rec.rule = "net:secret";
-        rec.error = secretRefusal(rules);
+      const v = checkLater(Buffer.from(text, "latin1"), this.secretCheck());
+      if (!v.ok) {
+        rec.rule = v.rule;
+        rec.error = v.why;
         upstream.destroy();
         client.destroy();
         return;

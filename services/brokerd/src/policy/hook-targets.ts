@@ -1,5 +1,7 @@
 import { lstatSync, openSync, readSync, closeSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { type ConfigFile, gitConfigFiles, globalGitConfigs } from "./git-config-files.js";
 
 /**
  * The workspace files the repository's own hooks run: a legitimate
@@ -8,13 +10,17 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
  * content, conservatively: every token of a hook (and, transitively, of a file
  * it names) that looks like a path and names a place inside the workspace.
  * What git itself would look at: `.git/hooks/` (through a `.git` file's
- * `gitdir:` and a `commondir`) and `core.hooksPath`, which is reviewed whole.
+ * `gitdir:` and a `commondir`) and `core.hooksPath`, which is reviewed whole,
+ * wherever git reads it: the repository's config, a file that config includes,
+ * the person's global config and its includes (git-config-files.ts).
  */
 export interface HookTargets {
   /** A file a hook names, with the hook that names it (for the person's reason). */
   files: Map<string, string>;
   /** `core.hooksPath` when inside the workspace: a new file in it is a new hook. */
   dirs: Map<string, string>;
+  /** Config files the repository's config includes, inside the workspace: git obeys them like .git/config. */
+  configs: Map<string, string>;
 }
 
 /** Bounds of the reading: a hook is a short script, and this runs before every write and every command. */
@@ -71,15 +77,21 @@ function commonDirOf(root: string): string | undefined {
   return common ? resolve(gitDir, common) : gitDir;
 }
 
-/** `core.hooksPath` as git's config file says it (the last one wins), unquoted. */
-function hooksPathOf(config: string): string | undefined {
-  let section = "";
-  let found: string | undefined;
-  for (const line of config.split("\n")) {
-    const sec = /^\s*\[\s*([^\]\s"]+)/.exec(line);
-    if (sec) section = sec[1]!.toLowerCase();
-    const kv = /^\s*(?:\[[^\]]*\]\s*)?hookspath\s*=\s*(.*?)\s*$/i.exec(line);
-    if (kv && section === "core") found = kv[1]!.replace(/^"(.*)"$/, "$1");
+/**
+ * Every `core.hooksPath` the config files set, unquoted. Not only the last: which
+ * one wins depends on where each include sits and which `includeIf` holds, so
+ * each is treated as the one git uses.
+ */
+function hooksPathsOf(configs: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const config of configs) {
+    let section = "";
+    for (const line of config.split("\n")) {
+      const sec = /^\s*\[\s*([^\]\s"]+)/.exec(line);
+      if (sec) section = sec[1]!.toLowerCase();
+      const kv = /^\s*(?:\[[^\]]*\]\s*)?hookspath\s*=\s*(.*?)\s*$/i.exec(line);
+      if (kv && section === "core") found.push(kv[1]!.replace(/^"(.*)"$/, "$1"));
+    }
   }
   return found;
 }
@@ -95,18 +107,30 @@ function pathTokens(text: string): string[] {
   return [...out];
 }
 
-/** The hook targets of the repository whose work tree is `top`, kept to those inside the workspace `root`. */
-export function hookTargets(top: string, root = top): HookTargets {
+/**
+ * The hook targets of the repository whose work tree is `top`, kept to those
+ * inside the workspace `root`. `globals`: the person's global and system
+ * config files (their `core.hooksPath` is every repository's).
+ */
+export function hookTargets(
+  top: string,
+  root = top,
+  globals: readonly ConfigFile[] = globalGitConfigs(process.env),
+): HookTargets {
   const files = new Map<string, string>();
   const dirs = new Map<string, string>();
+  const configs = new Map<string, string>();
   const common = commonDirOf(top);
-  if (!common) return { files, dirs };
+  if (!common) return { files, dirs, configs };
+  const home = process.env.HOME ?? homedir();
   // Hook managers' own directories hold what the hook git runs hands over to (husky's `_/h` finds
   // `.husky/pre-commit` by name, not by a path a token could show).
   const hookDirs = [join(common, "hooks"), join(top, ".husky"), join(top, ".githooks")];
-  const configured = hooksPathOf(head(join(common, "config")) ?? "");
-  if (configured && !configured.startsWith("~")) {
-    const dir = real(resolve(top, configured));
+  const own = gitConfigFiles([{ path: join(common, "config"), why: ".git/config" }], home);
+  for (const [abs, why] of own.files) if (within(root, abs) && !within(common, abs)) configs.set(abs, why);
+  for (const configured of hooksPathsOf([...gitConfigFiles(globals, home).texts, ...own.texts])) {
+    const dir = configured.startsWith("~/") ? real(join(home, configured.slice(2))) : real(resolve(top, configured));
+    if (configured.startsWith("~") && !configured.startsWith("~/")) continue;
     hookDirs.push(dir);
     if (within(root, dir) && dir !== root) dirs.set(dir, `core.hooksPath ${configured}`);
   }
@@ -158,7 +182,7 @@ export function hookTargets(top: string, root = top): HookTargets {
       }
     }
   }
-  return { files, dirs };
+  return { files, dirs, configs };
 }
 
 function existsAsDir(p: string): boolean {
@@ -181,6 +205,21 @@ export function hookReasonFor(root: string, abs: string): string | undefined {
       if (why) return why;
     }
     if (top === root || dirname(top) === top) return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Why git obeys `abs` as a config file, if a repository whose work tree holds
+ * it (or the workspace root's) includes it from its config.
+ */
+export function includedConfigFor(root: string, abs: string, globals?: readonly ConfigFile[]): string | undefined {
+  const tops = new Set<string>([root]);
+  for (let top = dirname(abs); within(root, top) && top !== root; top = dirname(top)) tops.add(top);
+  for (const top of tops) {
+    if (!exists(join(top, ".git"))) continue;
+    const why = hookTargets(top, root, globals).configs.get(abs);
+    if (why) return why;
   }
   return undefined;
 }

@@ -1,9 +1,11 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { homedir } from "node:os";
 import { isAbsolute, relative, resolve } from "node:path";
 import { canonicalize, within } from "./canonical-path.js";
 import { gitShapeOfWrite, gitShapePieces } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
-import { hookReason, hookReasonFor, type HookTargets } from "./hook-targets.js";
+import { type ConfigFile, gitConfigFiles, globalGitConfigs } from "./git-config-files.js";
+import { hookReason, hookReasonFor, type HookTargets, includedConfigFor } from "./hook-targets.js";
 import { MAX_INPUT_BYTES, MAX_INPUT_DEPTH } from "./path-limits.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { type FileIdentity, identityOf, SecretIdentities } from "./secret-identity.js";
@@ -134,6 +136,13 @@ export class PathGuard {
         `${input} matches the protected path ${never}: a program outside the sandbox (git, a shell, an editor) runs or obeys it, so the model never writes it`,
       );
     }
+    const config = this.gitConfigReason(root, abs, lexical);
+    if (config) {
+      throw new Refused(
+        "path:git-config",
+        `${input} is a config file git obeys (${config}): it can set core.hooksPath or core.fsmonitor, which git runs at the person's next commit or status, as good as .git/hooks, so the model never writes it`,
+      );
+    }
     const shape = gitShapeOfWrite(root, abs);
     if (shape) {
       const dir = `${relative(root, shape.dir) || "."}/`;
@@ -151,12 +160,37 @@ export class PathGuard {
     );
   }
 
-  /** Whether a workspace path is in either protected tier, or a file the repository's hooks run. */
-  isWorkspaceProtected(rel: string, abs: string, hooks: readonly HookTargets[] = []): boolean {
+  /**
+   * Why git obeys a workspace file as its config: the person's global or system
+   * config (from brokerd's environment, as git finds it: `GIT_CONFIG_GLOBAL`,
+   * `$XDG_CONFIG_HOME/git/config`, `~/.gitconfig`) or a file one of them, or a
+   * repository's config, includes.
+   */
+  private gitConfigReason(root: string, abs: string, lexical: string): string | undefined {
+    const globals = globalGitConfigs(process.env);
+    const files = this.globalConfigFiles(globals);
+    return files.get(abs) ?? files.get(lexical) ?? includedConfigFor(root, abs, globals);
+  }
+
+  private globalConfigFiles(globals: readonly ConfigFile[] = globalGitConfigs(process.env)): Map<string, string> {
+    return gitConfigFiles(globals, process.env.HOME ?? homedir()).files;
+  }
+
+  /**
+   * Whether a workspace path is in either protected tier, a file the repository's hooks run or a config
+   * file git obeys (`gitConfigs`: the global ones and their includes, found once per walk).
+   */
+  isWorkspaceProtected(
+    rel: string,
+    abs: string,
+    hooks: readonly HookTargets[] = [],
+    gitConfigs: ReadonlyMap<string, string> = new Map(),
+  ): boolean {
     return (
       this.protectedGlobs.matches(rel, abs) ||
       this.reviewedGlobs.matches(rel, abs) ||
-      hooks.some((h) => hookReason(h, abs) !== undefined)
+      gitConfigs.has(abs) ||
+      hooks.some((h) => hookReason(h, abs) !== undefined || h.configs.has(abs))
     );
   }
 
@@ -228,9 +262,10 @@ export class PathGuard {
    * bind read-only and pin, with each secret's identity kept for the file tools.
    */
   scan(limit = SECRET_WALK_LIMIT): WorkspaceScan {
+    const gitConfigs = this.globalConfigFiles();
     return scanWorkspace(this.roots, limit, {
       isSecret: (rel, abs) => this.isSecret(rel, abs),
-      isProtected: (rel, abs, hooks) => this.isWorkspaceProtected(rel, abs, hooks),
+      isProtected: (rel, abs, hooks) => this.isWorkspaceProtected(rel, abs, hooks, gitConfigs),
       holdsSecret: (name, rel, abs) => {
         if (!this.holdsSecret(name, rel, abs)) return false;
         this.rememberSecretFile(abs);

@@ -28,37 +28,60 @@ export function defaultRules(): SecretRule[] {
   return defaults;
 }
 
-/** The start of each line of `lower` that holds one of `keywords`, ascending. */
-function linesWith(lower: string, keywords: readonly string[]): number[] {
-  const starts = new Set<number>();
+/**
+ * A line longer than this is looked at only around each keyword in it: a rule
+ * run over a megabyte line (a body of base64 on one line, where `key` and
+ * `ey` turn up by chance) costs a second, and no rule's match reaches further
+ * than `AROUND` from the keyword it holds.
+ */
+const LONG_LINE = 16 * 1024;
+const AROUND = 1024;
+
+/**
+ * The [start, end) stretches of `lower` that hold one of `keywords`: each line
+ * holding one, or around each one on a long line. Ascending by start.
+ */
+function stretchesWith(lower: string, keywords: readonly string[]): [number, number][] {
+  const ends = new Map<number, number>();
+  const add = (start: number, end: number) => ends.set(start, Math.max(end, ends.get(start) ?? end));
   for (const k of keywords) {
+    // The line the last occurrence was on (its start, and its end: a "\n" or the text's end): a long line's
+    // next occurrence is on it, found without a walk back to its start.
+    let start = -1;
+    let end = -1;
     for (let at = lower.indexOf(k); at >= 0; at = lower.indexOf(k, at + k.length)) {
-      const start = lower.lastIndexOf("\n", at) + 1;
-      starts.add(start);
+      if (start < 0 || at > end) {
+        start = lower.lastIndexOf("\n", at) + 1;
+        const eol = lower.indexOf("\n", at);
+        end = eol < 0 ? lower.length : eol;
+      }
+      if (end - start > LONG_LINE) {
+        add(Math.max(start, at - AROUND), Math.min(end, at + k.length + AROUND));
+        continue;
+      }
+      add(start, end);
       // The rest of this line is already taken: the next occurrence worth finding is on a later line.
-      const eol = lower.indexOf("\n", at);
-      if (eol < 0) break;
-      at = eol - k.length + 1;
+      if (end === lower.length) break;
+      at = end - k.length + 1;
     }
   }
-  return [...starts].sort((a, b) => a - b);
+  return [...ends].sort((a, b) => a[0] - b[0]);
 }
 
 /** Adjacent lines batched into blocks of up to this much: one matcher per block, not per line. */
 const BLOCK_CHARS = 4096;
 
 /**
- * The lines starting at `starts`, as [start, end) blocks of adjacent lines. A
- * one-line rule cannot match across a line break, so a block finds what its
- * lines would one by one.
+ * The stretches as blocks: adjacent lines batched (a one-line rule cannot
+ * match across a line break, so a block finds what its lines would one by
+ * one), overlapping stretches of a long line joined.
  */
-function blocks(text: string, starts: readonly number[]): [number, number][] {
+function blocks(stretches: readonly [number, number][]): [number, number][] {
   const out: [number, number][] = [];
-  for (const start of starts) {
-    const eol = text.indexOf("\n", start);
-    const end = eol < 0 ? text.length : eol;
+  for (const [start, end] of stretches) {
     const last = out[out.length - 1];
-    if (last && last[1] + 1 === start && end - last[0] <= BLOCK_CHARS) last[1] = end;
+    if (last && start <= last[1]) last[1] = Math.max(last[1], end);
+    else if (last && last[1] + 1 === start && end - last[0] <= BLOCK_CHARS) last[1] = end;
     else out.push([start, end]);
   }
   return out;
@@ -97,7 +120,7 @@ export function scanSecrets(
       if (!r.keywords.length || r.keywords.some((k) => lower.includes(k))) matchAll(r, text, 0, found);
       continue;
     }
-    for (const [start, end] of blocks(text, linesWith(lower, r.keywords)))
+    for (const [start, end] of blocks(stretchesWith(lower, r.keywords)))
       matchAll(r, text.slice(start, end), start, found, text);
   }
   return found.sort((a, b) => a.start - b.start || b.end - a.end);
