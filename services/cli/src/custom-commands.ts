@@ -1,6 +1,8 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { split as shellSplit } from "shlex";
+import { parse as parseYaml } from "yaml";
 import { builtinSlashNames } from "./slash-builtins.js";
 
 /**
@@ -94,29 +96,47 @@ function readCommandFile(dirFd: number, name: string): string {
   }
 }
 
-/** `---` front matter with `description:` and `arguments:` (names, space- or comma-separated, [] allowed). */
-export function parseCommandFile(
-  text: string,
-): Pick<CustomCommand, "description" | "argNames" | "body"> & { unknownArgs?: string } {
-  const m = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?/.exec(text);
-  let description = "";
-  let argNames: string[] = [];
+/**
+ * The front matter between `---` lines is YAML (the `yaml` library: what
+ * Claude Code's and OpenCode's command files hold): `description:` a string,
+ * `arguments:` a list of names or one string of names separated by spaces or
+ * commas. A workspace's file is the model's to write: anchors are capped and
+ * anything else that is not a plain map of those is a clear reason to skip
+ * the file, not a guess.
+ */
+export function parseCommandFile(text: string): Pick<CustomCommand, "description" | "argNames" | "body"> {
+  const m = /^---\r?\n([\s\S]*?)\r?\n?---\r?\n?/.exec(text);
   const body = m ? text.slice(m[0].length) : text;
-  for (const line of m ? m[1]!.split(/\r?\n/) : []) {
-    const kv = /^([A-Za-z_-]+):\s*(.*)$/.exec(line);
-    if (!kv) continue;
-    const value = kv[2]!.trim().replace(/^(["'])(.*)\1$/, "$2");
-    if (kv[1] === "description") description = value;
-    if (kv[1] === "arguments") {
-      argNames = value
-        .replace(/^\[|\]$/g, "")
-        .split(/[\s,]+/)
-        .filter((a) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(a) && a !== "ARGUMENTS");
-    }
-  }
+  const front = m ? frontMatter(m[1]!) : {};
+  const description = typeof front.description === "string" ? front.description.trim() : "";
+  const args = front.arguments;
+  const names = Array.isArray(args) ? args.map(String) : typeof args === "string" ? args.split(/[\s,]+/) : [];
+  const argNames = names.map((a) => a.trim()).filter((a) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(a) && a !== "ARGUMENTS");
   // Without a description, the body's first line says what it is.
-  if (!description) description = body.trim().split("\n")[0]?.slice(0, 80) ?? "";
-  return { description, argNames, body };
+  return { description: description || (body.trim().split("\n")[0]?.slice(0, 80) ?? ""), argNames, body };
+}
+
+function frontMatter(text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = parseYaml(text, { maxAliasCount: 16, uniqueKeys: true, prettyErrors: false });
+  } catch (err) {
+    throw new Error(`its front matter is not YAML (${String((err as Error).message).split("\n")[0]})`);
+  }
+  if (v === null || v === undefined) return {};
+  if (typeof v !== "object" || Array.isArray(v)) throw new Error("its front matter is not a map of keys");
+  const front = v as Record<string, unknown>;
+  if (front.description !== undefined && typeof front.description !== "string")
+    throw new Error("its front matter's description is not text");
+  const a = front.arguments;
+  if (
+    a !== undefined &&
+    a !== null &&
+    typeof a !== "string" &&
+    !(Array.isArray(a) && a.every((x) => typeof x === "string"))
+  )
+    throw new Error("its front matter's arguments are not a list of names");
+  return front;
 }
 
 function scan(
@@ -190,12 +210,18 @@ export function findCommands(workspaceRoots: readonly string[], env: NodeJS.Proc
   return set;
 }
 
-/** Arguments as a shell would split them, for quoting only: "two words" and 'two words' are one argument. */
+/**
+ * Arguments as a POSIX shell splits them (shlex: quotes, backslashes, `a"b c"`
+ * is one word), for grouping only: nothing is expanded or run. Prose with a
+ * lone apostrophe (`/fix don't touch the tests`) is not a shell line; it is
+ * split at spaces as typed.
+ */
 export function splitArgs(text: string): string[] {
-  const out: string[] = [];
-  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
-  for (let m = re.exec(text); m; m = re.exec(text)) out.push(m[1] ?? m[2] ?? m[3]!);
-  return out;
+  try {
+    return shellSplit(text);
+  } catch {
+    return text.split(/\s+/).filter(Boolean);
+  }
 }
 
 /**

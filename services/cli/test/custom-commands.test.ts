@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { join as shellJoin } from "shlex";
 import { expandCommand, findCommands, parseCommandFile, splitArgs } from "../src/custom-commands.js";
 
 let dir: string;
@@ -107,5 +108,54 @@ describe("expanding a command", () => {
     expect(expandCommand({ body: "Review the code.\n", argNames: [] }, ["a.ts"])).toBe("Review the code.\n\na.ts");
     expect(expandCommand({ body: "Review the code.\n", argNames: [] }, [])).toBe("Review the code.");
     expect(parseCommandFile("---\ndescription: 'quoted'\narguments: a, b\n---\nbody").argNames).toEqual(["a", "b"]);
+  });
+});
+
+describe("front matter as YAML, arguments as a shell splits them", () => {
+  it("reads what YAML allows there: a description with a colon or folded over lines, arguments as a list in either form", () => {
+    expect(parseCommandFile('---\ndescription: "Review: the diff"\narguments: [file, focus]\n---\nbody')).toMatchObject(
+      {
+        description: "Review: the diff",
+        argNames: ["file", "focus"],
+        body: "body",
+      },
+    );
+    expect(
+      parseCommandFile("---\ndescription: >\n  Review the\n  change\narguments:\n  - file\n  - focus\n---\nbody"),
+    ).toMatchObject({ description: "Review the change", argNames: ["file", "focus"] });
+    expect(parseCommandFile("---\narguments: a b, c\n---\nFirst line.\n")).toMatchObject({
+      description: "First line.",
+      argNames: ["a", "b", "c"],
+    });
+  });
+
+  it("skips a file whose front matter is not a map of text, with the reason, and caps anchors in a workspace's file", () => {
+    const bomb = `---\na: &a [x, x, x, x, x, x, x, x]\n${Array.from({ length: 20 }, (_, i) => `b${i}: &b${i} [*${i ? `b${i - 1}` : "a"}, *${i ? `b${i - 1}` : "a"}]`).join("\n")}\ndescription: boom\n---\nbody`;
+    wsFile("bad-yaml.md", "---\ndescription: [unclosed\n---\nbody");
+    wsFile("not-a-map.md", "---\n- a\n- b\n---\nbody");
+    wsFile("number.md", "---\ndescription: 12\n---\nbody");
+    wsFile("dup.md", "---\ndescription: a\ndescription: b\n---\nbody");
+    wsFile("bomb.md", bomb);
+    wsFile("fine.md", "---\ndescription: fine\n---\nbody");
+    const set = findCommands([ws], env);
+    expect(set.commands.map((c) => c.name)).toEqual(["fine"]);
+    const why = Object.fromEntries(set.skipped.map((k) => [k.file.split("/").at(-1), k.why]));
+    expect(why["bad-yaml.md"]).toMatch(/^its front matter is not YAML \(/);
+    expect(why["not-a-map.md"]).toBe("its front matter is not a map of keys");
+    expect(why["number.md"]).toBe("its front matter's description is not text");
+    expect(why["dup.md"]).toMatch(/^its front matter is not YAML \(/);
+    expect(why["bomb.md"]).toMatch(/^its front matter is not YAML \(/);
+  });
+
+  it("splits arguments as a POSIX shell would, and prose with a lone apostrophe at its spaces", () => {
+    expect(splitArgs(`a\\ b x"y z"w "it's" 'say "hi"'`)).toEqual(["a b", "xy zw", "it's", 'say "hi"']);
+    expect(splitArgs("don't touch the tests")).toEqual(["don't", "touch", "the", "tests"]);
+    // Whatever the arguments, quoted as a shell quotes them they come back one for one.
+    fc.assert(
+      fc.property(fc.array(fc.string({ minLength: 1, maxLength: 12 }), { maxLength: 6 }), (args) => {
+        expect(splitArgs(shellJoin(args))).toEqual(args);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
