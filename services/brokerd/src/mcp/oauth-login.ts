@@ -6,7 +6,8 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { BoxmakerError, Status, messageOf } from "@boxmaker/common";
+import { Status, messageOf } from "@boxmaker/common";
+import { McpLoginError } from "./login-error.js";
 import type { McpServerConfig } from "../config-types.js";
 import type { CredentialFile } from "./oauth-credentials.js";
 
@@ -15,13 +16,6 @@ const LOGIN_WINDOW_MS = 10 * 60_000;
 
 /** The `oauth` block of one HTTP server's config. */
 type OAuthSettings = NonNullable<McpServerConfig["oauth"]>;
-
-/** A login step that cannot be taken, in the person's words, with the gRPC status the CLI maps. */
-export class McpLoginError extends BoxmakerError {
-  constructor(message: string, status: Status = Status.FAILED_PRECONDITION) {
-    super("MCP_LOGIN", message, { status });
-  }
-}
 
 interface Pending {
   verifier: string;

@@ -1,7 +1,8 @@
 import { Status } from "@boxmaker/common";
 import type { McpConnection } from "./connection.js";
 import type { McpServers } from "./mcp-servers.js";
-import { McpLoginError, type OAuthLogin } from "./oauth-login.js";
+import { McpLoginError } from "./login-error.js";
+import type { OAuthLogin } from "./oauth-login.js";
 
 /*
  * `boxmaker mcp login / logout` as brokerd serves them: which server, whether
