@@ -78,13 +78,14 @@ export function includeTarget(value: string, from: string, home: string): string
   return isAbsolute(value) ? resolve(value) : resolve(dirname(from), value);
 }
 
-function head(p: string): string | undefined {
+/** The first `max` bytes of a regular file as text; undefined for anything else or an unreadable one. */
+export function fileHead(p: string, max = MAX_FILE_BYTES): string | undefined {
   let fd: number | undefined;
   try {
     if (!statSync(p).isFile()) return undefined;
     fd = openSync(p, "r");
-    const buf = Buffer.alloc(MAX_FILE_BYTES);
-    const n = readSync(fd, buf, 0, MAX_FILE_BYTES, 0);
+    const buf = Buffer.alloc(max);
+    const n = readSync(fd, buf, 0, max, 0);
     return buf.subarray(0, n).toString("utf8");
   } catch {
     return undefined;
@@ -119,7 +120,7 @@ export function gitConfigFiles(
     const abs = real(f.path);
     if (files.has(abs) || files.size >= MAX_FILES) return;
     files.set(abs, f.why);
-    const text = head(abs);
+    const text = fileHead(abs);
     if (text === undefined) return;
     texts.push(text);
     if (depth >= MAX_INCLUDE_DEPTH) return;

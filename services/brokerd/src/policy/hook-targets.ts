@@ -1,7 +1,7 @@
-import { lstatSync, openSync, readSync, closeSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { type ConfigFile, gitConfigFiles, globalGitConfigs } from "./git-config-files.js";
+import { type ConfigFile, fileHead, gitConfigFiles, globalGitConfigs } from "./git-config-files.js";
 
 /**
  * The workspace files the repository's own hooks run: a legitimate
@@ -24,7 +24,6 @@ export interface HookTargets {
 }
 
 /** Bounds of the reading: a hook is a short script, and this runs before every write and every command. */
-const MAX_FILE_BYTES = 64 * 1024;
 const MAX_FILES = 64;
 const MAX_DEPTH = 3;
 const MANAGER_FILES = [
@@ -36,21 +35,6 @@ const MANAGER_FILES = [
 ];
 
 const within = (root: string, p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
-
-function head(p: string, max = MAX_FILE_BYTES): string | undefined {
-  let fd: number | undefined;
-  try {
-    if (!statSync(p).isFile()) return undefined;
-    fd = openSync(p, "r");
-    const buf = Buffer.alloc(max);
-    const n = readSync(fd, buf, 0, max, 0);
-    return buf.subarray(0, n).toString("utf8");
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 const real = (p: string): string => {
   try {
@@ -66,14 +50,14 @@ function commonDirOf(root: string): string | undefined {
   let gitDir = dot;
   try {
     if (!lstatSync(dot).isDirectory()) {
-      const m = /^\s*gitdir:\s*(.+?)\s*$/im.exec(head(dot, 4096) ?? "");
+      const m = /^\s*gitdir:\s*(.+?)\s*$/im.exec(fileHead(dot, 4096) ?? "");
       if (!m) return undefined;
       gitDir = resolve(root, m[1]!);
     }
   } catch {
     return undefined;
   }
-  const common = head(join(gitDir, "commondir"), 4096)?.trim();
+  const common = fileHead(join(gitDir, "commondir"), 4096)?.trim();
   return common ? resolve(gitDir, common) : gitDir;
 }
 
@@ -160,7 +144,7 @@ export function hookTargets(
     const key = real(path);
     if (read.has(key)) continue;
     read.add(key);
-    const text = head(path);
+    const text = fileHead(path);
     if (text === undefined) continue;
     for (const t of pathTokens(text)) {
       const bare = t.replace(/^\/+/, "");
