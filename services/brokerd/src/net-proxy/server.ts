@@ -17,10 +17,8 @@ import {
 } from "../policy/destination.js";
 import { type CallScope, HostAsks, waitingText } from "./host-asks.js";
 import { readForwardBody } from "./forward-body.js";
-import { checkLater, checkRequest, type SecretCheck } from "./request-secrets.js";
-import { Needles } from "../secrets/needles.js";
-import { encodedForms } from "../secrets/secret-values.js";
-import { secretFileValues } from "../secrets/secret-file-values.js";
+import { checkRequest, type SecretCheck } from "./request-secrets.js";
+import { knownValues, type SecretFiles, watchForSecrets } from "./secret-watch.js";
 import type { ConnectionRecord } from "./connection-record.js";
 import { handshake, type Target } from "./handshake.js";
 
@@ -38,18 +36,6 @@ export interface NetProxyDeps {
   /** Recognised secrets in a text (secrets/): a plain-HTTP request carrying one is refused. */
   findSecrets(text: string): readonly { rule: string }[];
   resolve?: Resolver;
-}
-
-/** How far back a later chunk's scan reaches, so a secret split across two chunks is still seen whole. */
-const SCAN_OVERLAP = 16 * 1024;
-
-/** A run's secret files (what its masks hide), as what the proxy refuses to send: each value in each form. */
-export type SecretFiles = readonly { path: string; dir: boolean }[];
-
-function knownValues(files: SecretFiles): SecretCheck["known"] {
-  const from = new Map<string, string>();
-  for (const [value, path] of secretFileValues(files)) for (const f of encodedForms(value)) from.set(f, path);
-  return from.size ? { needles: new Needles(from.keys()), from: (f) => from.get(f) } : undefined;
 }
 
 /** A network proposal keeps this much of the command that asked: enough for a person to know it. */
@@ -292,35 +278,7 @@ export class ProxyRun {
     upstream.pipe(client);
     // A client that sent everything with its request and closed has nothing left to pipe: its end is passed on here.
     if (client.readableEnded) upstream.end();
-    else if (t.head) this.watchForSecrets(client, upstream, rec);
+    else if (t.head) watchForSecrets(client, upstream, rec, () => this.secretCheck());
     else client.pipe(upstream);
-  }
-
-  /**
-   * What a plain-HTTP client sends after its first request (a second one on the same
-   * connection) is checked chunk by chunk, with the end of the last chunk, and the
-   * connection is cut before a chunk holding a secret is passed on.
-   */
-  private watchForSecrets(client: Socket, upstream: Socket, rec: ConnectionRecord): void {
-    let tail = "";
-    client.on("data", (b: Buffer) => {
-      const text = tail + b.toString("latin1");
-      const v = checkLater(Buffer.from(text, "latin1"), this.secretCheck());
-      if (!v.ok) {
-        rec.rule = v.rule;
-        rec.error = v.why;
-        upstream.destroy();
-        client.destroy();
-        return;
-      }
-      tail = text.slice(-SCAN_OVERLAP);
-      if (!upstream.write(b)) {
-        client.pause();
-        upstream.once("drain", () => client.resume());
-      }
-    });
-    client.once("end", () => upstream.end());
-    // Paused since the handshake: a pipe would resume it, a listener does not.
-    client.resume();
   }
 }

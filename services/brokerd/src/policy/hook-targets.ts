@@ -197,7 +197,7 @@ export function hookReasonFor(root: string, abs: string): string | undefined {
  * Why git obeys `abs` as a config file, if a repository whose work tree holds
  * it (or the workspace root's) includes it from its config.
  */
-export function includedConfigFor(root: string, abs: string, globals?: readonly ConfigFile[]): string | undefined {
+function includedConfigFor(root: string, abs: string, globals?: readonly ConfigFile[]): string | undefined {
   const tops = new Set<string>([root]);
   for (let top = dirname(abs); within(root, top) && top !== root; top = dirname(top)) tops.add(top);
   for (const top of tops) {
@@ -223,4 +223,21 @@ export function hookReason(targets: HookTargets, abs: string): string | undefine
   if (f) return f;
   for (const [dir, why] of targets.dirs) if (within(dir, abs)) return why;
   return undefined;
+}
+
+/** Every config file the person's global git configs make git obey (they and their includes), each with why. */
+export function globalConfigFiles(globals: readonly ConfigFile[] = globalGitConfigs(process.env)): Map<string, string> {
+  return gitConfigFiles(globals, process.env.HOME ?? homedir()).files;
+}
+
+/**
+ * Why git obeys a workspace file as its config: the person's global or system
+ * config (from brokerd's environment, as git finds it: `GIT_CONFIG_GLOBAL`,
+ * `$XDG_CONFIG_HOME/git/config`, `~/.gitconfig`) or a file one of them, or a
+ * repository's config, includes.
+ */
+export function gitConfigReason(root: string, abs: string, lexical: string): string | undefined {
+  const globals = globalGitConfigs(process.env);
+  const files = globalConfigFiles(globals);
+  return files.get(abs) ?? files.get(lexical) ?? includedConfigFor(root, abs, globals);
 }

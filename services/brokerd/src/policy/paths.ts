@@ -1,11 +1,9 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
-import { homedir } from "node:os";
 import { isAbsolute, relative, resolve } from "node:path";
 import { canonicalize, within } from "./canonical-path.js";
 import { gitShapeOfWrite, gitShapePieces } from "./git-shape.js";
 import { PathMatcher } from "./glob.js";
-import { type ConfigFile, gitConfigFiles, globalGitConfigs } from "./git-config-files.js";
-import { hookReason, hookReasonFor, type HookTargets, includedConfigFor } from "./hook-targets.js";
+import { gitConfigReason, globalConfigFiles, hookReason, hookReasonFor, type HookTargets } from "./hook-targets.js";
 import { MAX_INPUT_BYTES, MAX_INPUT_DEPTH } from "./path-limits.js";
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_REVIEWED_PATTERNS } from "./protected-paths.js";
 import { type FileIdentity, identityOf, SecretIdentities } from "./secret-identity.js";
@@ -136,7 +134,7 @@ export class PathGuard {
         `${input} matches the protected path ${never}: a program outside the sandbox (git, a shell, an editor) runs or obeys it, so the model never writes it`,
       );
     }
-    const config = this.gitConfigReason(root, abs, lexical);
+    const config = gitConfigReason(root, abs, lexical);
     if (config) {
       throw new Refused(
         "path:git-config",
@@ -158,22 +156,6 @@ export class PathGuard {
       this.reviewedGlobs.firstMatch(lexRel, lexical) ??
       hookReasonFor(root, abs)
     );
-  }
-
-  /**
-   * Why git obeys a workspace file as its config: the person's global or system
-   * config (from brokerd's environment, as git finds it: `GIT_CONFIG_GLOBAL`,
-   * `$XDG_CONFIG_HOME/git/config`, `~/.gitconfig`) or a file one of them, or a
-   * repository's config, includes.
-   */
-  private gitConfigReason(root: string, abs: string, lexical: string): string | undefined {
-    const globals = globalGitConfigs(process.env);
-    const files = this.globalConfigFiles(globals);
-    return files.get(abs) ?? files.get(lexical) ?? includedConfigFor(root, abs, globals);
-  }
-
-  private globalConfigFiles(globals: readonly ConfigFile[] = globalGitConfigs(process.env)): Map<string, string> {
-    return gitConfigFiles(globals, process.env.HOME ?? homedir()).files;
   }
 
   /**
@@ -262,7 +244,7 @@ export class PathGuard {
    * bind read-only and pin, with each secret's identity kept for the file tools.
    */
   scan(limit = SECRET_WALK_LIMIT): WorkspaceScan {
-    const gitConfigs = this.globalConfigFiles();
+    const gitConfigs = globalConfigFiles();
     return scanWorkspace(this.roots, limit, {
       isSecret: (rel, abs) => this.isSecret(rel, abs),
       isProtected: (rel, abs, hooks) => this.isWorkspaceProtected(rel, abs, hooks, gitConfigs),
